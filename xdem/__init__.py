@@ -1,0 +1,11 @@
+"""xdem: out-of-core coregistration of digital elevation models on dask.
+
+Open DEMs lazily with :func:`open_dem`, align them with the classes of
+:mod:`xdem.coreg`, and write the result with :func:`write_cog`.
+"""
+
+from xdem._version import __version__
+from xdem import errors
+from xdem.io import open_dem
+
+__all__ = ["__version__", "errors", "open_dem"]

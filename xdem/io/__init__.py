@@ -1,0 +1,5 @@
+"""Input and output: lazy opening, grids, pair alignment and out-of-core COG writing."""
+
+from xdem.io.open import auto_chunks, open_dem
+
+__all__ = ["open_dem", "auto_chunks"]

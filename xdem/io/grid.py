@@ -1,0 +1,190 @@
+"""Grids: transforms, CRS checks, per-block coordinates and lazy pair alignment."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+from affine import Affine
+
+from xdem.errors import CRSError, OverlapError
+
+__all__ = [
+    "get_transform",
+    "get_resolution",
+    "check_projected",
+    "block_pixel_offsets",
+    "block_xy",
+    "same_grid",
+    "with_transform",
+    "align_pair",
+]
+
+
+def get_transform(dem: xr.DataArray) -> Affine:
+    """Affine transform of ``dem`` (corner of the upper-left pixel, GDAL convention).
+
+    GDAL already turns a GeoTIFF ``AREA_OR_POINT=Point`` raster's transform into this
+    corner convention, so pixel centres are always at ``transform * (col + 0.5, row + 0.5)``
+    and no further half-pixel shift must be applied.
+    """
+    return dem.rio.transform()
+
+
+def with_transform(dem: xr.DataArray, transform: Affine) -> xr.DataArray:
+    """Copy of ``dem`` (same data, no compute) placed on ``transform``.
+
+    Both the ``x``/``y`` pixel-centre coordinates and the stored GeoTransform are rewritten,
+    since rioxarray derives the transform from the coordinates.
+    """
+    ny, nx = dem.shape[-2:]
+    x, y = block_xy(transform, 0, 0, (ny, nx))
+    out = dem.assign_coords(x=x, y=y)
+    return out.rio.write_transform(transform)
+
+
+def get_resolution(dem: xr.DataArray) -> tuple[float, float]:
+    """``(dx, dy)`` pixel sizes as positive numbers, in CRS units."""
+    t = get_transform(dem)
+    if t.b != 0 or t.d != 0:
+        raise CRSError("rotated or sheared grids are not supported; warp the DEM to a north-up grid with gdalwarp")
+    return abs(t.a), abs(t.e)
+
+
+def check_projected(dem: xr.DataArray, what: str = "this operation") -> None:
+    """Raise :class:`~xdem.errors.CRSError` unless ``dem`` has a projected CRS."""
+    crs = dem.rio.crs
+    if crs is None:
+        raise CRSError(f"{what} needs a DEM with a CRS; set one with dem.rio.write_crs('EPSG:XXXX')")
+    if crs.is_geographic:
+        raise CRSError(
+            f"{what} needs a projected CRS (metres), but the DEM is in geographic {crs.to_string()}; "
+            "reproject it first, e.g. dem.rio.reproject(dem.rio.estimate_utm_crs()) or gdalwarp -t_srs EPSG:326XX"
+        )
+
+
+def block_pixel_offsets(block_info: dict | None, depth: int = 0) -> tuple[int, int]:
+    """Global ``(row, col)`` of the first pixel of a block passed to a ``map_blocks`` kernel.
+
+    ``block_info`` is dask's ``block_info`` argument (its key ``0`` describes the first
+    input). ``depth`` is the overlap added by ``map_overlap``; the returned offset is that
+    of the first pixel *including* the overlap (it may be negative at the edges).
+    """
+    if block_info is None:
+        return (-depth, -depth)
+    loc = block_info[0]["array-location"]
+    return (loc[0][0] - depth, loc[1][0] - depth)
+
+
+def block_xy(
+    transform: Affine, row0: int, col0: int, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """1-D centre coordinates ``(x, y)`` of a block of ``shape`` starting at ``(row0, col0)``.
+
+    Only 1-D vectors are built; broadcast them (``x[None, :]``, ``y[:, None]``) rather than
+    materialising a full meshgrid.
+    """
+    cols = np.arange(col0, col0 + shape[1], dtype=np.float64) + 0.5
+    rows = np.arange(row0, row0 + shape[0], dtype=np.float64) + 0.5
+    x = transform.c + cols * transform.a
+    y = transform.f + rows * transform.e
+    return x, y
+
+
+def same_grid(a: xr.DataArray, b: xr.DataArray, *, rtol: float = 1e-9) -> bool:
+    """True if both DEMs share CRS, shape and transform."""
+    if a.shape != b.shape or a.rio.crs != b.rio.crs:
+        return False
+    ta, tb = get_transform(a), get_transform(b)
+    scale = max(abs(ta.a), abs(ta.e))
+    return all(math.isclose(p, q, rel_tol=rtol, abs_tol=rtol * scale) for p, q in zip(ta[:6], tb[:6]))
+
+
+def _bounds(dem: xr.DataArray) -> tuple[float, float, float, float]:
+    t = get_transform(dem)
+    ny, nx = dem.shape
+    xs = (t.c, t.c + nx * t.a)
+    ys = (t.f, t.f + ny * t.e)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _crop_to_bounds(dem: xr.DataArray, bounds: tuple[float, float, float, float]) -> xr.DataArray:
+    """Crop ``dem`` by whole pixels to the pixels whose centres fall inside ``bounds``."""
+    t = get_transform(dem)
+    xmin, ymin, xmax, ymax = bounds
+    inv = ~t
+    c0, r0 = inv * (xmin, ymax)
+    c1, r1 = inv * (xmax, ymin)
+    cmin, cmax = sorted((c0, c1))
+    rmin, rmax = sorted((r0, r1))
+    c_start, c_stop = max(0, int(math.ceil(cmin - 0.5 - 1e-9))), min(dem.shape[1], int(math.floor(cmax - 0.5 + 1e-9)) + 1)
+    r_start, r_stop = max(0, int(math.ceil(rmin - 0.5 - 1e-9))), min(dem.shape[0], int(math.floor(rmax - 0.5 + 1e-9)) + 1)
+    if c_stop <= c_start or r_stop <= r_start:
+        raise OverlapError("the DEMs do not overlap; check that both cover the same area and have the right CRS")
+    out = dem.isel(y=slice(r_start, r_stop), x=slice(c_start, c_stop))
+    return out.rio.write_transform(t * Affine.translation(c_start, r_start))
+
+
+def align_pair(
+    ref: xr.DataArray, tba: xr.DataArray, *, resampling: str = "bilinear"
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """Bring ``tba`` onto the grid of ``ref``, lazily, cropped to their overlap.
+
+    Same grid: returned unchanged. Same CRS and pixel size with pixel-aligned origins: both
+    are cropped by whole pixels (exact, no resampling). Otherwise ``tba`` is reprojected
+    onto the reference grid (cropped to the overlap) with odc-geo's dask-aware
+    ``xr_reproject``, which builds a lazy graph reading only the source chunks each output
+    chunk needs.
+
+    Returns
+    -------
+    (ref, tba)
+        Two DataArrays on one grid.
+
+    Raises
+    ------
+    xdem.errors.OverlapError
+        The DEMs do not overlap.
+    """
+    if same_grid(ref, tba):
+        return ref, tba
+    rb = _bounds(ref)
+    tb_crs = tba.rio.crs
+    if tb_crs != ref.rio.crs:
+        from rasterio.warp import transform_bounds
+
+        tb = transform_bounds(tb_crs, ref.rio.crs, *_bounds(tba), densify_pts=21)
+    else:
+        tb = _bounds(tba)
+    inter = (max(rb[0], tb[0]), max(rb[1], tb[1]), min(rb[2], tb[2]), min(rb[3], tb[3]))
+    if inter[0] >= inter[2] or inter[1] >= inter[3]:
+        raise OverlapError(
+            f"the DEMs do not overlap: reference bounds {tuple(round(v, 3) for v in rb)}, "
+            f"to-be-aligned bounds {tuple(round(v, 3) for v in tb)} (in {ref.rio.crs}); check both cover one area"
+        )
+    ref_c = _crop_to_bounds(ref, inter)
+    tr, tt = get_transform(ref), get_transform(tba)
+    if tb_crs == ref.rio.crs and math.isclose(tr.a, tt.a) and math.isclose(tr.e, tt.e):
+        off_c = (tt.c - tr.c) / tr.a
+        off_r = (tt.f - tr.f) / tr.e
+        if abs(off_c - round(off_c)) < 1e-6 and abs(off_r - round(off_r)) < 1e-6:
+            tba_c = _crop_to_bounds(tba, inter)
+            if tba_c.shape == ref_c.shape:
+                return ref_c, tba_c.assign_coords(x=ref_c["x"].values, y=ref_c["y"].values)
+    return ref_c, _reproject_like(tba, ref_c, resampling=resampling)
+
+
+def _reproject_like(src: xr.DataArray, like: xr.DataArray, *, resampling: str) -> xr.DataArray:
+    """Lazy reprojection of ``src`` onto the grid of ``like`` with odc-geo."""
+    from odc.geo.geobox import GeoBox
+    from odc.geo.xr import xr_reproject
+
+    gbox = GeoBox(like.shape, get_transform(like), like.rio.crs)
+    src = src.rio.write_nodata(np.nan, encoded=False)
+    out = xr_reproject(src, gbox, resampling=resampling, dst_nodata=np.nan)
+    out = out.rename({d: n for d, n in zip(out.dims, ("y", "x"))})
+    data = out.data.astype(src.dtype, copy=False)
+    res = xr.DataArray(data, dims=("y", "x"), coords={"y": like["y"].values, "x": like["x"].values}, name=src.name)
+    res = res.rio.write_crs(like.rio.crs).rio.write_transform(get_transform(like))
+    return res.rio.write_nodata(np.nan, encoded=False)

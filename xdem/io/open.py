@@ -1,0 +1,225 @@
+"""Open DEMs lazily as dask-backed :class:`xarray.DataArray` objects."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import psutil
+import rasterio
+import rioxarray  # noqa: F401  (registers the .rio accessor)
+import xarray as xr
+from rasterio.errors import RasterioIOError
+
+from xdem.errors import ChunkSizeError, CRSError, InputError
+
+__all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
+
+#: Target side of an in-memory chunk, in pixels, when ``chunks="auto"``.
+DEFAULT_CHUNK_PIXELS = 2048
+
+
+def _round_to_multiple(value: int, base: int, size: int) -> int:
+    """Round ``value`` up to a multiple of ``base``, capped at ``size``."""
+    if base <= 0:
+        return min(value, size)
+    return int(min(size, max(base, int(np.ceil(value / base)) * base)))
+
+
+def auto_chunks(
+    shape: tuple[int, int], block_shape: tuple[int, int] | None = None, *, target: int = DEFAULT_CHUNK_PIXELS
+) -> tuple[int, int]:
+    """Chunk shape for a raster: about ``target`` pixels a side, a multiple of its tiles.
+
+    Parameters
+    ----------
+    shape
+        ``(rows, cols)`` of the raster.
+    block_shape
+        ``(rows, cols)`` of the file's internal blocks (tiles or strips), if any.
+    target
+        Wanted chunk side in pixels.
+
+    Examples
+    --------
+    >>> auto_chunks((10000, 10000), (512, 512))
+    (2048, 2048)
+    """
+    rows, cols = shape
+    brow, bcol = block_shape if block_shape else (1, 1)
+    if bcol >= cols:  # strips: full-width blocks, choose rows to keep about target**2 pixels
+        crow = _round_to_multiple(max(1, target * target // max(cols, 1)), brow, rows)
+        return (crow, cols)
+    return (_round_to_multiple(target, brow, rows), _round_to_multiple(target, bcol, cols))
+
+
+def _check_chunk_memory(chunks: tuple[int, int], itemsize: int = 8) -> None:
+    """Refuse chunks so large that a few of them cannot fit in available memory."""
+    need = chunks[0] * chunks[1] * itemsize * 16  # a kernel holds about 16 chunk-sized temporaries
+    avail = psutil.virtual_memory().available
+    if need > avail:
+        raise ChunkSizeError(
+            f"chunks of {chunks[0]} x {chunks[1]} pixels need about {need / 2**30:.1f} GiB per task "
+            f"but only {avail / 2**30:.1f} GiB is available; pass smaller chunks, e.g. chunks=2048"
+        )
+
+
+def _normalise_chunks(chunks: Any, shape: tuple[int, int], block_shape: tuple[int, int] | None) -> tuple[int, int]:
+    if chunks is None or chunks == "auto":
+        out = auto_chunks(shape, block_shape)
+    elif isinstance(chunks, (int, np.integer)):
+        if chunks <= 0:
+            raise InputError(f"chunks must be a positive number of pixels, got {chunks}")
+        out = (min(int(chunks), shape[0]), min(int(chunks), shape[1]))
+    elif isinstance(chunks, (tuple, list)) and len(chunks) == 2:
+        if min(int(c) for c in chunks) <= 0:
+            raise InputError(f"chunks must be positive numbers of pixels, got {chunks}")
+        out = (min(int(chunks[0]), shape[0]), min(int(chunks[1]), shape[1]))
+    else:
+        raise InputError(f"chunks must be 'auto', an int or a (rows, cols) tuple, got {chunks!r}")
+    _check_chunk_memory(out)
+    return out
+
+
+def _float_dtype(dtype: np.dtype) -> np.dtype:
+    """Floating dtype used for a DEM of ``dtype``: float64 stays, everything else is float32."""
+    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
+
+
+def _finish(arr: xr.DataArray, nodata: float | None, name: str | None) -> xr.DataArray:
+    """Cast to float, turn nodata into NaN, drop the band axis, keep georeferencing."""
+    if "band" in arr.dims:
+        arr = arr.squeeze("band", drop=True)
+    elif "band" in arr.coords:
+        arr = arr.drop_vars("band")
+    if arr.ndim != 2:
+        raise InputError(f"a DEM must be 2-D (y, x), got dims {arr.dims}; select one band first")
+    crs = arr.rio.crs
+    transform = arr.rio.transform(recalc=False)
+    file_nodata = arr.rio.nodata if nodata is None else nodata
+    if file_nodata is None:
+        file_nodata = arr.rio.encoded_nodata
+    fdtype = _float_dtype(arr.dtype)
+    data = arr.data
+    if not isinstance(data, da.Array):
+        data = da.from_array(np.asarray(data), chunks=auto_chunks(arr.shape))
+    data = data.astype(fdtype, copy=False)
+    if file_nodata is not None and not np.isnan(file_nodata):
+        data = da.where(data == fdtype.type(file_nodata), fdtype.type(np.nan), data)
+    out = xr.DataArray(data, dims=("y", "x"), coords={"y": arr["y"].values, "x": arr["x"].values}, name=name)
+    attrs = {k: v for k, v in arr.attrs.items() if k in ("AREA_OR_POINT", "units", "long_name")}
+    out.attrs.update(attrs)
+    if crs is not None:
+        out = out.rio.write_crs(crs)
+    out = out.rio.write_transform(transform)
+    out = out.rio.write_nodata(np.nan, encoded=False)
+    return out
+
+
+def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
+    if not path.exists():
+        raise InputError(f"DEM file not found: '{path}'; check the path")
+    if path.is_dir():
+        raise InputError(f"'{path}' is a folder, not a raster file; pass a GeoTIFF, COG or VRT")
+    try:
+        with rasterio.open(path) as src:
+            count = src.count
+            shape = (src.height, src.width)
+            block_shape = src.block_shapes[0] if src.block_shapes else None
+            has_crs = src.crs is not None
+    except RasterioIOError as exc:
+        raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
+    if band is None:
+        if count != 1:
+            raise InputError(f"'{path}' has {count} bands; choose one with band=N (1 to {count})")
+        band = 1
+    if not 1 <= band <= count:
+        raise InputError(f"band={band} is out of range for '{path}', which has {count} band(s)")
+    if not has_crs:
+        raise CRSError(f"'{path}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{path}'")
+    ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
+    try:
+        arr = rioxarray.open_rasterio(path, chunks={"band": 1, "y": ck[0], "x": ck[1]}, lock=False, masked=False)
+    except Exception as exc:  # rasterio raises many types for corrupt files
+        raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
+    arr = arr.isel(band=[band - 1])
+    return _finish(arr, nodata, name=path.stem)
+
+
+def open_dem(
+    source: str | os.PathLike | xr.DataArray | Any,
+    *,
+    chunks: int | tuple[int, int] | str = "auto",
+    band: int | None = None,
+    nodata: float | None = None,
+) -> xr.DataArray:
+    """Open a DEM lazily as a 2-D, floating-point, dask-backed DataArray.
+
+    Only metadata is read. Nodata (the file's, or ``nodata``) becomes NaN, integer DEMs
+    become float32, and the CRS and transform are kept on ``.rio``.
+
+    Parameters
+    ----------
+    source
+        A path to anything rasterio opens (GeoTIFF, COG, VRT), an :class:`xarray.DataArray`
+        with rioxarray georeferencing (numpy- or dask-backed), or a :class:`geoutils.Raster`.
+    chunks
+        ``"auto"`` (default: about 2048 pixels a side, a multiple of the file's tiles), an int
+        (square chunks) or a ``(rows, cols)`` tuple.
+    band
+        Band to read, starting at 1. ``None`` requires a single-band source.
+    nodata
+        Value to treat as nodata instead of the file's own.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("y", "x")``, dask-backed, float32 or float64, NaN where there is no data.
+
+    Raises
+    ------
+    xdem.errors.InputError
+        Missing or unreadable file, several bands and no ``band``, bad ``chunks``.
+    xdem.errors.CRSError
+        The source has no CRS.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> dem.dims, str(dem.dtype)
+    (('y', 'x'), 'float32')
+    """
+    if isinstance(source, (str, os.PathLike)):
+        return _open_path(Path(source), chunks=chunks, band=band, nodata=nodata)
+    if isinstance(source, xr.DataArray):
+        return _open_dataarray(source, chunks=chunks, band=band, nodata=nodata)
+    if type(source).__name__ == "Raster" and hasattr(source, "to_xarray"):
+        return _open_dataarray(source.to_xarray(), chunks=chunks, band=band, nodata=nodata)
+    raise InputError(
+        f"cannot open a DEM from a {type(source).__name__}; pass a file path, an xarray.DataArray or a geoutils.Raster"
+    )
+
+
+def _open_dataarray(arr: xr.DataArray, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
+    if "band" in arr.dims and arr.sizes["band"] > 1:
+        if band is None:
+            raise InputError(f"the DataArray has {arr.sizes['band']} bands; choose one with band=N")
+        arr = arr.isel(band=[band - 1])
+    elif "band" in arr.dims and band not in (None, 1):
+        raise InputError(f"band={band} is out of range: the DataArray has 1 band")
+    if arr.rio.crs is None:
+        raise CRSError("the DataArray has no CRS; set one with dem.rio.write_crs('EPSG:XXXX')")
+    if arr.rio.x_dim != "x" or arr.rio.y_dim != "y":
+        arr = arr.rename({arr.rio.y_dim: "y", arr.rio.x_dim: "x"})
+    shape = (arr.sizes["y"], arr.sizes["x"])
+    data = arr.data
+    if isinstance(data, da.Array) and chunks == "auto":
+        pass  # keep the caller's chunking
+    else:
+        ck = _normalise_chunks(chunks, shape, None)
+        arr = arr.chunk({"y": ck[0], "x": ck[1]} if "band" not in arr.dims else {"band": 1, "y": ck[0], "x": ck[1]})
+    return _finish(arr, nodata, name=arr.name)
