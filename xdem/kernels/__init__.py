@@ -1,0 +1,1 @@
+"""Plain numpy kernels shared by several methods (each works on one chunk)."""

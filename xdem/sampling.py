@@ -1,0 +1,220 @@
+"""Reproducible, chunk-independent subsampling of valid pixels.
+
+Every pixel gets a pseudo-random number in ``[0, 1)`` from a counter-based hash
+(SplitMix64) of its *global* index ``row * ncols + col`` and the seed. The subsample is the
+``n`` valid pixels with the smallest numbers. It depends only on the seed, the grid and the
+valid mask: never on the chunking, the scheduler, or whether the input is numpy or dask.
+
+Drawing it takes two passes over the inputs, each a map-then-reduce with small per-block
+results:
+
+1. per block, a histogram (4096 bins) of the numbers of the valid pixels;
+2. per block, the candidates below the histogram edge that holds the ``n``-th number,
+   with the values of the requested arrays at those pixels.
+
+The ``n`` candidates with the smallest numbers are then kept (ties are impossible: the
+hash is a bijection on 64 bits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Callable
+
+import dask
+import dask.array as da
+import numpy as np
+
+from xdem.errors import InputError, NotEnoughDataError
+
+__all__ = ["pixel_uniform", "resolve_count", "sample_valid", "gather_points", "Sample", "DEFAULT_SEED"]
+
+#: Seed used when ``random_state=None``: results are reproducible by default.
+DEFAULT_SEED = 0
+_NBINS = 4096
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _seed_key(random_state: int | None) -> np.uint64:
+    seed = DEFAULT_SEED if random_state is None else int(random_state)
+    if seed < 0:
+        raise InputError(f"random_state must be a non-negative integer, got {random_state}")
+    return _splitmix64(np.array([seed], dtype=np.uint64))[0]
+
+
+def pixel_uniform(row0: int, col0: int, shape: tuple[int, int], ncols: int, random_state: int | None) -> np.ndarray:
+    """Pseudo-random numbers in ``[0, 1)`` for a block of pixels, keyed on global indices.
+
+    Parameters
+    ----------
+    row0, col0
+        Global index of the block's first pixel.
+    shape
+        Block shape.
+    ncols
+        Number of columns of the whole grid.
+    random_state
+        Seed (``None`` means :data:`DEFAULT_SEED`).
+
+    Examples
+    --------
+    >>> a = pixel_uniform(0, 0, (4, 4), 4, 1)
+    >>> b = pixel_uniform(2, 2, (2, 2), 4, 1)
+    >>> bool((a[2:, 2:] == b).all())
+    True
+    """
+    rows = np.arange(row0, row0 + shape[0], dtype=np.uint64)[:, None]
+    cols = np.arange(col0, col0 + shape[1], dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        idx = rows * np.uint64(ncols) + cols
+    h = _splitmix64(idx ^ _seed_key(random_state))
+    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / 2.0**53)
+
+
+def resolve_count(subsample: float | int, n_valid: int) -> int:
+    """Number of pixels to draw: a fraction (``<= 1``) or a count (``> 1``) of ``n_valid``.
+
+    A count larger than ``n_valid`` means "all valid pixels".
+    """
+    if isinstance(subsample, bool) or not np.isscalar(subsample) or subsample <= 0:
+        raise InputError(f"subsample must be a fraction in (0, 1] or a count > 1, got {subsample!r}")
+    if subsample <= 1:
+        return int(min(n_valid, max(1, round(float(subsample) * n_valid)))) if n_valid else 0
+    return int(min(n_valid, int(subsample)))
+
+
+class Sample(dict):
+    """Values of arrays at the drawn pixels (a dict of 1-D numpy arrays), plus metadata.
+
+    Keys ``"row"`` and ``"col"`` hold the global pixel indices (sorted by global index);
+    other keys are the names of the sampled arrays. ``n_valid`` is the number of valid
+    pixels the draw was made from.
+    """
+
+    n_valid: int = 0
+
+
+def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, block_info=None) -> np.ndarray:
+    loc = block_info[0]["array-location"]
+    u = pixel_uniform(loc[0][0], loc[1][0], valid.shape, ncols, random_state)
+    hist = np.bincount((u[valid] * _NBINS).astype(np.int64), minlength=_NBINS)
+    return hist[None, None, :]
+
+
+def _candidates_block(
+    valid: np.ndarray, *arrays: np.ndarray, names: tuple[str, ...], edge: float, ncols: int,
+    random_state: int | None, row0: int, col0: int,
+) -> dict[str, np.ndarray]:
+    u = pixel_uniform(row0, col0, valid.shape, ncols, random_state)
+    keep = valid & (u < edge)
+    r, c = np.nonzero(keep)
+    out = {"u": u[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0}
+    for name, arr in zip(names, arrays):
+        out[name] = np.asarray(arr)[r, c].astype(np.float64)
+    return out
+
+
+def sample_valid(
+    valid: da.Array,
+    arrays: Mapping[str, da.Array],
+    *,
+    subsample: float | int,
+    random_state: int | None,
+    min_count: int = 1,
+    what: str = "the fit",
+) -> Sample:
+    """Draw a reproducible subsample of the valid pixels and gather arrays there.
+
+    Parameters
+    ----------
+    valid
+        2-D boolean dask array, True where a pixel may be drawn.
+    arrays
+        Name -> 2-D dask arrays on the same grid and chunks as ``valid``, gathered at the
+        drawn pixels (as float64).
+    subsample
+        Fraction of the valid pixels (``<= 1``) or their count (``> 1``; more than there
+        are means all of them).
+    random_state
+        Seed; the draw is identical for any chunking and scheduler.
+    min_count
+        Raise :class:`~xdem.errors.NotEnoughDataError` when fewer valid pixels exist.
+    what
+        Name of the caller, used in error messages.
+
+    Returns
+    -------
+    Sample
+        Dict of 1-D arrays: ``row``, ``col`` and one entry per name of ``arrays``.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> z = da.from_array(np.arange(100.0).reshape(10, 10), chunks=4)
+    >>> s = sample_valid(da.isfinite(z), {"z": z}, subsample=10, random_state=3)
+    >>> len(s["z"])
+    10
+    """
+    valid = da.asarray(valid)
+    ny, nx = valid.shape
+    arrays = {k: da.asarray(v).rechunk(valid.chunks) for k, v in arrays.items()}
+    hist = da.map_blocks(
+        _hist_block, valid, ncols=nx, random_state=random_state, dtype=np.int64,
+        chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (_NBINS,)), new_axis=2,
+    )
+    hist = hist.sum(axis=(0, 1)).compute()
+    n_valid = int(hist.sum())
+    if n_valid < min_count:
+        raise NotEnoughDataError(
+            f"{what} needs at least {min_count} valid pixels but found {n_valid} of {ny * nx} "
+            "(valid = finite in both DEMs, inside the inlier mask, and method-specific criteria); "
+            "check the overlap, the nodata value and the inlier mask"
+        )
+    n = resolve_count(subsample, n_valid)
+    cum = np.cumsum(hist)
+    b = int(np.searchsorted(cum, n))  # first bin where the cumulative count reaches n
+    edge = 1.0 if n >= n_valid else (b + 1) / _NBINS
+    names = tuple(arrays)
+    row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
+    col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
+    vblocks = valid.to_delayed()
+    ablocks = [arrays[k].to_delayed() for k in names]
+    tasks = []
+    for i in range(valid.numblocks[0]):
+        for j in range(valid.numblocks[1]):
+            tasks.append(
+                dask.delayed(_candidates_block)(
+                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, edge=edge, ncols=nx,
+                    random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
+                )
+            )
+    parts = dask.compute(*tasks)
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in ("u", "row", "col") + names}
+    order = np.argsort(merged["u"], kind="stable")[:n]
+    order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
+    out = Sample({k: merged[k][order] for k in ("row", "col") + names})
+    out.n_valid = n_valid
+    return out
+
+
+def gather_points(arr: da.Array, rows: np.ndarray, cols: np.ndarray, *, fill: float = np.nan) -> da.Array:
+    """Lazy values of ``arr`` at integer pixels (``vindex``); out-of-grid pixels get ``fill``.
+
+    Returns a dask array of shape ``rows.shape``; compute it (together with others in one
+    ``dask.compute``) to read only the needed chunks once.
+    """
+    ny, nx = arr.shape
+    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
+    rr = np.clip(rows, 0, ny - 1)
+    cc = np.clip(cols, 0, nx - 1)
+    vals = arr.vindex[rr.ravel(), cc.ravel()].reshape(rows.shape).astype(np.float64)
+    return da.where(da.from_array(inside, chunks=vals.chunks), vals, fill)
