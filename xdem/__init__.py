@@ -7,5 +7,6 @@ Open DEMs lazily with :func:`open_dem`, align them with the classes of
 from xdem._version import __version__
 from xdem import errors
 from xdem.io import open_dem
+from xdem import terrain
 
-__all__ = ["__version__", "errors", "open_dem"]
+__all__ = ["__version__", "errors", "open_dem", "terrain"]

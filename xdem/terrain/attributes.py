@@ -1,0 +1,426 @@
+"""Lazy terrain attributes of a DEM: dask ``map_overlap`` runners and public functions.
+
+Each public function opens its input with :func:`xdem.open_dem` (a path, or a numpy- or
+dask-backed DataArray), checks the CRS is projected, and returns a lazy DataArray on the same
+grid (coords, CRS, transform) as the DEM; nothing is computed until asked. Edges of the DEM
+are NaN (the overlap is filled with NaN: no wrapping, no reflection), and a NaN in the DEM
+only affects the cells whose window contains it. float32 DEMs give float32 attributes and
+float64 DEMs float64; the kernels compute in float64 inside.
+
+:func:`get_terrain_attribute` computes several attributes in ONE ``map_overlap`` pass that
+produces a stacked block per chunk, then splits it lazily: computing the outputs together
+(``dask.compute(*outs)``) reads the DEM once.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import Any, Sequence
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.errors import InputError
+from xdem.io.grid import check_projected, get_resolution, get_transform
+from xdem.io.open import open_dem
+from xdem.terrain import kernels as K
+
+__all__ = [
+    "ATTRIBUTES",
+    "get_terrain_attribute",
+    "slope",
+    "aspect",
+    "hillshade",
+    "curvature",
+    "profile_curvature",
+    "planform_curvature",
+    "maximum_curvature",
+    "terrain_ruggedness_index",
+    "topographic_position_index",
+    "roughness",
+]
+
+#: Canonical attribute names, with their units.
+ATTRIBUTES: dict[str, str] = {
+    "slope": "degrees",
+    "aspect": "degrees",
+    "hillshade": "1-255",
+    "curvature": "1/100 m-1",
+    "profile_curvature": "1/100 m-1",
+    "planform_curvature": "1/100 m-1",
+    "maximum_curvature": "1/100 m-1",
+    "terrain_ruggedness_index": "m",
+    "topographic_position_index": "m",
+    "roughness": "m",
+}
+_ALIASES = {
+    "tri": "terrain_ruggedness_index",
+    "tpi": "topographic_position_index",
+    "profile": "profile_curvature",
+    "planform": "planform_curvature",
+    "plan_curvature": "planform_curvature",
+    "maximum": "maximum_curvature",
+    "max_curvature": "maximum_curvature",
+}
+_SLOPE_UNITS = ("degrees", "percent", "radians")
+_ASPECT_UNITS = ("degrees", "radians")
+
+
+def _canonical(name: str) -> str:
+    key = str(name).strip().lower().replace("-", "_")
+    key = _ALIASES.get(key, key)
+    if key not in ATTRIBUTES:
+        raise InputError(f"unknown terrain attribute {name!r}; choose from {', '.join(ATTRIBUTES)}")
+    return key
+
+
+def _depth(name: str, opts: dict[str, Any]) -> int:
+    if name in ("topographic_position_index", "roughness"):
+        return K._check_window(opts["window_size"])
+    return 1
+
+
+def _crop(z: np.ndarray, have: int, need: int) -> np.ndarray:
+    """Reduce the padding of ``z`` from ``have`` to ``need`` pixels."""
+    k = have - need
+    return z if k == 0 else z[k : z.shape[0] - k, k : z.shape[1] - k]
+
+
+def _attribute_block(
+    name: str, z: np.ndarray, depth: int, cache: dict, *, res_x: float, res_y: float, opts: dict[str, Any]
+) -> np.ndarray:
+    """One attribute (float64, interior shape, final units) of a block padded by ``depth``."""
+    need = _depth(name, opts)
+    zz = _crop(z, depth, need)
+    if name in ("slope", "aspect", "hillshade"):
+        if "gradient" not in cache:
+            cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts["method"])
+        dzdx, dzdy = cache["gradient"]
+        if name == "hillshade":
+            return K._hillshade_from_gradient(
+                dzdx, dzdy, azimuth=opts["azimuth"], altitude=opts["altitude"], z_factor=opts["z_factor"]
+            )
+        if "slope_aspect" not in cache:
+            cache["slope_aspect"] = K._slope_aspect_from_gradient(dzdx, dzdy)
+        s, a = cache["slope_aspect"]
+        if name == "slope":
+            units = opts["slope_units"]
+            return np.degrees(s) if units == "degrees" else (s.copy() if units == "radians" else 100.0 * np.tan(s))
+        return np.degrees(a) if opts["aspect_units"] == "degrees" else a.copy()
+    if name.endswith("curvature"):
+        kind = name.replace("_curvature", "")
+        return K.curvature_kernel(zz, res_x=res_x, res_y=res_y, kind=kind)
+    if name == "terrain_ruggedness_index":
+        return K.tri_kernel(zz, algorithm=opts["tri_algorithm"])
+    if name == "topographic_position_index":
+        return K.tpi_kernel(zz, window_size=opts["window_size"])
+    return K.roughness_kernel(zz, window_size=opts["window_size"])
+
+
+def _cast(name: str, values: np.ndarray, dtype: np.dtype, opts: dict[str, Any]) -> np.ndarray:
+    out = values.astype(dtype, copy=False)
+    if name == "aspect":  # rounding can turn 359.99999 into 360: keep [0, 360)
+        full = 360.0 if opts["aspect_units"] == "degrees" else dtype.type(2.0 * np.pi)
+        out[out >= full] = 0
+    return out
+
+
+def _terrain_block_kernel(
+    block: np.ndarray,
+    *,
+    names: tuple[str, ...],
+    pad: int,
+    res_x: float,
+    res_y: float,
+    out_dtype: np.dtype,
+    opts: dict[str, Any],
+    stacked: bool,
+) -> np.ndarray:
+    """Kernel mapped by :func:`_run`: the attributes of one padded block, in ``dtype``."""
+    z = np.asarray(block, dtype=np.float64)
+    cache: dict = {}
+    outs = [
+        _cast(n, _attribute_block(n, z, pad, cache, res_x=res_x, res_y=res_y, opts=opts), out_dtype, opts) for n in names
+    ]
+    return np.stack(outs) if stacked else outs[0]
+
+
+def _signed_resolution(dem: xr.DataArray) -> tuple[float, float]:
+    """``(res_x, res_y)`` for the kernels: negative if columns go west or rows go north."""
+    dx, dy = get_resolution(dem)
+    t = get_transform(dem)
+    return (dx if t.a > 0 else -dx), (dy if t.e < 0 else -dy)
+
+
+def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: dict[str, Any], stacked: bool):
+    """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
+    depth = max(_depth(n, opts) for n in names)
+    dtype = np.dtype(data.dtype)
+    kernel = partial(
+        _terrain_block_kernel, names=names, pad=depth, res_x=res_x, res_y=res_y, out_dtype=dtype, opts=opts, stacked=stacked
+    )
+    if stacked:
+        return da.map_overlap(
+            kernel,
+            data,
+            depth=depth,
+            boundary=np.nan,
+            trim=False,
+            new_axis=0,
+            chunks=((len(names),),) + data.chunks,
+            dtype=dtype,
+            meta=np.empty((0, 0, 0), dtype=dtype),
+        )
+    return da.map_overlap(
+        kernel,
+        data,
+        depth=depth,
+        boundary=np.nan,
+        trim=False,
+        chunks=data.chunks,
+        dtype=dtype,
+        meta=np.empty((0, 0), dtype=dtype),
+    )
+
+
+def _prepare(dem: Any, depth: int) -> xr.DataArray:
+    if isinstance(dem, (xr.DataArray, str, os.PathLike)) or type(dem).__name__ == "Raster":
+        dem = open_dem(dem)  # keeps the chunks of a dask-backed DataArray
+    else:
+        raise InputError(
+            f"terrain attributes need a DEM (path or georeferenced xarray.DataArray), got a {type(dem).__name__}; "
+            "wrap numpy arrays with xdem.open_dem or use xdem.terrain.kernels directly"
+        )
+    check_projected(dem, "terrain attributes")
+    ny, nx = dem.shape
+    if ny < 2 * depth + 1 or nx < 2 * depth + 1:
+        raise InputError(
+            f"the DEM is {ny} x {nx} pixels, too small for a {2 * depth + 1}x{2 * depth + 1} terrain window; "
+            f"it needs at least {2 * depth + 1} rows and columns"
+        )
+    return dem
+
+
+def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: dict[str, Any]) -> xr.DataArray:
+    units = ATTRIBUTES[name]
+    if name == "slope":
+        units = opts["slope_units"]
+    elif name == "aspect":
+        units = opts["aspect_units"]
+    out = xr.DataArray(data, dims=dem.dims, coords=dem.coords, name=name, attrs={"units": units})
+    if dem.rio.crs is not None:
+        out = out.rio.write_crs(dem.rio.crs)
+    out = out.rio.write_transform(get_transform(dem))
+    return out.rio.write_nodata(np.nan, encoded=False)
+
+
+def get_terrain_attribute(
+    dem: Any,
+    attribute: str | Sequence[str],
+    *,
+    method: str = "horn",
+    slope_units: str = "degrees",
+    aspect_units: str = "degrees",
+    azimuth: float = 315.0,
+    altitude: float = 45.0,
+    z_factor: float = 1.0,
+    tri_algorithm: str = "riley",
+    window_size: int = 3,
+) -> xr.DataArray | list[xr.DataArray]:
+    """One or several terrain attributes of ``dem``, lazily, in a single pass over the data.
+
+    Parameters
+    ----------
+    dem
+        Anything :func:`xdem.open_dem` accepts (path, numpy- or dask-backed DataArray), in a
+        projected CRS.
+    attribute
+        A name or a list of names among :data:`ATTRIBUTES` (``"tri"``, ``"tpi"``,
+        ``"profile"``, ``"planform"``, ``"maximum"`` are accepted as short names).
+    method
+        Surface fit for slope, aspect and hillshade: ``"horn"`` or ``"zevenbergthorne"``.
+        Curvatures always use the Zevenbergen & Thorne fit.
+    slope_units, aspect_units
+        ``"degrees"``, ``"percent"`` (slope only) or ``"radians"``.
+    azimuth, altitude, z_factor
+        Hillshade light direction (degrees clockwise from north), elevation above the horizon
+        (degrees) and vertical exaggeration.
+    tri_algorithm
+        ``"riley"`` (default) or ``"wilson"``, as gdaldem's ``-alg``.
+    window_size
+        Odd window side for TPI and roughness (3 = gdaldem's).
+
+    Returns
+    -------
+    xarray.DataArray or list of xarray.DataArray
+        One lazy DataArray per attribute (a list if ``attribute`` is a list), same grid as
+        ``dem``. Several outputs share one ``map_overlap`` graph: compute them together with
+        ``dask.compute`` to read the DEM once.
+
+    Raises
+    ------
+    xdem.errors.InputError
+        Unknown attribute, method or units; DEM smaller than the window.
+    xdem.errors.CRSError
+        The DEM has no CRS or a geographic one.
+
+    Examples
+    --------
+    >>> import dask, xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> s, a = xdem.terrain.get_terrain_attribute(dem, ["slope", "aspect"])
+    >>> s, a = dask.compute(s, a)  # one read of the DEM
+    """
+    single = isinstance(attribute, str)
+    names = tuple(dict.fromkeys(_canonical(n) for n in ([attribute] if single else attribute)))
+    if not names:
+        raise InputError("no terrain attribute requested; pass a name such as 'slope' or a list of names")
+    if slope_units not in _SLOPE_UNITS:
+        raise InputError(f"unknown slope units {slope_units!r}; use one of {', '.join(_SLOPE_UNITS)}")
+    if aspect_units not in _ASPECT_UNITS:
+        raise InputError(f"unknown aspect units {aspect_units!r}; use one of {', '.join(_ASPECT_UNITS)}")
+    if str(tri_algorithm).lower() not in ("riley", "wilson"):
+        raise InputError(f"unknown TRI algorithm {tri_algorithm!r}; use 'riley' or 'wilson'")
+    opts = dict(
+        method=K.normalise_method(method),
+        slope_units=slope_units,
+        aspect_units=aspect_units,
+        azimuth=float(azimuth),
+        altitude=float(altitude),
+        z_factor=float(z_factor),
+        tri_algorithm=str(tri_algorithm).lower(),
+        window_size=window_size,
+    )
+    depth = max(_depth(n, opts) for n in names)
+    dem = _prepare(dem, depth)
+    res_x, res_y = _signed_resolution(dem)
+    if len(names) == 1:
+        outs = [_wrap(dem, _run(dem.data, names, res_x=res_x, res_y=res_y, opts=opts, stacked=False), names[0], opts)]
+    else:
+        stack = _run(dem.data, names, res_x=res_x, res_y=res_y, opts=opts, stacked=True)
+        outs = [_wrap(dem, stack[i], n, opts) for i, n in enumerate(names)]
+    if single:
+        return outs[0]
+    requested = [_canonical(n) for n in attribute]
+    return [outs[names.index(n)] for n in requested]
+
+
+def slope(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+    """Slope of ``dem`` (lazy): ``"degrees"`` (default), ``"percent"`` (100 tan) or ``"radians"``.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> s = xdem.terrain.slope(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "slope", method=method, slope_units=units)
+
+
+def aspect(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+    """Aspect of ``dem`` (lazy): direction the slope faces, clockwise from north, in [0, 360).
+
+    Flat cells (zero gradient) are NaN (gdaldem writes -9999 there, or 0 with ``-zero_for_flat``).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> a = xdem.terrain.aspect(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "aspect", method=method, aspect_units=units)
+
+
+def hillshade(
+    dem: Any, *, azimuth: float = 315.0, altitude: float = 45.0, z_factor: float = 1.0, method: str = "horn"
+) -> xr.DataArray:
+    """Hillshade of ``dem`` (lazy) on gdaldem's scale, ``1 + 254 * max(cos(i), 0)`` in [1, 255].
+
+    ``i`` is the angle between the surface normal and the light, coming from ``azimuth``
+    (degrees clockwise from north) at ``altitude`` degrees; float, not rounded.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> h = xdem.terrain.hillshade(xdem.examples.get_path("lidar"), azimuth=270)
+    """
+    return get_terrain_attribute(dem, "hillshade", method=method, azimuth=azimuth, altitude=altitude, z_factor=z_factor)
+
+
+def curvature(dem: Any) -> xr.DataArray:
+    """Total curvature ``-2 (D + E) * 100`` (Zevenbergen & Thorne 1987), 1/100 m^-1, convex > 0.
+
+    See :func:`xdem.terrain.kernels.curvature_kernel` for the formulas.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> c = xdem.terrain.curvature(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "curvature")
+
+
+def profile_curvature(dem: Any) -> xr.DataArray:
+    """Profile curvature (along the steepest slope), 1/100 m^-1, convex > 0 (lazy).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> c = xdem.terrain.profile_curvature(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "profile_curvature")
+
+
+def planform_curvature(dem: Any) -> xr.DataArray:
+    """Planform curvature (across the slope, along the contour), 1/100 m^-1, convex > 0 (lazy).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> c = xdem.terrain.planform_curvature(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "planform_curvature")
+
+
+def maximum_curvature(dem: Any) -> xr.DataArray:
+    """Of profile and planform curvature, the one of larger magnitude (signed), 1/100 m^-1 (lazy).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> c = xdem.terrain.maximum_curvature(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "maximum_curvature")
+
+
+def terrain_ruggedness_index(dem: Any, *, algorithm: str = "riley") -> xr.DataArray:
+    """Terrain ruggedness index (lazy): ``"riley"`` (default, Riley et al. 1999) or ``"wilson"``.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> t = xdem.terrain.terrain_ruggedness_index(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "terrain_ruggedness_index", tri_algorithm=algorithm)
+
+
+def topographic_position_index(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+    """Topographic position index (lazy): centre minus the mean of its neighbours in the window.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> t = xdem.terrain.topographic_position_index(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "topographic_position_index", window_size=window_size)
+
+
+def roughness(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+    """Roughness (lazy): largest minus smallest elevation of the window.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> r = xdem.terrain.roughness(xdem.examples.get_path("lidar"))
+    """
+    return get_terrain_attribute(dem, "roughness", window_size=window_size)
