@@ -119,6 +119,33 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: str | None) -> xr.Dat
     return out
 
 
+def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> None:
+    """Refuse a GeoTIFF whose blocks end beyond the end of the file (a truncated copy).
+
+    Only TIFF metadata is read (block offsets and sizes); files with more than ``max_blocks``
+    blocks are not checked.
+    """
+    if src.driver not in ("GTiff", "COG") or not src.block_shapes:
+        return
+    brows, bcols = src.block_shapes[0]
+    nby, nbx = -(-src.height // brows), -(-src.width // bcols)
+    if nby * nbx > max_blocks:
+        return
+    size = path.stat().st_size
+    bidx = src.count  # the last band's blocks come last in band-interleaved files
+    for i in range(nby):
+        for j in range(nbx):
+            off = src.get_tag_item(f"BLOCK_OFFSET_{j}_{i}", "TIFF", bidx=bidx)
+            if not off or int(off) == 0:
+                continue  # sparse (never written) block
+            nbytes = src.get_tag_item(f"BLOCK_SIZE_{j}_{i}", "TIFF", bidx=bidx)
+            if int(off) + int(nbytes or 0) > size:
+                raise InputError(
+                    f"'{path}' is truncated or corrupt (block {i},{j} ends at byte {int(off) + int(nbytes or 0)} "
+                    f"of a {size}-byte file); copy or download it again"
+                )
+
+
 def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
     if not path.exists():
         raise InputError(f"DEM file not found: '{path}'; check the path")
@@ -130,6 +157,7 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
             shape = (src.height, src.width)
             block_shape = src.block_shapes[0] if src.block_shapes else None
             has_crs = src.crs is not None
+            _check_not_truncated(src, path)
     except RasterioIOError as exc:
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
     if band is None:

