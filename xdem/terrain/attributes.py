@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.array.overlap import ensure_minimum_chunksize
 
 from xdem.errors import InputError
 from xdem.io.grid import check_projected, get_resolution, get_transform
@@ -158,6 +159,8 @@ def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, 
     """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
     depth = max(_depth(n, opts) for n in names)
     dtype = np.dtype(data.dtype)
+    if any(min(c) < depth for c in data.chunks):  # map_overlap needs chunks at least `depth` wide
+        data = data.rechunk(tuple(ensure_minimum_chunksize(depth, c) for c in data.chunks))
     kernel = partial(
         _terrain_block_kernel, names=names, pad=depth, res_x=res_x, res_y=res_y, out_dtype=dtype, opts=opts, stacked=stacked
     )
