@@ -26,7 +26,7 @@ def get_transform(dem: xr.DataArray) -> Affine:
     """Affine transform of ``dem`` (corner of the upper-left pixel, GDAL convention).
 
     GDAL already turns a GeoTIFF ``AREA_OR_POINT=Point`` raster's transform into this
-    corner convention, so pixel centres are always at ``transform * (col + 0.5, row + 0.5)``
+    corner convention, so pixel centres are always at ``transform @ (col + 0.5, row + 0.5)``
     and no further half-pixel shift must be applied.
     """
     return dem.rio.transform()
@@ -114,8 +114,8 @@ def _crop_to_bounds(dem: xr.DataArray, bounds: tuple[float, float, float, float]
     t = get_transform(dem)
     xmin, ymin, xmax, ymax = bounds
     inv = ~t
-    c0, r0 = inv * (xmin, ymax)
-    c1, r1 = inv * (xmax, ymin)
+    c0, r0 = inv @ (xmin, ymax)
+    c1, r1 = inv @ (xmax, ymin)
     cmin, cmax = sorted((c0, c1))
     rmin, rmax = sorted((r0, r1))
     c_start, c_stop = max(0, int(math.ceil(cmin - 0.5 - 1e-9))), min(dem.shape[1], int(math.floor(cmax - 0.5 + 1e-9)) + 1)
@@ -123,7 +123,7 @@ def _crop_to_bounds(dem: xr.DataArray, bounds: tuple[float, float, float, float]
     if c_stop <= c_start or r_stop <= r_start:
         raise OverlapError("the DEMs do not overlap; check that both cover the same area and have the right CRS")
     out = dem.isel(y=slice(r_start, r_stop), x=slice(c_start, c_stop))
-    return out.rio.write_transform(t * Affine.translation(c_start, r_start))
+    return out.rio.write_transform(t @ Affine.translation(c_start, r_start))
 
 
 def align_pair(

@@ -1,0 +1,15 @@
+"""Coregistration methods: scikit-learn style estimators over lazy DEM pairs.
+
+Examples
+--------
+>>> import xdem
+>>> ref, tba, truth = xdem.examples.example_pair()
+>>> nk = xdem.coreg.NuthKaab().fit(ref, tba)
+>>> aligned = nk.apply(tba)  # lazy
+"""
+
+from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
+from xdem.coreg.base import METHODS, Coreg, coreg_from_dict
+from xdem.coreg.pipeline import CoregPipeline
+
+__all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem"]

@@ -1,0 +1,460 @@
+"""Affine (translation) coregistrations: :class:`VerticalShift` and :class:`NuthKaab`.
+
+Both learn a translation ``(shift_x_, shift_y_, shift_z_)`` to APPLY to the to-be-aligned
+DEM: ``aligned(x, y) = tba(x - shift_x, y - shift_y) + shift_z``. Applying resamples the
+DEM once with a NaN-local kernel over ``map_overlap`` (or, with ``resample=False``, moves
+the geotransform and keeps the data exact).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable, ClassVar
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from affine import Affine
+
+from xdem.coreg.base import Coreg, FitData, register
+from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
+from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
+from xdem.sampling import sample_valid
+
+__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
+
+
+def translation_matrix(shift_x: float, shift_y: float, shift_z: float) -> np.ndarray:
+    """4 x 4 homogeneous matrix of a translation."""
+    m = np.eye(4)
+    m[:3, 3] = (shift_x, shift_y, shift_z)
+    return m
+
+
+def _check_resampling(resampling: str) -> str:
+    if resampling not in ORDERS:
+        raise InputError(f"resampling must be one of {', '.join(ORDERS)}, got {resampling!r}")
+    return resampling
+
+
+def shift_dem(
+    dem: xr.DataArray,
+    *,
+    shift_x: float,
+    shift_y: float,
+    shift_z: float = 0.0,
+    resampling: str = "bilinear",
+    resample: bool = True,
+) -> xr.DataArray:
+    """Lazily translate a DEM: ``out(x, y) = dem(x - shift_x, y - shift_y) + shift_z``.
+
+    With ``resample=True`` the output is on ``dem``'s grid, computed by a NaN-local
+    interpolation over ``map_overlap`` whose ``depth`` is the shift in pixels plus the
+    kernel footprint (a NaN hole grows by at most the footprint). With ``resample=False``
+    the data is untouched and the geotransform is moved instead.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> out = shift_dem(dem, shift_x=0.5, shift_y=0.0)
+    >>> out.shape == dem.shape
+    True
+    """
+    _check_resampling(resampling)
+    dx, dy = get_resolution(dem)
+    t = get_transform(dem)
+    if not resample:
+        out = with_transform(dem, Affine.translation(shift_x, shift_y) @ t)
+        return out + np.asarray(shift_z, dtype=dem.dtype) if shift_z else out
+    # out[i, j] = dem at row i + drow, column j + dcol (rows go south: +y means fewer rows).
+    drow = shift_y / dy * (1.0 if t.e < 0 else -1.0)
+    dcol = -shift_x / dx * (1.0 if t.a > 0 else -1.0)
+    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    if abs(drow) < 1e-12 and abs(dcol) < 1e-12:
+        out_data = data
+    else:
+        before, after = footprint(resampling)
+        depth = {
+            0: min(int(math.ceil(abs(drow))) + max(before, after) + 1, max(data.shape[0] - 1, 0)),
+            1: min(int(math.ceil(abs(dcol))) + max(before, after) + 1, max(data.shape[1] - 1, 0)),
+        }
+        out_data = da.map_overlap(
+            shift_block_kernel, data, depth=depth, boundary=np.nan, trim=True, dtype=data.dtype,
+            meta=np.array((), dtype=data.dtype), drow=drow, dcol=dcol, resampling=resampling,
+        )
+    if shift_z:
+        out_data = out_data + np.asarray(shift_z, dtype=data.dtype)
+    out = dem.copy(data=out_data)
+    return out.rio.write_nodata(np.nan, encoded=False)
+
+
+class AffineCoreg(Coreg):
+    """A coregistration that is a translation ``(shift_x_, shift_y_, shift_z_)``."""
+
+    is_affine: ClassVar[bool] = True
+    shift_x_: float
+    shift_y_: float
+    shift_z_: float
+
+    def to_translations(self) -> tuple[float, float, float]:
+        """``(shift_x, shift_y, shift_z)`` to apply to the to-be-aligned DEM."""
+        self._check_fitted()
+        return (float(self.shift_x_), float(self.shift_y_), float(self.shift_z_))
+
+    def to_matrix(self) -> np.ndarray:
+        """4 x 4 affine matrix of the translation (numpy)."""
+        return translation_matrix(*self.to_translations())
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        sx, sy, sz = self.to_translations()
+        return shift_dem(dem, shift_x=sx, shift_y=sy, shift_z=sz, resampling=self.resampling, resample=resample)
+
+
+@register
+class VerticalShift(AffineCoreg):
+    """Vertical shift: a statistic (median by default) of ``dh = tba - ref``.
+
+    Fit makes two passes over the pair (see :func:`xdem.sampling.sample_valid`).
+
+    Parameters
+    ----------
+    vshift_reduc_func
+        Statistic of ``dh`` (``np.median``, ``np.mean`` or any callable on a 1-D array).
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
+    random_state
+        Seed of the reproducible subsample.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, truth = xdem.examples.example_pair(mode="transform", shift_x=0, shift_y=0)
+    >>> vs = VerticalShift().fit(ref, tba)
+    >>> round(vs.shift_z_, 6) == round(truth["shift_z"], 6)
+    True
+    """
+
+    _callable_params = ("vshift_reduc_func",)
+    resampling = "bilinear"
+
+    def __init__(
+        self,
+        *,
+        vshift_reduc_func: Callable[[np.ndarray], float] = np.median,
+        subsample: float | int = 1.0,
+        random_state: int | None = None,
+    ) -> None:
+        self.vshift_reduc_func = vshift_reduc_func
+        self.subsample = subsample
+        self.random_state = random_state
+
+    def _fit(self, data: FitData) -> None:
+        s = sample_valid(
+            data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
+            random_state=self.random_state, min_count=1, what="VerticalShift",
+        )
+        self.shift_x_ = 0.0
+        self.shift_y_ = 0.0
+        self.shift_z_ = -float(self.vshift_reduc_func(s["dh"]))
+        self.count_ = int(len(s["dh"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Nuth & Kääb
+# ---------------------------------------------------------------------------------------------
+def _nuth_kaab_step(
+    dh: np.ndarray, tan_slope: np.ndarray, aspect: np.ndarray, *, n_bins: int, min_bin_count: int
+) -> tuple[float, float, int]:
+    """One Nuth & Kääb estimate of the residual horizontal shift ``(east, north)``.
+
+    ``dh / tan(slope) = a cos(b - aspect) + c`` is fitted on the medians of aspect bins
+    (robust), as a linear least-squares problem in ``(a cos b, a sin b, c)``; returns
+    ``east = a sin b``, ``north = a cos b`` and the number of bins used.
+    """
+    med = np.median(dh)
+    nmad = 1.4826 * np.median(np.abs(dh - med))
+    keep = np.abs(dh - med) <= max(4.0 * nmad, 1e-9)
+    y = (dh[keep] - med) / tan_slope[keep]
+    asp = aspect[keep]
+    idx = np.minimum((asp / (2.0 * np.pi) * n_bins).astype(np.int64), n_bins - 1)
+    order = np.argsort(idx, kind="stable")
+    idx_s, y_s, a_s = idx[order], y[order], asp[order]
+    starts = np.flatnonzero(np.r_[True, idx_s[1:] != idx_s[:-1]])
+    ends = np.r_[starts[1:], len(idx_s)]
+    rows = []
+    for s0, s1 in zip(starts, ends):
+        if s1 - s0 >= min_bin_count:
+            rows.append((np.median(a_s[s0:s1]), np.median(y_s[s0:s1]), s1 - s0))
+    if len(rows) < 3:
+        return float("nan"), float("nan"), len(rows)
+    b_asp, b_y, b_n = (np.array(v, dtype=np.float64) for v in zip(*rows))
+    w = np.sqrt(b_n)
+    design = np.column_stack([np.cos(b_asp), np.sin(b_asp), np.ones_like(b_asp)]) * w[:, None]
+    coef, *_ = np.linalg.lstsq(design, b_y * w, rcond=None)
+    north, east = coef[0], coef[1]
+    return float(east), float(north), len(rows)
+
+
+def _windows_block(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
+    """Windows ``(n, 2h+2, 2h+2)`` of an overlapped block around local centres."""
+    size = 2 * half + 2
+    view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
+    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
+
+
+def gather_windows(arr: da.Array, rows: np.ndarray, cols: np.ndarray, half: int) -> np.ndarray:
+    """Read windows of ``2*half+2`` pixels around integer centres, in one compute.
+
+    Window ``k`` starts at pixel ``(rows[k] - half, cols[k] - half)``. Each chunk (with an
+    overlap of ``half + 1`` pixels) is read once; centres outside the grid give NaN windows.
+    Memory is bounded by the number of points, not the DEM size.
+    """
+    depth = half + 1
+    ny, nx = arr.shape
+    size = 2 * half + 2
+    out = np.full((len(rows), size, size), np.nan, dtype=np.float32)
+    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
+    if not inside.any():
+        return out
+    ov = da.overlap.overlap(arr.astype(np.float32), depth={0: depth, 1: depth}, boundary=np.nan)
+    r_edges = np.cumsum((0,) + arr.chunks[0])
+    c_edges = np.cumsum((0,) + arr.chunks[1])
+    br = np.searchsorted(r_edges, rows, side="right") - 1
+    bc = np.searchsorted(c_edges, cols, side="right") - 1
+    blocks = ov.to_delayed()
+    import dask
+
+    idx_all = np.flatnonzero(inside)
+    key = br[idx_all] * len(c_edges) + bc[idx_all]
+    order = np.argsort(key, kind="stable")
+    idx_sorted, key_sorted = idx_all[order], key[order]
+    starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+    ends = np.r_[starts[1:], len(key_sorted)]
+    tasks, groups = [], []
+    for s0, s1 in zip(starts, ends):
+        ids = idx_sorted[s0:s1]
+        i, j = br[ids[0]], bc[ids[0]]
+        lrow = rows[ids] - r_edges[i] + depth
+        lcol = cols[ids] - c_edges[j] + depth
+        tasks.append(dask.delayed(_windows_block)(blocks[i, j], lrow, lcol, half))
+        groups.append(ids)
+    for ids, win in zip(groups, dask.compute(*tasks)):
+        out[ids] = win
+    return out
+
+
+@register
+class NuthKaab(AffineCoreg):
+    """Horizontal and vertical shift by Nuth & Kääb (2011), fitted on a subsample.
+
+    On sloped terrain a horizontal shift makes ``dh = tba - ref`` depend on aspect:
+    ``dh / tan(slope) = a cos(b - aspect) + c``. The relation is fitted robustly (median of
+    ``dh / tan(slope)`` in ``bin_count`` aspect bins, linear least squares on the bins),
+    the to-be-aligned DEM is moved by ``(a sin b, a cos b)``, and the step is repeated
+    until it is below ``tolerance`` pixels or ``max_iterations`` is reached. The vertical
+    shift is then ``vshift_reduc_func(dh)`` at the final horizontal shift. The accumulated
+    shift is applied once, by a single resampling.
+
+    Passes over the full data in ``fit``: two to draw the subsample (valid-pixel histogram,
+    then the sampled values of the reference, its slope and aspect), then one read of small
+    windows of the to-be-aligned DEM around the sampled pixels, plus one more only when the
+    shift leaves those windows (more than about 2 pixels from where they were read): usually
+    2 to 4 passes, whatever ``max_iterations``. Iterations run on the gathered windows in
+    memory (bounded by ``subsample``, about 150 bytes per point).
+
+    Slope and aspect of the reference come from :func:`xdem.terrain.get_terrain_attribute`
+    (Horn by default). Pixels with a slope below ``min_slope`` degrees do not enter the
+    horizontal fit. If too few sloped pixels or aspect directions remain, the horizontal
+    shift is not estimated: a :class:`~xdem.errors.FlatTerrainWarning` is emitted,
+    ``horizontal_constrained_`` is False and ``shift_x_ = shift_y_ = 0``. Not converging
+    emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False``.
+
+    Parameters
+    ----------
+    max_iterations
+        Maximum number of iterations.
+    tolerance
+        Stop when a step is smaller than this, in pixels.
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
+    random_state
+        Seed of the reproducible subsample.
+    bin_count
+        Number of aspect bins.
+    min_slope
+        Minimum slope (degrees) of pixels entering the horizontal fit.
+    vshift_reduc_func
+        Statistic of ``dh`` for the vertical shift.
+    resampling
+        ``"bilinear"`` or ``"cubic"``: used to evaluate the DEM in fit and to apply.
+    terrain_method
+        Slope/aspect method: ``"horn"`` or ``"zevenbergthorne"``.
+
+    Learned attributes
+    ------------------
+    shift_x_, shift_y_, shift_z_ : float
+        Translation to apply to the to-be-aligned DEM (CRS units).
+    n_iterations_ : int
+    converged_ : bool
+    horizontal_constrained_ : bool
+    count_ : int
+        Points in the final horizontal fit.
+    history_ : list of [shift_x, shift_y]
+        Shift after each iteration.
+    passes_ : int
+        Computes made by the fit.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, truth = xdem.examples.example_pair(mode="transform")
+    >>> nk = NuthKaab().fit(ref, tba)
+    >>> abs(nk.shift_x_ - truth["shift_x"]) < 0.01
+    True
+    """
+
+    _callable_params = ("vshift_reduc_func",)
+    _half = 2  # windows of 6 x 6 pixels around the sampled pixels
+    _min_points = 100
+
+    def __init__(
+        self,
+        *,
+        max_iterations: int = 10,
+        tolerance: float = 0.001,
+        subsample: float | int = 500_000,
+        random_state: int | None = None,
+        bin_count: int = 72,
+        min_slope: float = 1.0,
+        vshift_reduc_func: Callable[[np.ndarray], float] = np.median,
+        resampling: str = "bilinear",
+        terrain_method: str = "horn",
+    ) -> None:
+        self.max_iterations = max_iterations
+        self.tolerance = tolerance
+        self.subsample = subsample
+        self.random_state = random_state
+        self.bin_count = bin_count
+        self.min_slope = min_slope
+        self.vshift_reduc_func = vshift_reduc_func
+        self.resampling = resampling
+        self.terrain_method = terrain_method
+
+    def _check_params(self) -> None:
+        _check_resampling(self.resampling)
+        if int(self.max_iterations) < 1:
+            raise InputError(f"max_iterations must be >= 1, got {self.max_iterations}")
+        if not self.tolerance > 0:
+            raise InputError(f"tolerance must be > 0 (pixels), got {self.tolerance}")
+        if int(self.bin_count) < 3:
+            raise InputError(f"bin_count must be >= 3, got {self.bin_count}")
+
+    def _fit(self, data: FitData) -> None:
+        from xdem.terrain import get_terrain_attribute
+
+        self._check_params()
+        check_projected(data.ref, "Nuth & Kääb")
+        dx, dy = get_resolution(data.ref)
+        t = get_transform(data.ref)
+        slope, aspect = get_terrain_attribute(data.ref, ["slope", "aspect"], method=self.terrain_method)
+        s = sample_valid(
+            data.valid(), {"ref": data.ref.data, "slope": slope.data, "aspect": aspect.data},
+            subsample=self.subsample, random_state=self.random_state, min_count=self._min_points, what="Nuth & Kääb",
+        )
+        passes = 2
+        rows, cols = s["row"], s["col"]
+        sloped = np.isfinite(s["slope"]) & np.isfinite(s["aspect"]) & (s["slope"] >= self.min_slope)
+        tan_slope = np.tan(np.radians(s["slope"]))
+        asp = np.radians(s["aspect"])
+        ysign = 1.0 if t.e < 0 else -1.0
+        xsign = 1.0 if t.a > 0 else -1.0
+        before, after = footprint(self.resampling)
+        h = self._half
+        cache: dict[str, Any] = {}
+
+        def evaluate(sx: float, sy: float) -> np.ndarray:
+            """tba at the sampled pixels moved by (sx, sy): aligned = tba(x - sx, y - sy)."""
+            nonlocal passes
+            drow, dcol = ysign * sy / dy, -xsign * sx / dx
+            ok = cache and all(
+                before <= p - c + h < 2 * h + 1 - after for p, c in ((drow, cache["R"]), (dcol, cache["C"]))
+            )
+            if not ok:
+                cache["R"], cache["C"] = int(round(drow)), int(round(dcol))
+                cache["win"] = gather_windows(data.tba.data, rows + cache["R"], cols + cache["C"], h)
+                passes += 1
+            from xdem.kernels.interp import interp_windows_kernel
+
+            n = len(rows)
+            return interp_windows_kernel(
+                cache["win"], np.full(n, drow - cache["R"] + h), np.full(n, dcol - cache["C"] + h),
+                resampling=self.resampling,
+            )
+
+        sx = sy = 0.0
+        history: list[list[float]] = []
+        converged = False
+        constrained = int(sloped.sum()) >= self._min_points
+        n_fit = 0
+        iterations = 0
+        limit = 0.25 * max(data.ref.shape)
+        if constrained:
+            for iterations in range(1, int(self.max_iterations) + 1):
+                dh = evaluate(sx, sy) - s["ref"]
+                ok = sloped & np.isfinite(dh)
+                n_fit = int(ok.sum())
+                if n_fit < self._min_points:
+                    raise NotEnoughDataError(
+                        f"Nuth & Kääb: only {n_fit} sampled pixels remain valid at shift ({sx:.3f}, {sy:.3f}) "
+                        f"(need {self._min_points}); the DEMs barely overlap or the shift is too large"
+                    )
+                east, north, n_bins = _nuth_kaab_step(
+                    dh[ok], tan_slope[ok], asp[ok], n_bins=int(self.bin_count), min_bin_count=10
+                )
+                if not np.isfinite(east) or n_bins < max(3, int(self.bin_count) // 8):
+                    constrained = False
+                    break
+                sx, sy = sx - east, sy - north
+                history.append([sx, sy])
+                if math.hypot(sx / dx, sy / dy) > limit:
+                    warnings.warn(
+                        f"Nuth & Kääb diverged: the shift reached ({sx:.1f}, {sy:.1f}) after {iterations} iterations; "
+                        "the horizontal shift is reset to 0 (check the inlier mask and the terrain)",
+                        ConvergenceWarning, stacklevel=4,
+                    )
+                    sx = sy = 0.0
+                    break
+                if math.hypot(east / dx, north / dy) < float(self.tolerance):
+                    converged = True
+                    break
+            else:
+                warnings.warn(
+                    f"Nuth & Kääb did not converge in {self.max_iterations} iterations (last step "
+                    f"{math.hypot(east / dx, north / dy):.4f} px > tolerance {self.tolerance} px); "
+                    "raise max_iterations or tolerance",
+                    ConvergenceWarning, stacklevel=4,
+                )
+        if not constrained:
+            warnings.warn(
+                f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
+                f"than {self.min_slope} degrees, or too few aspect directions); only the vertical shift is estimated",
+                FlatTerrainWarning, stacklevel=4,
+            )
+            sx = sy = 0.0
+            converged = False
+        dh = evaluate(sx, sy) - s["ref"]
+        fin = np.isfinite(dh)
+        if not fin.any():
+            raise NotEnoughDataError("Nuth & Kääb: no valid elevation difference at the final shift")
+        self.shift_x_ = float(sx)
+        self.shift_y_ = float(sy)
+        self.shift_z_ = -float(self.vshift_reduc_func(dh[fin]))
+        self.n_iterations_ = int(iterations)
+        self.converged_ = bool(converged)
+        self.horizontal_constrained_ = bool(constrained)
+        self.count_ = int(n_fit)
+        self.history_ = history
+        self.passes_ = int(passes)

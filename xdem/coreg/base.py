@@ -1,0 +1,344 @@
+"""The :class:`Coreg` base class: scikit-learn style estimators over lazy DEM pairs.
+
+Conventions
+-----------
+- The constructor only stores hyper-parameters (``get_params``/``set_params``).
+- ``fit(ref, tba)`` returns ``self``; learned values end with ``_``.
+- ``apply(dem)`` returns a lazy DataArray and computes nothing; before ``fit`` it raises
+  :class:`~xdem.errors.NotFittedError`.
+- Elevation differences are ``dh = tba - ref`` everywhere.
+- A fitted coregistration saves to and loads from JSON and applies to any other DEM.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.errors import InputError, NotFittedError
+from xdem.io.grid import align_pair, check_projected
+from xdem.io.open import open_dem
+from xdem.masks import inlier_mask_like
+
+__all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "METHODS"]
+
+#: Registry of coregistration classes by lower-case name (used by JSON loading and the CLI).
+METHODS: dict[str, type[Coreg]] = {}
+
+
+def register(cls: type[Coreg]) -> type[Coreg]:
+    """Class decorator adding a :class:`Coreg` subclass to :data:`METHODS`."""
+    METHODS[cls.__name__.lower()] = cls
+    return cls
+
+
+def as_dem(source: Any) -> xr.DataArray:
+    """Open anything :func:`xdem.open_dem` accepts, keeping an already-open DEM's chunks."""
+    return open_dem(source)
+
+
+@dataclass
+class FitData:
+    """A DEM pair on one grid, with its inlier mask and optional bias variables.
+
+    Attributes
+    ----------
+    ref, tba
+        DataArrays on the same grid (tba reprojected lazily if needed).
+    inlier
+        Lazy boolean array, True where a pixel may be used.
+    bias_vars
+        Name -> DataArray on the same grid (bias corrections only).
+    """
+
+    ref: xr.DataArray
+    tba: xr.DataArray
+    inlier: da.Array
+    bias_vars: dict[str, xr.DataArray]
+
+    def valid(self) -> da.Array:
+        """Lazy mask: finite in both DEMs and inside the inlier mask."""
+        return da.isfinite(self.ref.data) & da.isfinite(self.tba.data) & self.inlier
+
+
+def prepare_pair(
+    ref: Any,
+    tba: Any,
+    *,
+    inlier_mask: Any = None,
+    exclude_mask: Any = None,
+    bias_vars: dict[str, Any] | None = None,
+) -> FitData:
+    """Open both DEMs, bring ``tba`` onto ``ref``'s grid lazily, build the masks.
+
+    ``inlier_mask`` marks stable pixels (True = used); ``exclude_mask`` marks unstable
+    ones (e.g. glacier outlines; True/inside = not used). Both may be given.
+    """
+    ref_d, tba_d = as_dem(ref), as_dem(tba)
+    check_projected(ref_d, "coregistration")
+    ref_d, tba_d = align_pair(ref_d, tba_d)
+    if tba_d.data.chunks != ref_d.data.chunks:
+        tba_d = tba_d.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
+    mask = inlier_mask_like(inlier_mask, ref_d)
+    if exclude_mask is not None:
+        mask = mask & inlier_mask_like(exclude_mask, ref_d, exclude=True)
+    bv: dict[str, xr.DataArray] = {}
+    for name, var in (bias_vars or {}).items():
+        v = as_dem(var)
+        if v.shape != ref_d.shape:
+            _, v = align_pair(ref_d, v)
+        if v.shape != ref_d.shape:
+            raise InputError(f"bias variable '{name}' does not cover the reference grid; give it on the same grid")
+        bv[name] = v.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
+    return FitData(ref=ref_d, tba=tba_d, inlier=mask, bias_vars=bv)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class Coreg:
+    """Base class of every coregistration method and of pipelines.
+
+    Subclasses implement ``_fit(data: FitData)`` (set learned attributes ending in ``_``)
+    and ``_apply(dem, bias_vars, resample)``.
+    """
+
+    #: True for methods that are a rigid translation (merged in pipelines).
+    is_affine: ClassVar[bool] = False
+    #: True when ``fit``/``apply`` need ``bias_vars``.
+    needs_vars: ClassVar[bool] = False
+    #: Names of hyper-parameters that are callables (stored by name in JSON).
+    _callable_params: ClassVar[tuple[str, ...]] = ()
+
+    # --- scikit-learn style parameters -------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
+
+    def get_params(self) -> dict[str, Any]:
+        """Hyper-parameters as given to the constructor."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Coreg:
+        """Set hyper-parameters; returns self. Unknown names raise a clear error."""
+        names = self._param_names()
+        for key, value in params.items():
+            if key not in names:
+                raise InputError(f"{type(self).__name__} has no parameter '{key}'; valid ones: {', '.join(names)}")
+            setattr(self, key, value)
+        return self
+
+    # --- learned state -------------------------------------------------------------------
+    def learned(self) -> dict[str, Any]:
+        """Learned attributes (names ending with ``_``)."""
+        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+
+    @property
+    def is_fitted(self) -> bool:
+        """True once ``fit`` has run (or a fitted state was loaded)."""
+        return bool(self.learned())
+
+    def _check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call .fit(ref, tba) before .apply() "
+                "or load a fitted one with Coreg.from_json()"
+            )
+
+    def _reset(self) -> None:
+        for k in list(self.learned()):
+            delattr(self, k)
+
+    # --- public API ----------------------------------------------------------------------
+    def fit(
+        self,
+        ref: Any,
+        tba: Any,
+        *,
+        inlier_mask: Any = None,
+        exclude_mask: Any = None,
+        bias_vars: dict[str, Any] | None = None,
+    ) -> Coreg:
+        """Estimate the correction that brings ``tba`` onto ``ref``; returns ``self``.
+
+        Parameters
+        ----------
+        ref, tba
+            Reference and to-be-aligned DEMs: paths, DataArrays (numpy or dask) or
+            geoutils Rasters. ``tba`` is brought onto ``ref``'s grid lazily if needed.
+        inlier_mask
+            Stable terrain to USE: boolean DataArray (True = use), raster path (non-zero =
+            use), vector file or GeoDataFrame (inside polygons = use).
+        exclude_mask
+            Unstable terrain to EXCLUDE (e.g. glacier outlines), same types.
+        bias_vars
+            Name -> DEM-like variables, for bias corrections that need them.
+        """
+        data = prepare_pair(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, bias_vars=bias_vars)
+        return self.fit_prepared(data)
+
+    def fit_prepared(self, data: FitData) -> Coreg:
+        """Fit on an already prepared :class:`FitData` (used by pipelines)."""
+        if self.needs_vars and not data.bias_vars and not self._makes_own_vars():
+            raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
+        self._reset()
+        self._fit(data)
+        return self
+
+    def _makes_own_vars(self) -> bool:
+        return False
+
+    def apply(self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True) -> xr.DataArray:
+        """Apply the fitted correction to ``dem``; lazy, computes nothing.
+
+        Parameters
+        ----------
+        dem
+            The DEM to correct (any ``open_dem`` input), on its own grid.
+        bias_vars
+            Bias variables on ``dem``'s grid, for methods that need them.
+        resample
+            Affine methods only: ``False`` returns the exact data on a translated grid
+            instead of resampling onto the input grid.
+        """
+        self._check_fitted()
+        d = as_dem(dem)
+        bv = {k: as_dem(v) for k, v in (bias_vars or {}).items()}
+        return self._apply(d, bv, resample)
+
+    def fit_and_apply(self, ref: Any, tba: Any, **fit_kwargs: Any) -> xr.DataArray:
+        """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy."""
+        self.fit(ref, tba, **fit_kwargs)
+        return self.apply(tba, bias_vars=fit_kwargs.get("bias_vars"))
+
+    def __add__(self, other: Coreg) -> Coreg:
+        from xdem.coreg.pipeline import CoregPipeline
+
+        if not isinstance(other, Coreg):
+            return NotImplemented
+        left = self.steps if isinstance(self, CoregPipeline) else [self]
+        right = other.steps if isinstance(other, CoregPipeline) else [other]
+        return CoregPipeline([*left, *right])
+
+    # --- description and serialisation ----------------------------------------------------
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={_short(v)}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    def info(self) -> str:
+        """Readable summary of the hyper-parameters and learned values."""
+        lines = [f"{type(self).__name__}", "  parameters:"]
+        lines += [f"    {k} = {_short(v)}" for k, v in self.get_params().items()]
+        if self.is_fitted:
+            lines.append("  learned:")
+            lines += [f"    {k} = {_short(v)}" for k, v in self.learned().items()]
+        else:
+            lines.append("  not fitted")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description: method name, parameters, learned values."""
+        params = {}
+        for k, v in self.get_params().items():
+            if k in self._callable_params and callable(v):
+                v = getattr(v, "__name__", repr(v))
+            params[k] = _jsonable(v)
+        return {"method": type(self).__name__, "params": params, "learned": _jsonable(self.learned())}
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """JSON text of :meth:`to_dict`; also written to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Coreg:
+        """Rebuild a (fitted) coregistration from :meth:`to_dict` output."""
+        return coreg_from_dict(doc)
+
+    @classmethod
+    def from_json(cls, source: str | os.PathLike) -> Coreg:
+        """Load from a JSON file path or JSON text written by :meth:`to_json`."""
+        text = str(source)
+        if not text.lstrip().startswith("{"):
+            p = Path(source)
+            if not p.exists():
+                raise InputError(f"coregistration JSON file not found: '{p}'")
+            text = p.read_text()
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not a coregistration JSON document ({exc})") from exc
+        return coreg_from_dict(doc)
+
+    # --- to implement ------------------------------------------------------------------------
+    def _fit(self, data: FitData) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _restore(self, learned: dict[str, Any]) -> None:
+        """Set learned attributes from JSON values (override to convert types)."""
+        for k, v in learned.items():
+            setattr(self, k, v)
+
+
+def _short(v: Any) -> str:
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 6:
+        return f"<{type(v).__name__} of {len(v)}>"
+    return repr(v)
+
+
+_CALLABLES = {"median": np.median, "mean": np.mean, "nanmedian": np.nanmedian, "nanmean": np.nanmean}
+
+
+def resolve_callable(value: Any) -> Any:
+    """Turn a stored name such as ``"median"`` back into the numpy function."""
+    if isinstance(value, str):
+        if value not in _CALLABLES:
+            raise InputError(f"unknown function '{value}'; use one of {', '.join(_CALLABLES)}")
+        return _CALLABLES[value]
+    return value
+
+
+def coreg_from_dict(doc: dict[str, Any]) -> Coreg:
+    """Build a coregistration from its :meth:`Coreg.to_dict` form."""
+    if not isinstance(doc, dict) or "method" not in doc:
+        raise InputError("not a coregistration document: expected a JSON object with a 'method' key")
+    name = str(doc["method"]).lower()
+    if name not in METHODS:
+        raise InputError(f"unknown coregistration method '{doc['method']}'; known: {', '.join(sorted(METHODS))}")
+    cls = METHODS[name]
+    if name == "coregpipeline":
+        return cls.from_dict(doc)
+    params = dict(doc.get("params", {}))
+    for k in cls._callable_params:
+        if k in params:
+            params[k] = resolve_callable(params[k])
+    obj = cls(**params)
+    obj._restore(doc.get("learned", {}))
+    return obj

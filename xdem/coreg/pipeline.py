@@ -1,0 +1,148 @@
+"""Pipelines of coregistrations: ``VerticalShift() + NuthKaab() + Deramp()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from xdem.coreg.affine import shift_dem, translation_matrix
+from xdem.coreg.base import Coreg, FitData, coreg_from_dict, register
+from xdem.errors import InputError, NotFittedError
+
+__all__ = ["CoregPipeline"]
+
+
+def _groups(steps: list[Coreg]) -> list[list[Coreg]]:
+    """Split steps into runs: consecutive affine steps together, other steps alone."""
+    out: list[list[Coreg]] = []
+    for step in steps:
+        if step.is_affine and out and out[-1][0].is_affine:
+            out[-1].append(step)
+        else:
+            out.append([step])
+    return out
+
+
+def _merged_translation(steps: list[Coreg]) -> tuple[float, float, float]:
+    tr = np.zeros(3)
+    for step in steps:
+        tr += np.asarray(step.to_translations())
+    return float(tr[0]), float(tr[1]), float(tr[2])
+
+
+@register
+class CoregPipeline(Coreg):
+    """Coregistrations run in sequence, each fitted on the output of the previous ones.
+
+    Step ``k`` is fitted on the to-be-aligned DEM corrected (lazily) by steps ``0..k-1``.
+    Consecutive affine steps are merged into one translation and resampled once, both
+    while fitting and in :meth:`apply`. ``subsample`` and ``random_state``, when given,
+    are set on every step that has them (otherwise each step keeps its own).
+
+    Parameters
+    ----------
+    steps
+        Coregistrations, in order (``a + b`` builds ``CoregPipeline([a, b])``).
+    subsample, random_state
+        Passed to every step that has these parameters, when not ``None``.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> pipe = xdem.coreg.VerticalShift() + xdem.coreg.NuthKaab()
+    >>> [type(s).__name__ for s in pipe.steps]
+    ['VerticalShift', 'NuthKaab']
+    """
+
+    def __init__(self, steps: list[Coreg], *, subsample: float | int | None = None, random_state: int | None = None):
+        self.steps = list(steps)
+        self.subsample = subsample
+        self.random_state = random_state
+
+    @property
+    def is_affine(self) -> bool:  # type: ignore[override]
+        return all(s.is_affine for s in self.steps)
+
+    def _propagate(self) -> None:
+        for step in self.steps:
+            names = step._param_names()
+            if self.subsample is not None and "subsample" in names:
+                step.set_params(subsample=self.subsample)
+            if self.random_state is not None and "random_state" in names:
+                step.set_params(random_state=self.random_state)
+
+    def learned(self) -> dict[str, Any]:
+        return {"steps": [s.learned() for s in self.steps]} if self.is_fitted else {}
+
+    @property
+    def is_fitted(self) -> bool:
+        return bool(self.steps) and all(s.is_fitted for s in self.steps)
+
+    def _reset(self) -> None:
+        for s in self.steps:
+            s._reset()
+
+    def fit_prepared(self, data: FitData) -> CoregPipeline:
+        if not self.steps:
+            raise InputError("the pipeline has no steps; build one with step1 + step2")
+        self._propagate()
+        self._reset()
+        base = data.tba
+        pending: list[Coreg] = []
+        for step in self.steps:
+            current = self._apply_affine(base, pending) if pending else base
+            step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars))
+            if step.is_affine:
+                pending.append(step)
+            else:
+                base = step._apply(current, data.bias_vars, True)
+                pending = []
+        return self
+
+    def _apply_affine(self, dem: xr.DataArray, steps: list[Coreg], resample: bool = True) -> xr.DataArray:
+        sx, sy, sz = _merged_translation(steps)
+        resampling = getattr(steps[-1], "resampling", "bilinear")
+        return shift_dem(dem, shift_x=sx, shift_y=sy, shift_z=sz, resampling=resampling, resample=resample)
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        if not resample and not self.is_affine:
+            raise InputError("resample=False only works for pipelines of affine steps")
+        out = dem
+        for group in _groups(self.steps):
+            if group[0].is_affine:
+                out = self._apply_affine(out, group, resample)
+            else:
+                out = group[0]._apply(out, bias_vars, True)
+        return out
+
+    def to_translations(self) -> tuple[float, float, float]:
+        """Merged translation of an all-affine pipeline."""
+        if not self.is_fitted:
+            raise NotFittedError("this CoregPipeline is not fitted yet; call .fit(ref, tba) first")
+        if not self.is_affine:
+            raise InputError("the pipeline has non-affine steps; it is not a single translation")
+        return _merged_translation(self.steps)
+
+    def to_matrix(self) -> np.ndarray:
+        """4 x 4 matrix of an all-affine pipeline."""
+        return translation_matrix(*self.to_translations())
+
+    def __repr__(self) -> str:
+        return " + ".join(repr(s) for s in self.steps) if self.steps else "CoregPipeline([])"
+
+    def info(self) -> str:
+        return "\n".join([f"CoregPipeline of {len(self.steps)} steps"] + [s.info() for s in self.steps])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": "CoregPipeline",
+            "params": {"subsample": self.subsample, "random_state": self.random_state},
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> CoregPipeline:
+        steps = [coreg_from_dict(d) for d in doc.get("steps", [])]
+        return cls(steps, **doc.get("params", {}))

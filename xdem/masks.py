@@ -1,0 +1,125 @@
+"""Inlier masks: which pixels are stable terrain, as lazy boolean arrays on a DEM's grid."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.errors import InputError
+from xdem.io.grid import block_pixel_offsets, get_transform, same_grid
+
+__all__ = ["inlier_mask_like", "rasterize_like"]
+
+_VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson", ".json", ".fgb", ".gml", ".kml", ".parquet"}
+
+
+def _rasterize_block(block: np.ndarray, *, geoms: list, transform, block_info=None) -> np.ndarray:
+    from affine import Affine
+    from rasterio.features import rasterize
+    from shapely import box
+    from shapely.strtree import STRtree
+
+    row0, col0 = block_pixel_offsets(block_info)
+    t = transform @ Affine.translation(col0, row0)
+    ny, nx = block.shape
+    if not geoms:
+        return np.zeros(block.shape, dtype=bool)
+    x0, y0 = t @ (0, 0)
+    x1, y1 = t @ (nx, ny)
+    tree = STRtree(geoms)
+    hits = tree.query(box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+    if len(hits) == 0:
+        return np.zeros(block.shape, dtype=bool)
+    burned = rasterize([(geoms[i], 1) for i in hits], out_shape=(ny, nx), transform=t, fill=0, dtype="uint8")
+    return burned.astype(bool)
+
+
+def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
+    """Lazy boolean array on ``dem``'s grid, True inside the polygons of ``vector``.
+
+    ``vector`` is a path to a vector file or a :class:`geopandas.GeoDataFrame`; it is
+    reprojected to the DEM's CRS once and burnt chunk by chunk (pixel centres inside).
+    """
+    import geopandas as gpd
+
+    gdf = gpd.read_file(vector) if isinstance(vector, (str, os.PathLike)) else vector
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        raise InputError(f"expected a vector file or GeoDataFrame, got {type(vector).__name__}")
+    if gdf.crs is None:
+        raise InputError("the vector mask has no CRS; set one, e.g. gdf.set_crs('EPSG:XXXX')")
+    gdf = gdf.to_crs(dem.rio.crs)
+    geoms = [g for g in gdf.geometry if g is not None and not g.is_empty]
+    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(dem.values)
+    return da.map_blocks(
+        _rasterize_block, data, geoms=geoms, transform=get_transform(dem), dtype=bool,
+        meta=np.array((), dtype=bool),
+    )
+
+
+def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> da.Array:
+    """Lazy boolean inlier mask (True = stable, used for fitting) on ``dem``'s grid.
+
+    Parameters
+    ----------
+    mask
+        ``None`` (every pixel), a boolean DataArray or numpy array on the DEM's grid, a raster
+        path (non-zero and not nodata = True), a vector file path or a GeoDataFrame
+        (inside the polygons = True).
+    dem
+        The DEM whose grid and chunks the mask takes.
+    exclude
+        Invert the mask: the areas given are unstable terrain to EXCLUDE (e.g. glaciers).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> bool(inlier_mask_like(None, dem).all().compute())
+    True
+    """
+    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    if mask is None:
+        if exclude:
+            raise InputError("exclude=True needs a mask of the areas to exclude")
+        return da.ones(data.shape, dtype=bool, chunks=data.chunks)
+    if isinstance(mask, (str, os.PathLike)):
+        path = Path(mask)
+        if not path.exists():
+            raise InputError(f"mask file not found: '{path}'")
+        if path.suffix.lower() in _VECTOR_SUFFIXES:
+            out = rasterize_like(path, dem)
+        else:
+            from xdem.io.grid import align_pair
+            from xdem.io.open import open_dem
+
+            m = open_dem(path)
+            m = (m.fillna(0) != 0).astype(np.float32)
+            _, m = align_pair(dem, m, resampling="nearest")
+            if m.shape != dem.shape:
+                raise InputError("the raster mask does not cover the DEM; give a mask on the reference grid")
+            out = m.data > 0.5
+    elif isinstance(mask, xr.DataArray):
+        if mask.shape != dem.shape or (mask.rio.crs is not None and not same_grid(mask, dem)):
+            raise InputError(
+                f"the inlier mask (shape {mask.shape}) is not on the reference grid (shape {dem.shape}); "
+                "build it on the reference DEM's grid or pass a raster/vector file"
+            )
+        out = da.asarray(mask.data).astype(bool)
+    elif isinstance(mask, np.ndarray):
+        if mask.shape != dem.shape:
+            raise InputError(f"the inlier mask has shape {mask.shape} but the reference DEM has {dem.shape}")
+        out = da.from_array(mask.astype(bool), chunks=data.chunks)
+    elif type(mask).__name__ == "GeoDataFrame":
+        out = rasterize_like(mask, dem)
+    else:
+        raise InputError(
+            f"cannot use a {type(mask).__name__} as inlier mask; pass a boolean DataArray, a raster or vector path, "
+            "or a GeoDataFrame"
+        )
+    out = out.rechunk(data.chunks)
+    return ~out if exclude else out
