@@ -1,0 +1,135 @@
+"""``xdem info``: metadata and exact robust statistics of a DEM, computed out of core."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+import rasterio
+
+__all__ = ["info", "describe"]
+
+
+def _crs_text(crs: Any) -> dict:
+    if crs is None:
+        return {"crs": None, "crs_name": None, "projected": None, "units": None}
+    from pyproj import CRS
+
+    pc = CRS.from_user_input(crs)
+    epsg = crs.to_epsg()
+    axis_units = {a.unit_name for a in pc.axis_info}
+    return {
+        "crs": f"EPSG:{epsg}" if epsg else crs.to_string(),
+        "crs_name": pc.name,
+        "projected": bool(pc.is_projected),
+        "units": ", ".join(sorted(axis_units)) or None,
+    }
+
+
+def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto", stats: bool = True) -> dict:
+    """Metadata and (optionally) exact robust statistics of one band of a DEM file.
+
+    Statistics are computed out of core with :func:`xdem.stats.robust_summary` (three or
+    so passes over the data; memory bounded by the chunk size).
+
+    Raises
+    ------
+    xdem.errors.InputError, xdem.errors.CRSError
+        As :func:`xdem.open_dem`.
+    xdem.errors.NotEnoughDataError
+        ``stats=True`` and the band has no valid pixel.
+
+    Examples
+    --------
+    >>> from xdem.examples import get_path
+    >>> describe(get_path("lidar"), stats=False)["size"]
+    [400, 400]
+    """
+    from xdem.io.open import open_dem
+    from xdem.stats import robust_summary
+
+    dem = open_dem(path, band=band, chunks=chunks)
+    bidx = band or 1
+    with rasterio.open(path) as src:
+        nodata = src.nodatavals[bidx - 1]
+        meta = {
+            "path": str(path),
+            "driver": src.driver,
+            "band": bidx,
+            "bands": src.count,
+            "size": [src.width, src.height],
+            "resolution": [abs(src.transform.a), abs(src.transform.e)],
+            "transform": list(src.transform)[:6],
+            "bounds": list(src.bounds),
+            "nodata": None if nodata is None else (None if math.isnan(nodata) else float(nodata)),
+            "nodata_is_nan": nodata is not None and math.isnan(nodata),
+            "file_dtype": src.dtypes[bidx - 1],
+            "dtype": str(dem.dtype),
+            "file_blocks": list(src.block_shapes[bidx - 1]),
+            "chunks": [max(dem.chunks[0]), max(dem.chunks[1])],
+            "n_chunks": len(dem.chunks[0]) * len(dem.chunks[1]),
+            "area_or_point": src.tags().get("AREA_OR_POINT", "Area"),
+            "compression": src.compression.value if src.compression else None,
+        }
+        meta.update(_crs_text(src.crs))
+    if stats:
+        meta["stats"] = robust_summary(dem.data)
+    return meta
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _print_meta(m: dict) -> None:
+    crs = m["crs"] if m["crs"] else "none"
+    if m["crs_name"]:
+        crs += f" ({m['crs_name']}, {'projected' if m['projected'] else 'geographic'}, units {m['units']})"
+    nodata = "NaN" if m["nodata_is_nan"] else ("none" if m["nodata"] is None else _fmt(m["nodata"]))
+    b = m["bounds"]
+    lines = [
+        ("File", f"{m['path']} ({m['driver']}, band {m['band']} of {m['bands']})"),
+        ("CRS", crs),
+        ("Size", f"{m['size'][0]} x {m['size'][1]} pixels (columns x rows)"),
+        ("Resolution", f"{_fmt(m['resolution'][0])} x {_fmt(m['resolution'][1])}"),
+        ("Nodata", f"{nodata} in the file; NaN once opened"),
+        ("Data type", f"{m['file_dtype']} in the file; {m['dtype']} once opened"),
+        ("Chunks", f"{m['chunks'][1]} x {m['chunks'][0]} pixels, {m['n_chunks']} chunk(s); "
+                   f"file blocks {m['file_blocks'][1]} x {m['file_blocks'][0]}"),
+        ("Bounds", f"left {b[0]:.10g}, bottom {b[1]:.10g}, right {b[2]:.10g}, top {b[3]:.10g}"),
+        ("AREA_OR_POINT", m["area_or_point"]),
+    ]
+    for k, v in lines:
+        click.echo(f"{k + ':':<15}{v}")
+
+
+def _print_stats(s: dict) -> None:
+    click.echo("Statistics (exact, computed out of core):")
+    click.echo(f"  {'valid:':<13}{s['count']} of {s['size']} pixels ({100 * s['valid_fraction']:.2f} %)")
+    click.echo(f"  {'min / max:':<13}{_fmt(s['min'])} / {_fmt(s['max'])}")
+    click.echo(f"  {'median:':<13}{_fmt(s['median'])}")
+    click.echo(f"  {'NMAD:':<13}{_fmt(s['nmad'])}")
+
+
+@click.command("info")
+@click.argument("dem", type=click.Path(dir_okay=False))
+@click.option("--band", type=click.IntRange(min=1), default=None, help="Band to describe (1-based); required for multi-band files.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--chunks", type=click.IntRange(min=1), default=None, help="Chunk side in pixels (default: auto).")
+@click.option("--no-stats", is_flag=True, help="Only print metadata (no pass over the data).")
+def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats: bool) -> None:
+    """Print the metadata of DEM and its exact median, NMAD, min, max and valid fraction."""
+    ck = "auto" if chunks is None else chunks
+    if as_json:
+        click.echo(json.dumps(describe(dem, band=band, chunks=ck, stats=not no_stats), indent=2))
+        return
+    meta = describe(dem, band=band, chunks=ck, stats=False)
+    _print_meta(meta)
+    if not no_stats:
+        from xdem.io.open import open_dem
+        from xdem.stats import robust_summary
+
+        _print_stats(robust_summary(open_dem(dem, band=band, chunks=ck).data))
