@@ -1,0 +1,102 @@
+"""``xdem terrain``: terrain attributes of a DEM written as Cloud-Optimized GeoTIFFs, out of core."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+__all__ = ["terrain"]
+
+_SUFFIXES = (".tif", ".tiff")
+
+
+def _split_attributes(values: tuple[str, ...]) -> list[str]:
+    """``-a slope -a aspect`` and ``-a slope,aspect`` alike, canonical names, no duplicates."""
+    from xdem.errors import InputError
+    from xdem.terrain.attributes import _canonical
+
+    names: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            try:
+                name = _canonical(part)
+            except InputError as exc:
+                raise click.BadParameter(str(exc), param_hint="'-a' / '--attribute'") from exc
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise click.BadParameter("give at least one attribute, e.g. -a slope", param_hint="'-a' / '--attribute'")
+    return names
+
+
+def _targets(names: list[str], output: Path) -> list[Path]:
+    """Output file per attribute: ``output`` itself for one attribute given as a .tif path,
+    otherwise ``output/<attribute>.tif``."""
+    if len(names) == 1 and output.suffix.lower() in _SUFFIXES and not output.is_dir():
+        return [output]
+    if output.suffix.lower() in _SUFFIXES and not output.is_dir():
+        raise click.BadParameter(
+            f"{len(names)} attributes need an output FOLDER (one <attribute>.tif each), not the file '{output}'",
+            param_hint="'-o' / '--output'",
+        )
+    return [output / f"{name}.tif" for name in names]
+
+
+@click.command("terrain")
+@click.argument("dem", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output .tif for one attribute, or a folder (created if missing) receiving <attribute>.tif files.")
+@click.option("-a", "--attribute", "attributes", multiple=True, required=True,
+              help="Attribute(s): slope, aspect, hillshade, curvature, profile_curvature, planform_curvature, "
+                   "maximum_curvature, terrain_ruggedness_index (tri), topographic_position_index (tpi), roughness. "
+                   "Repeat the option or separate with commas.")
+@click.option("--method", type=click.Choice(["horn", "zevenbergthorne", "zevenbergen_thorne"]), default="horn",
+              show_default=True, help="Surface fit for slope, aspect and hillshade.")
+@click.option("--slope-units", type=click.Choice(["degrees", "percent", "radians"]), default="degrees",
+              show_default=True)
+@click.option("--azimuth", type=float, default=315.0, show_default=True,
+              help="Hillshade: direction the light comes from, degrees clockwise from north.")
+@click.option("--altitude", type=float, default=45.0, show_default=True, help="Hillshade: light elevation, degrees.")
+@click.option("--z-factor", type=float, default=1.0, show_default=True, help="Hillshade: vertical exaggeration.")
+@click.option("--tri-algorithm", type=click.Choice(["riley", "wilson"]), default="riley", show_default=True)
+@click.option("--window-size", type=int, default=3, show_default=True, help="TPI and roughness window side (odd).")
+@click.option("--chunks", type=click.IntRange(min=16), default=None, help="Chunk side in pixels (default: auto).")
+@click.option("--overwrite", is_flag=True, help="Replace existing output files.")
+@click.option("--progress", is_flag=True, help="Show a progress bar while writing.")
+def terrain(
+    dem: str, output: str, attributes: tuple[str, ...], method: str, slope_units: str, azimuth: float,
+    altitude: float, z_factor: float, tri_algorithm: str, window_size: int, chunks: int | None,
+    overwrite: bool, progress: bool,
+) -> None:
+    """Compute terrain attributes of DEM and write each as a COG, out of core.
+
+    \b
+    Examples:
+      xdem terrain dem.tif -o slope.tif -a slope
+      xdem terrain dem.tif -o attrs/ -a slope,aspect,hillshade --method zevenbergthorne
+
+    Edges and cells next to nodata are nodata (-9999 in the files). Paths written are
+    printed, one per line.
+    """
+    from xdem.errors import OutputError
+    from xdem.io.cog import write_cog
+    from xdem.io.open import open_dem
+    from xdem.terrain.attributes import get_terrain_attribute
+
+    names = _split_attributes(attributes)
+    out = Path(output)
+    targets = _targets(names, out)
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not overwrite:
+        raise OutputError(f"output exists: {', '.join(existing)}; pass --overwrite to replace it")
+    source = open_dem(dem, chunks=chunks if chunks else "auto")
+    opts = dict(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
+                tri_algorithm=tri_algorithm, window_size=window_size)
+    attrs = [get_terrain_attribute(source, name, **opts) for name in names]  # validates all before writing
+    targets[0].parent.mkdir(parents=True, exist_ok=True)
+    for attr, target in zip(attrs, targets):
+        written = write_cog(attr, target, overwrite=overwrite, progress=progress)
+        click.echo(str(written))
