@@ -6,7 +6,7 @@ Open DEMs lazily with :func:`open_dem`, align them with the classes of
 
 from xdem._version import __version__
 from xdem import errors
-from xdem.io import open_dem
+from xdem.io import open_dem, write_cog
 from xdem import terrain
 
-__all__ = ["__version__", "errors", "open_dem", "terrain"]
+__all__ = ["__version__", "errors", "open_dem", "write_cog", "terrain"]

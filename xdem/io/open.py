@@ -15,6 +15,7 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError
+from xdem.io.sources import register_source
 
 __all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
 
@@ -174,6 +175,7 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
     except Exception as exc:  # rasterio raises many types for corrupt files
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
     arr = arr.isel(band=[band - 1])
+    register_source(arr.data, path)  # lets writers refuse to overwrite this input
     return _finish(arr, nodata, name=path.stem)
 
 
