@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import xarray as xr
 from affine import Affine
-from dask.callbacks import Callback
 
 import xdem
+from helpers import count_computes
+from reference import check_chunk_independence
 from xdem.errors import CRSError, InputError
 from xdem.terrain import kernels as K
 
@@ -33,27 +34,6 @@ def plane(ny: int, nx: int, *, gx: float, gy: float, res_x: float, res_y: float,
     east = np.arange(nx) * res_x
     north = -np.arange(ny) * res_y
     return (gx * east[None, :] + gy * north[:, None] + 100.0).astype(dtype)
-
-
-class ComputeCounter(Callback):
-    """Counts dask computations (one ``_start`` per compute call)."""
-
-    def __init__(self):
-        super().__init__()
-        self.starts = 0
-
-    def _start(self, dsk):
-        self.starts += 1
-
-
-def assert_dask_equals_numpy(func, values: np.ndarray, chunkings, *, atol: float, **dem_kw):
-    """``func`` on a numpy-backed DEM equals ``func`` on dask-backed DEMs of several chunkings."""
-    ref = np.asarray(func(make_dem(values, **dem_kw)).values)
-    for ck in chunkings:
-        got = np.asarray(func(make_dem(values, chunks=ck, **dem_kw)).values)
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"NaN pattern differs for chunks={ck}")
-        np.testing.assert_allclose(got, ref, atol=atol, rtol=0, equal_nan=True, err_msg=f"chunks={ck}")
-    return ref
 
 
 # ---------------------------------------------------------------- analytic: planes
@@ -114,18 +94,36 @@ def test_flat_aspect_is_nan_and_slope_zero():
 # ---------------------------------------------------------------- chunk independence, dtype
 
 
-@pytest.mark.parametrize("attribute", list(xdem.terrain.ATTRIBUTES))
-def test_numpy_equals_dask_for_several_chunkings(attribute):
-    real = xdem.open_dem(LIDAR).values
-    real = real.copy()
+def holed_lidar_dem(chunks: int = 100):
+    real = xdem.open_dem(LIDAR).values.copy()
     real[50:53, 70:72] = np.nan  # a NaN hole crossing no particular chunk border
     real[99:102, 199:201] = np.nan  # a hole across the 100-pixel chunk borders
+    return make_dem(real, res_x=1.0, res_y=1.5, chunks=chunks)
 
-    def func(dem):
-        return xdem.terrain.get_terrain_attribute(dem, attribute)
 
-    ref = assert_dask_equals_numpy(func, real, [64, 100, 1000, (37, 151)], atol=1e-6)
-    assert ref.dtype == np.float32
+@pytest.mark.parametrize("method", ["horn", "zevenbergthorne"])
+def test_numpy_equals_dask_for_several_chunkings_all_attributes(method):
+    names = list(xdem.terrain.ATTRIBUTES)
+
+    def func(d):
+        outs = xdem.terrain.get_terrain_attribute(d, names, method=method)  # the stacked one-pass path
+        assert all(o.dtype == np.float32 for o in outs)
+        return list(dask.compute(*outs))  # together: one pass, not one per attribute
+
+    if method == "horn":
+        ref = check_chunk_independence(func, holed_lidar_dem(), chunkings=(64, 100, 1000), atol=1e-6)
+    else:
+        ref = check_chunk_independence(func, holed_lidar_dem(), chunkings=(64, 1000), schedulers=("threads",), atol=1e-6)
+    n_nan_per_attribute = np.isnan(ref).sum() / len(names)
+    assert 4 * 399 + 12 <= n_nan_per_attribute < 4 * 399 + 100  # edges and the holes' neighbourhoods
+
+
+@pytest.mark.parametrize("attribute", ["slope", "aspect", "topographic_position_index"])
+def test_numpy_equals_dask_single_attribute(attribute):
+    check_chunk_independence(
+        lambda d: xdem.terrain.get_terrain_attribute(d, attribute), holed_lidar_dem(),
+        chunkings=(64, 100, 1000), schedulers=("threads",), atol=1e-6,
+    )
 
 
 def test_float64_stays_float64_and_integer_dem_gives_float32():
@@ -217,9 +215,9 @@ def test_tpi_roughness_windows():
     assert tpi5[i, j] == pytest.approx(z[i, j] - (win.sum() - z[i, j]) / 24)
     assert r5[i, j] == pytest.approx(win.max() - win.min())
     assert np.isnan(tpi5[:2]).all() and np.isnan(r5[:, -2:]).all() and not np.isnan(r5[2:-2, 2:-2]).any()
-    assert_dask_equals_numpy(
-        lambda d: xdem.terrain.topographic_position_index(d, window_size=5), z.astype(np.float32), [3, 5, (4, 7)],
-        atol=1e-6,
+    check_chunk_independence(
+        lambda d: xdem.terrain.topographic_position_index(d, window_size=5), make_dem(z.astype(np.float32), chunks=6),
+        chunkings=(1, 3, 5), atol=1e-6,
     )
     with pytest.raises(InputError, match="odd"):
         xdem.terrain.roughness(make_dem(z), window_size=4)
@@ -230,16 +228,16 @@ def test_tpi_roughness_windows():
 
 def test_building_attributes_computes_nothing():
     dem = xdem.open_dem(LIDAR, chunks=100)
-    with ComputeCounter() as counter:
+    with count_computes() as counter:
         outs = xdem.terrain.get_terrain_attribute(LIDAR, list(xdem.terrain.ATTRIBUTES))
         outs.append(xdem.terrain.slope(dem, units="percent"))
         outs.append(xdem.terrain.hillshade(dem, azimuth=10))
         outs.append(xdem.terrain.aspect(make_dem(np.ones((5, 5)), chunks=2)))
         outs.append(xdem.terrain.roughness(dem, window_size=7))
-    assert counter.starts == 0
-    with ComputeCounter() as counter:
+    assert counter.count == 0
+    with count_computes() as counter:
         outs[0].values
-    assert counter.starts == 1  # the counter does count computations
+    assert counter.count == 1  # the counter does count computations
 
 
 def test_several_attributes_read_the_dem_once():

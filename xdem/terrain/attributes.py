@@ -111,8 +111,12 @@ def _attribute_block(
             return np.degrees(s) if units == "degrees" else (s.copy() if units == "radians" else 100.0 * np.tan(s))
         return np.degrees(a) if opts["aspect_units"] == "degrees" else a.copy()
     if name.endswith("curvature"):
-        kind = name.replace("_curvature", "")
-        return K.curvature_kernel(zz, res_x=res_x, res_y=res_y, kind=kind)
+        if "curvature" not in cache:  # coefficients and NaN mask shared by the curvature kinds
+            cache["curvature"] = (K.curvature_coefficients(zz, res_x=res_x, res_y=res_y), K.nan_window_mask(zz, 1))
+        coefs, bad = cache["curvature"]
+        out = K._curvature_from_coefficients(*coefs, kind=name.replace("_curvature", ""))
+        out[bad] = np.nan
+        return out
     if name == "terrain_ruggedness_index":
         return K.tri_kernel(zz, algorithm=opts["tri_algorithm"])
     if name == "topographic_position_index":

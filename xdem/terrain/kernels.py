@@ -276,23 +276,29 @@ def curvature_kernel(block: np.ndarray, *, res_x: float, res_y: float, kind: str
     """
     if kind not in _CURVATURE_KINDS:
         raise InputError(f"unknown curvature kind {kind!r}; use one of {', '.join(_CURVATURE_KINDS)}")
-    d, e, f, g, h = curvature_coefficients(block, res_x=res_x, res_y=res_y)
-    if kind == "curvature":
-        out = -200.0 * (d + e)
-    else:
-        g2h2 = g * g + h * h
-        flat = g2h2 == 0
-        denom = np.where(flat, 1.0, g2h2)
-        profile = np.where(flat, 0.0, -200.0 * (d * g * g + e * h * h + f * g * h) / denom)
-        planform = np.where(flat, 0.0, -200.0 * (d * h * h + e * g * g - f * g * h) / denom)
-        if kind == "profile":
-            out = profile
-        elif kind == "planform":
-            out = planform
-        else:
-            out = np.where(np.abs(planform) > np.abs(profile), planform, profile)
+    coefs = curvature_coefficients(block, res_x=res_x, res_y=res_y)
+    out = _curvature_from_coefficients(*coefs, kind=kind)
     out[nan_window_mask(block, 1)] = np.nan
     return out
+
+
+def _curvature_from_coefficients(
+    d: np.ndarray, e: np.ndarray, f: np.ndarray, g: np.ndarray, h: np.ndarray, *, kind: str
+) -> np.ndarray:
+    """One curvature kind (1/100 m^-1) from the coefficients; NaN handling left to the caller."""
+    if kind == "curvature":
+        return -200.0 * (d + e)
+    g2h2 = g * g + h * h
+    flat = g2h2 == 0
+    denom = np.where(flat, 1.0, g2h2)
+    if kind in ("profile", "maximum"):
+        profile = np.where(flat, 0.0, -200.0 * (d * g * g + e * h * h + f * g * h) / denom)
+        if kind == "profile":
+            return profile
+    planform = np.where(flat, 0.0, -200.0 * (d * h * h + e * g * g - f * g * h) / denom)
+    if kind == "planform":
+        return planform
+    return np.where(np.abs(planform) > np.abs(profile), planform, profile)
 
 
 def tri_kernel(block: np.ndarray, *, algorithm: str = "riley") -> np.ndarray:
