@@ -1,0 +1,250 @@
+"""``xdem coreg`` on the example pair with a known shift (click CliRunner, in process)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import click
+import dask
+import numpy as np
+import pytest
+import rasterio
+from click.testing import CliRunner
+from rio_cogeo.cogeo import cog_validate
+
+import xdem
+import xdem.coreg
+from xdem.cli import main
+from xdem.cli._common import check_scheduler, use_scheduler
+from xdem.cli.coreg import build_coreg, resolve_methods
+from xdem.examples import write_example_pair
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """ref.tif, tba.tif, truth.json of the default example pair in a module-wide folder."""
+    return write_example_pair(tmp_path_factory.mktemp("pair"))
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
+
+
+def _run(runner, pair, out, *args):
+    return runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), *args])
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def default_run(pair, runner, tmp_path_factory):
+    """Default NuthKaab run with --json (not quiet: progress must stay off stdout)."""
+    out = tmp_path_factory.mktemp("out") / "aligned.tif"
+    res = _run(runner, pair, out, "--json")
+    assert res.exit_code == 0, res.output
+    return res, out
+
+
+def test_output_is_cog_with_recovered_shift(default_run, pair):
+    res, out = default_run
+    valid, errors, _ = cog_validate(str(out), quiet=True)
+    assert valid, errors
+    doc = json.loads(res.stdout)
+    step = doc["steps"][0]
+    truth = pair["truth"]
+    assert step["method"] == "NuthKaab"
+    for k in ("shift_x", "shift_y", "shift_z"):
+        assert abs(step[k] - truth[k]) < 0.01, (k, step[k], truth[k])
+    with rasterio.open(out) as dst, rasterio.open(pair["tba"]) as src:
+        assert dst.transform == src.transform and dst.crs == src.crs and dst.shape == src.shape
+        assert dst.nodata == -9999
+        aligned = dst.read(1, masked=True).filled(np.nan)
+    ref = xdem.open_dem(pair["ref"]).values
+    inner = (slice(10, -10), slice(10, -10))
+    assert np.nanmedian(np.abs(aligned[inner] - ref[inner])) < 0.02  # the aligned DEM matches the reference
+
+
+def test_json_document_alone_on_stdout(default_run, pair):
+    res, out = default_run
+    doc = json.loads(res.stdout)  # the whole stdout is one JSON document
+    assert "fitting" in res.stderr  # progress went to stderr
+    for key in ("steps", "matrix", "stats", "output", "inputs", "timing", "peak_rss_mb", "chunks", "scheduler"):
+        assert key in doc, key
+    assert doc["output"] == str(out.resolve())
+    assert doc["scheduler"] == "threads" and doc["chunks"] == [400, 400]
+    m = np.asarray(doc["matrix"])
+    step = doc["steps"][0]
+    assert m.shape == (4, 4) and doc["matrix_is_complete"] is True
+    np.testing.assert_allclose(m[:3, 3], [step["shift_x"], step["shift_y"], step["shift_z"]])
+    np.testing.assert_allclose(m[:3, :3], np.eye(3))
+    before, after = doc["stats"]["before"], doc["stats"]["after"]
+    assert after["nmad"] < before["nmad"] / 10
+    assert abs(before["median"] - pair["truth"]["dz"]) < 0.1 and abs(after["median"]) < 0.01
+    assert 0 < after["count"] <= before["count"] <= 400 * 400
+    assert step["params"]["subsample"] == 500_000 and isinstance(step["converged"], bool)
+    assert set(doc["timing"]) >= {"fit_s", "write_s", "total_s"} and doc["timing"]["total_s"] > 0
+    assert doc["peak_rss_mb"] > 0
+    assert doc["inputs"]["reference"] == str(pair["ref"].resolve())
+
+
+def test_vshift_equals_minus_median_before(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "v.tif", "--method", "vshift", "--json", "--quiet")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    (step,) = doc["steps"]
+    assert step["method"] == "VerticalShift" and step["shift_x"] == 0 and step["shift_y"] == 0
+    assert abs(step["shift_z"] + doc["stats"]["before"]["median"]) < 1e-3
+    assert abs(doc["stats"]["after"]["median"]) < 1e-3
+    assert res.stderr == ""  # --quiet
+
+
+def test_pipeline_nuthkaab_plus_vshift(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "p.tif", "--method", "nuthkaab+vshift", "--json", "--quiet")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    nk, vs = doc["steps"]
+    assert (nk["method"], vs["method"]) == ("NuthKaab", "VerticalShift")
+    truth = pair["truth"]
+    assert abs(nk["shift_x"] - truth["shift_x"]) < 0.01 and abs(nk["shift_y"] - truth["shift_y"]) < 0.01
+    assert abs(vs["shift_z"]) < 0.01  # nothing left after Nuth & Kaab
+    m = np.asarray(doc["matrix"])
+    np.testing.assert_allclose(m[:3, 3], [nk["shift_x"], nk["shift_y"], nk["shift_z"] + vs["shift_z"]])
+    assert abs(m[2, 3] - truth["shift_z"]) < 0.01
+    assert cog_validate(str(tmp_path / "p.tif"), quiet=True)[0]
+
+
+def test_subsample_and_random_state_reach_every_step(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "s.tif", "--method", "nuthkaab+vshift", "--subsample", "20000",
+               "--random-state", "42", "--json", "--quiet", "--no-stats")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["stats"] is None
+    for step in doc["steps"]:
+        assert step["params"]["subsample"] == 20000 and isinstance(step["params"]["subsample"], int)
+        assert step["params"]["random_state"] == 42
+    assert doc["steps"][0]["count"] <= 20000  # the subsample was really used by the fit
+    model = build_coreg(resolve_methods("vshift+nuthkaab"), {"subsample": 0.5, "random_state": 3})
+    assert [s.get_params()["subsample"] for s in model.steps] == [0.5, 0.5]
+    assert [s.get_params()["random_state"] for s in model.steps] == [3, 3]
+
+
+def test_exclude_mask_removes_pixels(pair, runner, tmp_path, default_run):
+    with rasterio.open(pair["ref"]) as src:
+        profile = src.profile
+    mask = np.zeros((400, 400), dtype=np.uint8)
+    mask[:, :150] = 1  # "glacier" on the left: excluded
+    profile.update(dtype="uint8", nodata=None, compress="deflate")
+    with rasterio.open(tmp_path / "glacier.tif", "w", **profile) as dst:
+        dst.write(mask, 1)
+    res = _run(runner, pair, tmp_path / "m.tif", "--exclude-mask", str(tmp_path / "glacier.tif"), "--json", "--quiet")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    full = json.loads(default_run[0].stdout)
+    assert doc["stats"]["before"]["count"] < full["stats"]["before"]["count"] * 0.7
+    assert doc["steps"][0]["count"] < full["steps"][0]["count"] * 0.7
+    assert abs(doc["steps"][0]["shift_x"] - pair["truth"]["shift_x"]) < 0.02
+    assert doc["inputs"]["exclude_mask"] == str((tmp_path / "glacier.tif").resolve())
+
+
+def test_unknown_method_is_usage_error(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "x.tif", "--method", "nuthkaab+foo")
+    assert res.exit_code == 2
+    assert "unknown method 'foo'" in res.stderr and "nuthkaab" in res.stderr and "vshift" in res.stderr
+    assert not (tmp_path / "x.tif").exists()
+
+
+def test_option_no_step_takes_is_usage_error(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "x.tif", "--poly-order", "2")
+    assert res.exit_code == 2 and "takes --poly-order" in res.stderr
+
+
+def test_bad_scheduler_and_workers_are_usage_errors(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "x.tif", "--scheduler", "gpu")
+    assert res.exit_code == 2 and "is not a scheduler" in res.stderr
+    res = _run(runner, pair, tmp_path / "x.tif", "--scheduler", "synchronous", "--workers", "2")
+    assert res.exit_code == 2 and "--workers only applies" in res.stderr
+
+
+@pytest.fixture
+def no_fit(monkeypatch):
+    """Make any fit fail loudly: the checks under test must happen before fitting."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("fit() was called although the command should have stopped before")
+
+    monkeypatch.setattr(xdem.coreg.Coreg, "fit", fail)
+
+
+def test_existing_output_refused_before_fitting(pair, runner, tmp_path, no_fit):
+    out = tmp_path / "exists.tif"
+    out.write_bytes(b"precious")
+    res = _run(runner, pair, out)
+    assert res.exit_code == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "already exists" in lines[0] and "--overwrite" in lines[0]
+    assert out.read_bytes() == b"precious"
+    json_out = tmp_path / "c.json"
+    json_out.write_text("{}")
+    res = _run(runner, pair, tmp_path / "new.tif", "--json-out", str(json_out))
+    assert res.exit_code == 1 and "already exists" in res.stderr and json_out.read_text() == "{}"
+
+
+def test_output_equal_to_input_refused(pair, runner, no_fit):
+    before = _sha(pair["tba"])
+    for target in (pair["tba"], pair["ref"]):
+        res = _run(runner, pair, target, "--overwrite")
+        assert res.exit_code == 1 and "same file as the" in res.stderr, res.output
+    assert _sha(pair["tba"]) == before
+
+
+def test_report_unavailable_fails_before_work(pair, runner, tmp_path, monkeypatch, no_fit):
+    monkeypatch.setitem(sys.modules, "xdem.report", None)  # importing it now fails
+    res = _run(runner, pair, tmp_path / "r.tif", "--report", str(tmp_path / "r.html"))
+    assert res.exit_code == 1 and "--report" in res.stderr and "xdem.report" in res.stderr
+    assert not (tmp_path / "r.tif").exists() and not (tmp_path / "r.html").exists()
+
+
+def test_missing_input_is_one_line_error(pair, runner, tmp_path, no_fit):
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(tmp_path / "nope.tif"), "-o", str(tmp_path / "o.tif")])
+    assert res.exit_code == 1 and len(res.stderr.strip().splitlines()) == 1 and "not found" in res.stderr
+
+
+def test_method_names_resolve_through_registry():
+    assert [c.__name__ for c in resolve_methods("NuthKaab + VerticalShift")] == ["NuthKaab", "VerticalShift"]
+    assert [c.__name__ for c in resolve_methods("vshift")] == ["VerticalShift"]
+
+    @xdem.coreg.base.register
+    class MyNewMethod(xdem.coreg.VerticalShift):  # a newly registered method needs no CLI edit
+        pass
+
+    try:
+        assert resolve_methods("nuthkaab+my-new-method")[1] is MyNewMethod
+    finally:
+        xdem.coreg.METHODS.pop("mynewmethod")
+    with pytest.raises(click.BadParameter, match="empty method name"):
+        resolve_methods("nuthkaab+")
+
+
+def test_use_scheduler_local_modes():
+    import dask.array as da
+
+    with use_scheduler("threads", workers=3) as info:
+        assert info["workers"] == 3 and dask.config.get("num_workers") == 3
+        assert int(da.ones(6, chunks=2).sum().compute()) == 6
+    with use_scheduler("synchronous") as info:
+        assert dask.config.get("scheduler") == "synchronous"
+    assert check_scheduler("TCP://127.0.0.1:8786", None) == "TCP://127.0.0.1:8786"
+    with pytest.raises(click.BadParameter):
+        check_scheduler("tcp://h:1", 2)
+
+
+def test_help_in_subprocess():
+    proc = subprocess.run([sys.executable, "-m", "xdem", "coreg", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "--method" in proc.stdout and "--scheduler" in proc.stdout and "REF TBA" in proc.stdout

@@ -1,0 +1,380 @@
+"""Helpers shared by the ``xdem`` sub-commands: dask schedulers, progress, JSON output.
+
+- :func:`scheduler_option` / :func:`workers_option`: the ``--scheduler`` and ``--workers``
+  click options, validated by :func:`check_scheduler`.
+- :func:`use_scheduler`: context manager that makes dask run on the chosen scheduler
+  (threads, synchronous, a local cluster of processes, or a remote ``tcp://`` scheduler)
+  and closes whatever it started.
+- :class:`Progress`: stage messages, dask progress bars (local schedulers) or a periodic
+  report (distributed) on stderr; silent when quiet.
+- :func:`stdout_to_stderr`, :func:`dump_json`, :func:`peak_rss_mb`, :func:`one_line_warnings`.
+
+Examples
+--------
+>>> with use_scheduler("synchronous") as info:
+...     info["scheduler"]
+'synchronous'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import dask
+
+from xdem.errors import XdemError
+
+__all__ = [
+    "LOCAL_SCHEDULERS",
+    "scheduler_option",
+    "workers_option",
+    "check_scheduler",
+    "use_scheduler",
+    "Progress",
+    "stdout_to_stderr",
+    "one_line_warnings",
+    "jsonable",
+    "dump_json",
+    "peak_rss_mb",
+    "check_new_output",
+]
+
+#: Scheduler names accepted by ``--scheduler`` besides a ``tcp://host:port`` address.
+LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
+_REMOTE_PREFIXES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
+_CONNECT_TIMEOUT_S = 10
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def check_scheduler(scheduler: str, workers: int | None) -> str:
+    """Validate ``--scheduler``/``--workers``; returns the scheduler name (lower-case) or address.
+
+    Raises
+    ------
+    click.BadParameter
+        Unknown scheduler, or ``--workers`` with a scheduler it does not apply to.
+    """
+    name = scheduler.strip()
+    if name.lower() in LOCAL_SCHEDULERS:
+        name = name.lower()
+    elif not name.lower().startswith(_REMOTE_PREFIXES):
+        raise click.BadParameter(
+            f"'{scheduler}' is not a scheduler; use threads, processes, synchronous or the address of a "
+            "running dask scheduler such as tcp://127.0.0.1:8786",
+            param_hint="'--scheduler'",
+        )
+    if workers is not None and name not in ("threads", "processes"):
+        raise click.BadParameter(
+            f"--workers only applies to --scheduler threads or processes, not '{name}' "
+            "(a remote cluster has its own workers)",
+            param_hint="'--workers'",
+        )
+    return name
+
+
+def scheduler_option(func: Any) -> Any:
+    """Decorator adding ``--scheduler`` (default ``threads``)."""
+    return click.option(
+        "--scheduler", default="threads", show_default=True, metavar="threads|processes|synchronous|tcp://HOST:PORT",
+        help="Where dask runs: local threads, a local cluster of worker processes (dask.distributed), "
+             "one thread (debugging), or the address of a running dask scheduler.",
+    )(func)
+
+
+def workers_option(func: Any) -> Any:
+    """Decorator adding ``--workers N``."""
+    return click.option(
+        "--workers", type=click.IntRange(min=1), default=None,
+        help="Threads (threads) or single-threaded worker processes (processes); default: number of CPUs.",
+    )(func)
+
+
+# ---------------------------------------------------------------------------- schedulers
+
+
+def _quiet_distributed_logs() -> contextlib.AbstractContextManager:
+    """Lower the log level of distributed's loggers (they print INFO lines on stderr)."""
+    stack = contextlib.ExitStack()
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                 "distributed.core", "distributed.http.proxy"):
+        logger = logging.getLogger(name)
+        old = logger.level
+        logger.setLevel(logging.ERROR)
+        stack.callback(logger.setLevel, old)
+    return stack
+
+
+@contextlib.contextmanager
+def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Iterator[dict]:
+    """Run the dask computations of the ``with`` block on ``scheduler``.
+
+    Parameters
+    ----------
+    scheduler
+        ``"threads"`` (default; ``workers`` threads), ``"synchronous"`` (one thread, for
+        debugging), ``"processes"`` (a ``distributed.LocalCluster`` of ``workers``
+        single-threaded worker processes, started here and closed on exit) or the address
+        of a running dask scheduler (``tcp://host:port``; a ``distributed.Client`` is
+        connected here and closed on exit, the cluster keeps running).
+    workers
+        Number of threads or worker processes; default: number of CPUs.
+
+    Yields
+    ------
+    dict
+        ``{"scheduler", "workers", "address", "client"}`` (``address`` and ``client`` are
+        ``None`` for threads and synchronous). The client is scoped to the block: it is
+        not made the global default.
+
+    Raises
+    ------
+    xdem.errors.XdemError
+        The remote scheduler cannot be reached.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with use_scheduler("threads", workers=2) as info:
+    ...     int(da.ones(4, chunks=2).sum().compute()), info["workers"]
+    (4, 2)
+    """
+    name = check_scheduler(scheduler or "threads", workers)
+    info: dict[str, Any] = {"scheduler": name, "workers": workers, "address": None, "client": None}
+    if name == "threads":
+        info["workers"] = workers or os.cpu_count() or 1
+        with dask.config.set(scheduler="threads", num_workers=info["workers"]):
+            yield info
+        return
+    if name == "synchronous":
+        info["workers"] = 1
+        with dask.config.set(scheduler="synchronous"):
+            yield info
+        return
+    from distributed import Client, LocalCluster  # noqa: PLC0415
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_quiet_distributed_logs())
+        if name == "processes":
+            n = workers or os.cpu_count() or 1
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR,
+            ))
+            client = stack.enter_context(Client(cluster, set_as_default=False))
+            info["workers"] = n
+        else:
+            try:
+                client = Client(name, timeout=_CONNECT_TIMEOUT_S, set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise XdemError(
+                    f"cannot connect to the dask scheduler at {name} ({type(exc).__name__}: {exc}); "
+                    "check the address and that `dask scheduler` is running there"
+                ) from exc
+            stack.enter_context(client)
+            info["workers"] = len(client.scheduler_info().get("workers", {}))
+        info["address"] = client.scheduler.address
+        info["client"] = client
+        stack.enter_context(client.as_current())  # Client.current()/distributed.progress find it
+        stack.enter_context(dask.config.set(scheduler=client))
+        yield info
+
+
+# ---------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """Progress reporting on stderr for a CLI command.
+
+    ``stage(text)`` prints a timestamped line and, for the duration of the stage, shows
+    dask's progress bar for computations longer than ``minimum`` seconds (local
+    schedulers) or a periodic "still running" line every ``interval`` seconds
+    (distributed, where dask's local callbacks do not fire). Nothing is printed when
+    ``quiet``.
+
+    Examples
+    --------
+    >>> p = Progress(quiet=True)
+    >>> with p.stage("fitting"):
+    ...     pass
+    """
+
+    def __init__(self, *, quiet: bool = False, client: Any = None, minimum: float = 1.0, interval: float = 10.0):
+        self.quiet = quiet
+        self.client = client
+        self.minimum = minimum
+        self.interval = interval
+        self.t0 = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds since this object was created."""
+        return time.perf_counter() - self.t0
+
+    def echo(self, text: str = "") -> None:
+        """Print ``text`` on stderr unless quiet."""
+        if not self.quiet:
+            click.echo(text, err=True)
+
+    @contextlib.contextmanager
+    def stage(self, text: str, *, bars: bool = True) -> Iterator[None]:
+        """Announce ``text`` and report progress until the block ends."""
+        if self.quiet:
+            yield
+            return
+        self.echo(f"[{self.elapsed():7.1f} s] {text}")
+        if self.client is not None:
+            with self._heartbeat(text):
+                yield
+        elif bars:
+            from dask.diagnostics import ProgressBar  # noqa: PLC0415
+
+            with ProgressBar(minimum=self.minimum, out=sys.stderr):
+                yield
+        else:
+            yield
+
+    @contextlib.contextmanager
+    def _heartbeat(self, text: str) -> Iterator[None]:
+        stop = threading.Event()
+        start = time.perf_counter()
+
+        def run() -> None:
+            while not stop.wait(self.interval):
+                tasks = ""
+                with contextlib.suppress(Exception):
+                    processing = self.client.processing()
+                    tasks = f", {sum(len(v) for v in processing.values())} task(s) on {len(processing)} worker(s)"
+                click.echo(f"           ... {text} ({time.perf_counter() - start:.0f} s{tasks})", err=True)
+
+        thread = threading.Thread(target=run, name="xdem-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything printed on stdout to stderr (progress bars, stray prints).
+
+    Used when stdout must carry nothing but one JSON document.
+    """
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Show Python warnings as one ``Warning: <message>`` line on stderr."""
+
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        click.echo(f"Warning: {message} [{category.__name__}]", err=True)
+
+    old = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = old
+
+
+# ---------------------------------------------------------------------------- JSON, memory
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays, paths and tuples made JSON-able; NaN/inf -> None."""
+    import numpy as np  # noqa: PLC0415
+
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return getattr(value, "__name__", repr(value))
+
+
+def dump_json(doc: Any, *, path: str | os.PathLike | None = None) -> str:
+    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``."""
+    text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
+    if path is not None:
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            from xdem.errors import OutputError  # noqa: PLC0415
+
+            raise OutputError(f"cannot write '{path}' ({exc}); check the folder exists and is writable") from exc
+    return text
+
+
+def peak_rss_mb(*, children: bool = False) -> float | None:
+    """Peak resident memory of this process (or of its finished children), in MB."""
+    try:
+        import resource  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - Windows
+        import psutil  # noqa: PLC0415
+
+        return None if children else psutil.Process().memory_info().rss / 2**20
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    kb = resource.getrusage(who).ru_maxrss
+    scale = 1 / 2**20 if sys.platform == "darwin" else 1 / 2**10  # bytes on macOS, KiB on Linux
+    return round(kb * scale, 1)
+
+
+def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
+    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder.
+
+    Cheap checks meant to run before any computation. Returns the absolute path.
+
+    Raises
+    ------
+    xdem.errors.OutputError
+    """
+    from xdem.errors import OutputError  # noqa: PLC0415
+
+    p = Path(os.path.abspath(os.fspath(path)))
+    for label, src in inputs.items():
+        if not src:
+            continue
+        s = Path(os.path.abspath(src))
+        same = s == p or s.resolve() == p.resolve()
+        if not same and s.exists() and p.exists():
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(s, p)
+        if same:
+            raise OutputError(f"{what} '{p}' is the same file as the {label}; write to another path")
+    if p.is_dir():
+        raise OutputError(f"{what} '{p}' is a folder; give a file path")
+    if p.exists() and not overwrite:
+        raise OutputError(f"{what} '{p}' already exists; pass --overwrite to replace it or choose another path")
+    if not p.parent.is_dir():
+        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{p.parent}')")
+    return p
