@@ -1,0 +1,137 @@
+"""Benchmark ``xdem terrain``: slope + aspect + hillshade of a large DEM written as COGs.
+
+For each size (default 8000^2; 20000^2 with ``--sizes 20000``), on the synthetic fractal DEM
+cached under ``benchmarks/_cache`` (:func:`_measure.cached_pair`, 2 m, float32, deflate COG),
+each step runs in its own subprocess measured by :func:`_measure.measure` (wall time, peak RSS
+summed over the process tree, sampled every 0.2 s):
+
+* **read**: read every block of the DEM once (``open_dem(dem).sum().compute()``): the floor;
+* **compute**: slope, aspect and hillshade in ONE ``map_overlap`` pass, reduced to sums
+  (``dask.compute`` of three sums; nothing written): the cost of the kernels;
+* **cogs**: ``xdem terrain DEM -o DIR -a slope,aspect,hillshade``: three COGs written out of
+  core with ``xdem.write_cog`` (each attribute is its own pass over the DEM).
+
+The DEM is read once beforehand so every step finds it in the page cache. The table is printed
+and written to ``docs/terrain.md`` (section ``Benchmark``) unless ``--no-doc``.
+
+Run: ``python benchmarks/bench_terrain.py [--sizes 8000 20000] [--chunks auto] [--no-doc]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import REPO, CACHE_DIR, cached_pair, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
+
+ATTRIBUTES = ("slope", "aspect", "hillshade")
+READ = """
+import json, sys, time, xdem
+t0 = time.perf_counter()
+dem = xdem.open_dem(sys.argv[1], chunks=sys.argv[2] if sys.argv[2] == "auto" else int(sys.argv[2]))
+total = float(dem.sum().compute())
+print(json.dumps({"seconds": time.perf_counter() - t0, "sum": total, "chunks": [c[0] for c in dem.chunks]}))
+"""
+COMPUTE = """
+import json, sys, time, dask, xdem
+t0 = time.perf_counter()
+dem = xdem.open_dem(sys.argv[1], chunks=sys.argv[2] if sys.argv[2] == "auto" else int(sys.argv[2]))
+outs = xdem.terrain.get_terrain_attribute(dem, ["slope", "aspect", "hillshade"])
+sums = dask.compute(*(o.sum() for o in outs))
+print(json.dumps({"seconds": time.perf_counter() - t0, "sums": [float(s) for s in sums]}))
+"""
+
+
+def _warm(path: str) -> None:
+    with open(path, "rb") as f:
+        while f.read(64 * 2**20):
+            pass
+
+
+def _run(name: str, cmd: list[str]) -> dict:
+    r = measure(cmd)
+    if r["returncode"] != 0:
+        raise SystemExit(f"step {name} failed:\n{r['stderr'][-3000:]}")
+    return r
+
+
+def bench(sizes: list[int], *, chunks: str = "auto", write_doc: bool = True) -> list[dict]:
+    """Run the three steps for every size; return one row per size."""
+    rows = []
+    out_dir = CACHE_DIR / "terrain_out"
+    for size in sizes:
+        t0 = time.perf_counter()
+        src = cached_pair(size)["ref"]
+        print(f"[{size}^2] input ready in {time.perf_counter() - t0:.0f} s: {src}", flush=True)
+        _warm(src)
+        res = {
+            "read": _run("read", [sys.executable, "-c", READ, src, chunks]),
+            "compute": _run("compute", [sys.executable, "-c", COMPUTE, src, chunks]),
+        }
+        shutil.rmtree(out_dir, ignore_errors=True)
+        cli = [sys.executable, "-m", "xdem", "terrain", src, "-o", str(out_dir), "-a", ",".join(ATTRIBUTES), "--overwrite"]
+        if chunks != "auto":
+            cli += ["--chunks", chunks]
+        res["cogs"] = _run("cogs", cli)
+        written = sorted(p.name for p in out_dir.glob("*.tif"))
+        if written != sorted(f"{a}.tif" for a in ATTRIBUTES):
+            raise SystemExit(f"xdem terrain wrote {written}")
+        out_bytes = sum(p.stat().st_size for p in out_dir.glob("*.tif"))
+        shutil.rmtree(out_dir, ignore_errors=True)
+        row = {
+            "size": size,
+            "chunks": chunks,
+            "input_bytes": Path(src).stat().st_size,
+            "output_bytes": out_bytes,
+            **{f"{k}_s": v["wall_s"] for k, v in res.items()},
+            **{f"{k}_peak_rss": v["peak_rss_bytes"] for k, v in res.items()},
+        }
+        for k in ("read", "compute"):  # time inside the script, without Python start-up and imports
+            row[f"{k}_inner_s"] = json.loads(res[k]["stdout"].strip().splitlines()[-1])["seconds"]
+        row["cogs_over_read"] = row["cogs_s"] / row["read_s"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    table = _table(rows)
+    print(table)
+    if write_doc:
+        update_doc_section("Benchmark", table, doc=REPO / "docs" / "terrain.md")
+    return rows
+
+
+def _table(rows: list[dict]) -> str:
+    lines = [
+        "Measured by `benchmarks/bench_terrain.py` (synthetic fractal DEM, float32, 2 m, deflate COG input; "
+        "wall time and peak RSS of the whole process tree; input in the page cache).",
+        "",
+        f"Machine: {machine_description()}.",
+        "",
+        "| size | read once | slope+aspect+hillshade, one pass, no output | `xdem terrain` -> 3 COGs | COGs / read |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['size']}^2 | {r['read_s']:.1f} s ({r['read_inner_s']:.1f} s after imports), "
+            f"{fmt_bytes(r['read_peak_rss'])} "
+            f"| {r['compute_s']:.1f} s ({r['compute_inner_s']:.1f} s after imports), {fmt_bytes(r['compute_peak_rss'])} "
+            f"| {r['cogs_s']:.1f} s, {fmt_bytes(r['cogs_peak_rss'])} | {r['cogs_over_read']:.1f}x |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8000])
+    parser.add_argument("--chunks", default="auto", help="chunk side in pixels, or auto")
+    parser.add_argument("--no-doc", action="store_true", help="do not update docs/terrain.md")
+    args = parser.parse_args()
+    bench(args.sizes, chunks=args.chunks, write_doc=not args.no_doc)
+
+
+if __name__ == "__main__":
+    main()
