@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python -m xdem examples write-pair $(DEMO_DIR) --overwrite
-	$(BIN)/xdem coreg $(DEMO_DIR)/ref.tif $(DEMO_DIR)/tba.tif -o $(DEMO_DIR)/aligned.tif --method nuthkaab --overwrite --json-out $(DEMO_DIR)/coreg.json
-	@echo "Demo outputs are in $(DEMO_DIR)/: ref.tif, tba.tif, aligned.tif (COG), coreg.json"
+	$(BIN)/xdem coreg $(DEMO_DIR)/ref.tif $(DEMO_DIR)/tba.tif -o $(DEMO_DIR)/aligned.tif --method nuthkaab \
+		--overwrite --json-out $(DEMO_DIR)/coreg.json --report $(DEMO_DIR)/report.html
+	@echo ""
+	@echo "Demo outputs in $(abspath $(DEMO_DIR))/:"
+	@echo "  ref.tif, tba.tif   example pair (tba = ref moved by a known shift; truth in truth.json)"
+	@echo "  aligned.tif        tba coregistered onto ref (Cloud-Optimized GeoTIFF)"
+	@echo "  coreg.json         fitted shifts, 4x4 matrix, dh statistics before/after, timing, memory"
+	@echo "  report.html        HTML report (open it in a browser)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -39,16 +39,26 @@ _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
 _HIDDEN = {"coregpipeline"}
 
 
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
 def _registry() -> dict[str, type]:
-    """Every registered coregistration class, importing optional method modules first."""
+    """Every registered coregistration class, after importing every ``xdem.coreg`` submodule
+    (methods register themselves on import; a module that fails to import is remembered
+    and named in the unknown-method message)."""
+    import pkgutil  # noqa: PLC0415
+
+    import xdem.coreg  # noqa: PLC0415
     from xdem.coreg import METHODS  # noqa: PLC0415
 
-    for module in ("xdem.coreg.biascorr",):
+    for info in pkgutil.iter_modules(xdem.coreg.__path__):
+        module = f"xdem.coreg.{info.name}"
+        if info.name.startswith("_") or module in _IMPORT_ERRORS:
+            continue
         try:
             importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        except Exception as exc:  # noqa: BLE001 - one broken module must not hide the others
+            _IMPORT_ERRORS[module] = f"{type(exc).__name__}: {exc}"
     return {k: v for k, v in METHODS.items() if k not in _HIDDEN and not getattr(v, "__abstractmethods__", None)}
 
 
@@ -79,8 +89,9 @@ def resolve_methods(text: str) -> list[type]:
         key = aliases.get(key, key)
         if key not in by_norm:
             what = f"unknown method '{part.strip()}'" if part.strip() else f"empty method name in '{text}'"
+            broken = "".join(f"; {m} failed to import ({e})" for m, e in _IMPORT_ERRORS.items())
             raise click.BadParameter(
-                f"{what}; known: {', '.join(known)} (join several with +, e.g. nuthkaab+vshift)",
+                f"{what}; known: {', '.join(known)} (join several with +, e.g. nuthkaab+vshift){broken}",
                 param_hint="'--method'",
             )
         classes.append(by_norm[key])
@@ -352,8 +363,10 @@ def coreg(
         t_fit = time.perf_counter() - t0
         aligned = model.apply(tba_d)
         t0 = time.perf_counter()
-        with progress.stage(f"writing {out}", bars=False):
-            write_cog(aligned, out, overwrite=overwrite, progress=not quiet)
+        # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
+        # block-writing pass; distributed: write_cog shows distributed.progress itself.
+        with progress.stage(f"writing {out}"):
+            write_cog(aligned, out, overwrite=overwrite, progress=not quiet and sinfo["client"] is not None)
         t_write = time.perf_counter() - t0
         t0 = time.perf_counter()
         stats = None
