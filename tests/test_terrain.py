@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dask
 import dask.array as da
 import numpy as np
@@ -15,7 +17,7 @@ from reference import check_chunk_independence
 from xdem.errors import CRSError, InputError
 from xdem.terrain import kernels as K
 
-LIDAR = "xdem/examples/data/lidar_dem.tif"
+LIDAR = str(Path(__file__).resolve().parents[1] / "xdem" / "examples" / "data" / "lidar_dem.tif")
 
 
 def make_dem(values: np.ndarray, *, res_x: float = 1.0, res_y: float = 1.0, crs: str = "EPSG:32633", chunks=None):
