@@ -210,6 +210,18 @@ def test_report_unavailable_fails_before_work(pair, runner, tmp_path, monkeypatc
     assert not (tmp_path / "r.tif").exists() and not (tmp_path / "r.html").exists()
 
 
+def test_report_and_json_out(pair, runner, tmp_path):
+    report, json_out = tmp_path / "r.html", tmp_path / "c.json"
+    res = _run(runner, pair, tmp_path / "r.tif", "--method", "vshift", "--report", str(report),
+               "--json-out", str(json_out), "--quiet")
+    assert res.exit_code == 0, res.output
+    assert res.stdout == ""  # no --json: nothing on stdout
+    doc = json.loads(json_out.read_text())
+    assert doc["report"] == str(report.resolve()) and doc["timing"]["report_s"] > 0
+    html = report.read_text()
+    assert 'data-key="stats.after.nmad"' in html and "VerticalShift" in html
+
+
 def test_missing_input_is_one_line_error(pair, runner, tmp_path, no_fit):
     res = runner.invoke(main, ["coreg", str(pair["ref"]), str(tmp_path / "nope.tif"), "-o", str(tmp_path / "o.tif")])
     assert res.exit_code == 1 and len(res.stderr.strip().splitlines()) == 1 and "not found" in res.stderr
