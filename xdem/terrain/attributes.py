@@ -103,13 +103,14 @@ def _attribute_block(
             return K._hillshade_from_gradient(
                 dzdx, dzdy, azimuth=opts["azimuth"], altitude=opts["altitude"], z_factor=opts["z_factor"]
             )
-        if "slope_aspect" not in cache:
-            cache["slope_aspect"] = K._slope_aspect_from_gradient(dzdx, dzdy)
-        s, a = cache["slope_aspect"]
         if name == "slope":
             units = opts["slope_units"]
-            return np.degrees(s) if units == "degrees" else (s.copy() if units == "radians" else 100.0 * np.tan(s))
-        return np.degrees(a) if opts["aspect_units"] == "degrees" else a.copy()
+            if units == "percent":
+                return 100.0 * np.hypot(dzdx, dzdy)
+            s = K._slope_from_gradient(dzdx, dzdy)
+            return np.degrees(s) if units == "degrees" else s
+        a = K._aspect_from_gradient(dzdx, dzdy)
+        return np.degrees(a) if opts["aspect_units"] == "degrees" else a
     if name.endswith("curvature"):
         if "curvature" not in cache:  # coefficients and NaN mask shared by the curvature kinds
             cache["curvature"] = (K.curvature_coefficients(zz, res_x=res_x, res_y=res_y), K.nan_window_mask(zz, 1))

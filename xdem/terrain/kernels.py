@@ -159,13 +159,20 @@ def gradient_kernel(
     return dzdx, dzdy
 
 
-def _slope_aspect_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    slope = np.arctan(np.hypot(dzdx, dzdy))
+def _slope_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
+    return np.arctan(np.hypot(dzdx, dzdy))
+
+
+def _aspect_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
     aspect = np.arctan2(-dzdx, -dzdy)  # downslope direction, clockwise from north
     aspect = np.where(aspect < 0, aspect + 2.0 * np.pi, aspect + 0.0)  # + 0.0 turns -0.0 into 0.0
     aspect[aspect >= 2.0 * np.pi] = 0.0
     aspect[(dzdx == 0) & (dzdy == 0)] = np.nan
-    return slope, aspect
+    return aspect
+
+
+def _slope_aspect_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _slope_from_gradient(dzdx, dzdy), _aspect_from_gradient(dzdx, dzdy)
 
 
 def slope_aspect_kernel(
