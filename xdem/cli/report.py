@@ -1,0 +1,65 @@
+"""``xdem report``: a self-contained HTML report of a DEM pair before and after coregistration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+__all__ = ["report"]
+
+
+def _load_summary(path: str | None) -> dict | None:
+    from xdem.errors import InputError
+
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"JSON summary not found: '{p}'; give the file written by xdem coreg --json-out")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"'{p}' is not a JSON document ({exc}); give the file written by xdem coreg --json-out") from exc
+    if not isinstance(doc, dict):
+        raise InputError(f"'{p}' holds a JSON {type(doc).__name__}, not an object; give the file of xdem coreg --json-out")
+    return doc
+
+
+@click.command("report")
+@click.argument("ref", type=click.Path(dir_okay=False))
+@click.argument("tba", type=click.Path(dir_okay=False))
+@click.argument("aligned", type=click.Path(dir_okay=False), required=False)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output HTML file.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@click.option("--json-summary", type=click.Path(dir_okay=False), default=None,
+              help="JSON written by `xdem coreg --json-out`: its statistics, steps and timing are shown as they are.")
+@click.option("--max-pixels", type=click.IntRange(min=100), default=1_000_000, show_default=True,
+              help="Largest number of pixels of each (decimated) map.")
+@click.option("--subsample", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Valid pixels drawn for the histograms and the Nuth & Kääb diagnostic.")
+@click.option("--random-state", type=click.IntRange(min=0), default=None, help="Seed of the subsample.")
+def report(
+    ref: str, tba: str, aligned: str | None, output: str, overwrite: bool, json_summary: str | None,
+    max_pixels: int, subsample: int, random_state: int | None,
+) -> None:
+    """Write a self-contained HTML report comparing REF with TBA (and ALIGNED, if given).
+
+    \b
+    Examples:
+      xdem report ref.tif tba.tif aligned.tif -o report.html --json-summary coreg.json
+      xdem report ref.tif tba.tif -o before.html
+
+    The page embeds its images (no external file, readable offline): maps and histograms of
+    dh = TBA - REF and ALIGNED - REF, the Nuth & Kääb diagnostic, the fitted parameters,
+    statistics by slope class and a processing summary. Computed out of core.
+    """
+    from xdem.report import write_report
+
+    summary = _load_summary(json_summary)
+    out = write_report(
+        output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
+        max_pixels=max_pixels, subsample=subsample, random_state=random_state,
+    )
+    click.echo(str(out))

@@ -1,0 +1,159 @@
+"""Self-contained HTML report of a coregistration, computed out of core.
+
+:func:`write_report` writes ONE HTML file (inline CSS, images embedded as base64 PNG, no
+script, no external resource) showing maps and histograms of the elevation differences
+before and after coregistration, the Nuth & Kääb diagnostic, the fitted parameters,
+statistics by slope class and a processing summary.
+
+Examples
+--------
+>>> import tempfile, os, xdem.coreg, xdem.examples
+>>> ref, tba, _ = xdem.examples.example_pair()
+>>> nk = xdem.coreg.NuthKaab().fit(ref, tba)
+>>> path = write_report(os.path.join(tempfile.mkdtemp(), "r.html"), ref=ref, tba=tba,
+...                     aligned=nk.apply(tba), coreg=nk)
+>>> path.suffix
+'.html'
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from xdem.errors import InputError, OutputError
+
+__all__ = ["write_report"]
+
+
+def _check_target(path: Path, overwrite: bool, inputs: list[Any]) -> None:
+    if path.exists() and path.is_dir():
+        raise OutputError(f"'{path}' is a folder; give the report a file name such as report.html")
+    if path.exists() and not overwrite:
+        raise OutputError(f"'{path}' already exists; pass overwrite=True (--overwrite) or choose another name")
+    if not path.parent.is_dir():
+        raise OutputError(f"folder '{path.parent}' does not exist; create it or choose another output path")
+    target = path.resolve()
+    from xdem.io.sources import find_sources
+
+    for src in inputs:
+        if src is None:
+            continue
+        paths = [Path(src).resolve()] if isinstance(src, (str, os.PathLike)) else list(find_sources(src))
+        if target in paths:
+            raise OutputError(f"'{path}' is one of the input DEMs; choose another output path")
+
+
+def _write_atomic(path: Path, text: str, overwrite: bool) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        if path.exists() and not overwrite:
+            raise OutputError(f"'{path}' appeared while the report was built; pass overwrite=True to replace it")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _name(src: Any, default: str) -> str:
+    if isinstance(src, (str, os.PathLike)):
+        return str(src)
+    return str(getattr(src, "name", None) or default)
+
+
+def write_report(
+    path: str | os.PathLike,
+    *,
+    ref: Any,
+    tba: Any,
+    aligned: Any = None,
+    coreg: Any = None,
+    summary: dict | None = None,
+    overwrite: bool = False,
+    max_pixels: int = 1_000_000,
+    subsample: int = 200_000,
+    random_state: int | None = None,
+) -> Path:
+    """Write a self-contained HTML report of a DEM pair before (and after) coregistration.
+
+    Everything is computed out of core with memory bounded by the chunk size: maps are
+    ``k x k`` block means with at most ``max_pixels`` pixels, histograms and the Nuth &
+    Kääb diagnostic use a reproducible subsample, statistics are exact reductions.
+
+    Parameters
+    ----------
+    path
+        Output ``.html`` file, written atomically (temporary file in the same folder, then
+        renamed); nothing is written when an error is raised.
+    ref, tba
+        Reference and to-be-aligned DEMs (paths or lazy DataArrays); ``tba`` is brought onto
+        the reference grid lazily. dh before is ``tba - ref``.
+    aligned
+        The coregistered ``tba`` (path or lazy DataArray) or ``None`` (only "before" shown).
+        dh after is ``aligned - ref`` on the reference grid.
+    coreg
+        The fitted :class:`~xdem.coreg.Coreg` or pipeline, for the parameter table and the
+        fitted Nuth & Kääb curve (optional).
+    summary
+        The JSON document of ``xdem coreg --json-out``: statistics, steps, matrix, timing,
+        memory, chunks... Numbers it holds are shown as they are, each in an element with
+        ``data-key="<dotted path>"``. When it has no statistics they are computed here.
+    overwrite
+        Replace an existing file.
+    max_pixels
+        Largest number of pixels of each decimated map.
+    subsample
+        Number of valid pixels drawn for the histograms and the Nuth & Kääb diagnostic.
+    random_state
+        Seed of the subsample (same draw for any chunking).
+
+    Returns
+    -------
+    pathlib.Path
+        The written file.
+
+    Raises
+    ------
+    xdem.errors.OverlapError
+        The DEMs do not overlap.
+    xdem.errors.NotEnoughDataError
+        No pixel is valid in both ``ref`` and ``tba``.
+    xdem.errors.OutputError
+        ``path`` exists (without ``overwrite``), is a folder, is an input, or its folder is missing.
+    """
+    from xdem.report import figures  # noqa: F401  (fail early if matplotlib is broken)
+    from xdem.report.data import collect, open_inputs
+    from xdem.report.html import document
+    from xdem.report.sections import build_sections, find_stats
+
+    t0 = time.perf_counter()
+    out = Path(path)
+    _check_target(out, overwrite, [ref, tba, aligned])
+    if summary is not None and not isinstance(summary, dict):
+        raise InputError(f"summary must be a dict (the JSON of xdem coreg --json-out), got {type(summary).__name__}")
+    if isinstance(subsample, bool) or int(subsample) < 1:
+        raise InputError(f"subsample must be a positive number of pixels, got {subsample!r}")
+    ref_d, tba_d, al_d = open_inputs(ref, tba, aligned)
+    data = collect(
+        ref_d, tba_d, al_d, max_pixels=int(max_pixels), subsample=int(subsample), random_state=random_state,
+        need_stats=find_stats(summary) is None,
+    )
+    sections = build_sections(data, coreg=coreg, summary=summary, elapsed=time.perf_counter() - t0)
+    now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    subtitle = [
+        f"Reference: {_name(ref, 'ref')} — to be aligned: {_name(tba, 'tba')}"
+        + (f" — aligned: {_name(aligned, 'aligned')}" if aligned is not None else ""),
+        f"Grid {data.shape[0]} × {data.shape[1]} pixels, {data.crs}, elevation differences dh in {data.units}; "
+        f"generated {now} by xdem",
+    ]
+    text = document("xdem coregistration report", subtitle, sections)
+    _write_atomic(out, text, overwrite)
+    return out

@@ -1,0 +1,264 @@
+"""What the report shows, computed out of core: decimated maps, a subsample, statistics.
+
+Nothing here holds a full-resolution array in memory: maps are block means over
+``k x k`` pixels computed chunk by chunk (:func:`coarsen_mean`), histograms and the
+Nuth & Kääb diagnostic use a reproducible subsample (:func:`xdem.sampling.sample_valid`),
+statistics are exact out-of-core reductions (:mod:`xdem.stats`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.errors import CRSError, InputError, NotEnoughDataError
+from xdem.io.grid import align_pair, get_resolution, get_transform
+from xdem.io.open import open_dem
+from xdem.sampling import sample_valid
+
+__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", "open_inputs", "collect"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Decimated maps
+# ---------------------------------------------------------------------------------------------
+def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
+    """Smallest ``k >= 1`` such that ``(ny // k) * (nx // k) <= max_pixels``.
+
+    Examples
+    --------
+    >>> decimation_factor((400, 400), 10_000)
+    4
+    """
+    if int(max_pixels) < 1:
+        raise InputError(f"max_pixels must be >= 1, got {max_pixels}")
+    ny, nx = shape
+    k = max(1, int(math.ceil(math.sqrt(ny * nx / max_pixels))))
+    while (ny // k) * (nx // k) > max_pixels:
+        k += 1
+    return k
+
+
+def _coarsen_kernel(block: np.ndarray, k: int) -> np.ndarray:
+    """NaN-ignoring mean of ``k x k`` cells of one block whose sides are multiples of ``k``.
+
+    Cells without any finite value are NaN; the result is float32.
+    """
+    ny, nx = block.shape
+    v = np.asarray(block, dtype=np.float64).reshape(ny // k, k, nx // k, k)
+    ok = np.isfinite(v)
+    total = np.where(ok, v, 0.0).sum(axis=(1, 3))
+    count = ok.sum(axis=(1, 3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return out.astype(np.float32)
+
+
+def _chunks_multiple(chunks: tuple[int, ...], n: int, k: int) -> tuple[int, ...]:
+    """Chunks of an axis of length ``n`` (a multiple of ``k``), each a multiple of ``k``,
+    close to the typical size of ``chunks``."""
+    size = max(k, int(round(max(chunks) / k)) * k)
+    out = [size] * (n // size)
+    if n % size:
+        out.append(n % size)
+    return tuple(out)
+
+
+def coarsen_mean(arr: da.Array, k: int) -> da.Array:
+    """Lazy ``k x k`` block means (NaN ignored) of a 2-D dask array; edges are trimmed.
+
+    The array is rechunked so that chunk sides are multiples of ``k`` (about the same size
+    as before), then :func:`_coarsen_kernel` runs on each block: memory stays bounded by
+    the chunk size and the result has ``(ny // k, nx // k)`` pixels.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> coarsen_mean(da.ones((10, 9), chunks=4), 3).compute().shape
+    (3, 3)
+    """
+    arr = da.asarray(arr)
+    if k <= 1:
+        return arr.astype(np.float32)
+    ny, nx = (arr.shape[0] // k) * k, (arr.shape[1] // k) * k
+    if ny == 0 or nx == 0:
+        raise InputError(f"cannot decimate a {arr.shape} array by {k}; lower the decimation")
+    trimmed = arr[:ny, :nx]
+    trimmed = trimmed.rechunk((_chunks_multiple(trimmed.chunks[0], ny, k), _chunks_multiple(trimmed.chunks[1], nx, k)))
+    out_chunks = tuple(tuple(c // k for c in axis) for axis in trimmed.chunks)
+    return da.map_blocks(
+        _coarsen_kernel, trimmed, k=k, chunks=out_chunks, dtype=np.float32, meta=np.array((), dtype=np.float32)
+    )
+
+
+def decimated_maps(
+    arrays: dict[str, da.Array], *, shape: tuple[int, int], max_pixels: int
+) -> tuple[dict[str, np.ndarray], int]:
+    """Compute ``k x k`` block means of several same-grid arrays in one pass.
+
+    Returns the small numpy maps (at most ``max_pixels`` pixels each) and ``k``.
+    """
+    k = decimation_factor(shape, max_pixels)
+    lazy = {name: coarsen_mean(a, k) for name, a in arrays.items()}
+    values = dask.compute(*lazy.values())
+    return dict(zip(lazy, (np.asarray(v) for v in values))), k
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+def _as_dem(source: Any, what: str) -> xr.DataArray:
+    try:
+        return open_dem(source)
+    except InputError as exc:
+        raise type(exc)(f"{what}: {exc}") from exc
+
+
+def open_inputs(ref: Any, tba: Any, aligned: Any = None) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
+    """Open the DEMs lazily and bring ``tba`` and ``aligned`` onto the reference grid.
+
+    Raises :class:`~xdem.errors.OverlapError` when a DEM does not overlap the reference.
+    """
+    ref_d = _as_dem(ref, "reference DEM")
+    tba_d = _as_dem(tba, "to-be-aligned DEM")
+    ref_d, tba_d = align_pair(ref_d, tba_d)
+    chunks = dict(zip(("y", "x"), ref_d.data.chunks))
+    if tba_d.data.chunks != ref_d.data.chunks:
+        tba_d = tba_d.chunk(chunks)
+    al_d = None
+    if aligned is not None:
+        al_d = _as_dem(aligned, "aligned DEM")
+        _, al_d = align_pair(ref_d, al_d)
+        if al_d.shape != ref_d.shape:  # aligned covers only part of the (cropped) reference
+            raise InputError(
+                f"the aligned DEM covers {al_d.shape} pixels of the {ref_d.shape} overlap of the reference and "
+                "to-be-aligned DEMs; give the aligned DEM on the grid of the to-be-aligned or reference DEM"
+            )
+        if al_d.data.chunks != ref_d.data.chunks:
+            al_d = al_d.chunk(chunks)
+    return ref_d, tba_d, al_d
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything the report needs
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ReportData:
+    """Small, in-memory results shown in the report."""
+
+    shape: tuple[int, int]
+    resolution: tuple[float, float]
+    crs: str
+    units: str
+    chunks: tuple[int, int]
+    n_chunks: int
+    extent: tuple[float, float, float, float]  # left, right, bottom, top of the decimated maps
+    factor: int
+    maps: dict[str, np.ndarray]
+    sample: dict[str, np.ndarray]
+    n_valid: int
+    stats: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    slope_classes: dict[str, Any] = field(default_factory=dict)
+    slope_note: str | None = None
+
+
+def crs_label(dem: xr.DataArray) -> tuple[str, str]:
+    """``("EPSG:xxxx", "m")``: CRS name and linear unit abbreviation."""
+    crs = dem.rio.crs
+    if crs is None:
+        return "no CRS", "?"
+    epsg = crs.to_epsg()
+    name = f"EPSG:{epsg}" if epsg else crs.to_string()
+    if crs.is_geographic:
+        return name, "°"
+    unit = (crs.linear_units or "").lower()
+    return name, {"metre": "m", "meter": "m", "metres": "m", "meters": "m"}.get(unit, unit or "?")
+
+
+def _decimated_extent(dem: xr.DataArray, k: int) -> tuple[float, float, float, float]:
+    t = get_transform(dem)
+    ny, nx = (dem.shape[0] // k) * k, (dem.shape[1] // k) * k
+    xs = (t.c, t.c + nx * t.a)
+    ys = (t.f, t.f + ny * t.e)
+    return min(xs), max(xs), min(ys), max(ys)
+
+
+def _exact_stats(dh: da.Array) -> dict[str, Any] | None:
+    from xdem.stats import robust_summary
+
+    try:
+        s = robust_summary(dh)
+    except NotEnoughDataError:
+        return None
+    return {"count": s["count"], "median": s["median"], "nmad": s["nmad"], "min": s["min"], "max": s["max"]}
+
+
+def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, Any]:
+    """Exact statistics of each ``dh`` by slope class (:func:`xdem.spatialstats.stats_by_slope_class`);
+    ``None`` for a ``dh`` without any valid pixel. Empty classes stay in the table (count 0)."""
+    from xdem.errors import EmptyBinWarning
+    from xdem.spatialstats import stats_by_slope_class
+
+    out: dict[str, Any] = {}
+    for name, dh in dhs.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyBinWarning)  # shown as count 0 in the table
+            try:
+                out[name] = stats_by_slope_class(dh, slope.data)
+            except NotEnoughDataError:
+                out[name] = None
+    return out
+
+
+def collect(
+    ref: xr.DataArray,
+    tba: xr.DataArray,
+    aligned: xr.DataArray | None,
+    *,
+    max_pixels: int,
+    subsample: int,
+    random_state: int | None,
+    need_stats: bool,
+) -> ReportData:
+    """Compute everything the report shows, out of core (several passes, small results).
+
+    Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no pixel valid in both.
+    """
+    dhs = {"before": tba.data - ref.data}
+    if aligned is not None:
+        dhs["after"] = aligned.data - ref.data
+    crs, units = crs_label(ref)
+    slope = aspect = None
+    note = None
+    try:
+        from xdem.terrain import get_terrain_attribute
+
+        slope, aspect = get_terrain_attribute(ref, ["slope", "aspect"])
+    except CRSError as exc:
+        note = f"slope and aspect need a projected CRS ({exc})"
+    arrays = dict(dhs)
+    if slope is not None:
+        arrays.update(slope=slope.data, aspect=aspect.data)
+    valid = da.isfinite(ref.data) & da.isfinite(tba.data)
+    sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, what="the report")
+    maps, k = decimated_maps({"ref": ref.data, **dhs}, shape=ref.shape, max_pixels=max_pixels)
+    stats: dict[str, Any] = {}
+    if need_stats:
+        stats = {name: _exact_stats(dh) for name, dh in dhs.items()}
+    tables: dict[str, Any] = {}
+    if slope is not None:
+        tables = _slope_tables(dhs, slope)
+    return ReportData(
+        shape=tuple(ref.shape), resolution=get_resolution(ref), crs=crs, units=units,
+        chunks=(max(ref.data.chunks[0]), max(ref.data.chunks[1])),
+        n_chunks=len(ref.data.chunks[0]) * len(ref.data.chunks[1]),
+        extent=_decimated_extent(ref, k), factor=k, maps=maps, sample=dict(sample), n_valid=int(sample.n_valid),
+        stats=stats, slope_classes=tables, slope_note=note,
+    )

@@ -1,0 +1,217 @@
+"""Matplotlib figures of the report, rendered to base64 PNG (no pyplot, no global state).
+
+Every function takes small numpy arrays (decimated maps or a subsample) and returns the
+PNG as a base64 string. Empty or all-NaN inputs give a panel saying "no valid data".
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["to_png_base64", "maps_figure", "histogram_figure", "nuth_kaab_figure", "history_figure", "symmetric_limit"]
+
+DPI = 100
+NO_DATA = "no valid data"
+_BEFORE, _AFTER = "#c0392b", "#2471a3"
+
+
+def to_png_base64(fig: Figure) -> str:
+    """PNG bytes of ``fig``, base64-encoded (ASCII)."""
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _empty(ax, title: str) -> None:
+    ax.set_title(title, fontsize=10)
+    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=12, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def symmetric_limit(*arrays: np.ndarray, q: float = 98.0, floor: float = 1e-3) -> float:
+    """Symmetric colour/axis limit: the ``q``-th percentile of ``|values|`` (finite only)."""
+    vals = [np.abs(a[np.isfinite(a)]) for a in arrays if a is not None]
+    vals = [v for v in vals if v.size]
+    if not vals:
+        return 1.0
+    lim = float(np.percentile(np.concatenate(vals), q))
+    return max(lim, floor)
+
+
+def maps_figure(
+    maps: dict[str, np.ndarray], *, extent: Sequence[float], crs: str, units: str, factor: int
+) -> str:
+    """Reference elevation and dh before/after on the reference grid, decimated ``factor`` times.
+
+    Each dh panel has a colour scale centred on zero, symmetric at the 98th percentile of
+    its ``|dh|`` (read the colour bars: after a good fit the "after" scale is much smaller).
+    """
+    names = [n for n in ("before", "after") if n in maps]
+    ncols = 1 + len(names)
+    fig = Figure(figsize=(5.2 * ncols, 4.6), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    step = f" (mean of {factor}×{factor} pixels)" if factor > 1 else ""
+    panels = [("ref", f"Reference elevation{step}", "terrain", f"Elevation ({units})")]
+    titles = {"before": "dh before = tba − ref", "after": "dh after = aligned − ref"}
+    panels += [(n, titles[n], "RdBu_r", f"dh ({units})") for n in names]
+    for ax, (key, title, cmap, label) in zip(axes, panels):
+        arr = maps[key]
+        if not np.isfinite(arr).any():
+            _empty(ax, title)
+            continue
+        norm = None
+        if key != "ref":
+            lim = symmetric_limit(arr)
+            norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
+            title += f", ±{lim:.3g} {units}"
+        im = ax.imshow(arr, extent=tuple(extent), cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
+        ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.ticklabel_format(useOffset=False, style="plain")
+        cb = fig.colorbar(im, ax=ax, shrink=0.85, extend="both" if norm is not None else "neither")
+        cb.set_label(label, fontsize=8)
+        cb.ax.tick_params(labelsize=7)
+    return to_png_base64(fig)
+
+
+def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: str) -> None:
+    lim = symmetric_limit(*(v for _, v in series), q=99.5)
+    bins = np.linspace(-lim, lim, 121)
+    for name, v in series:
+        color = _BEFORE if name == "before" else _AFTER
+        ax.hist(np.clip(v, -lim, lim), bins=bins, histtype="stepfilled", alpha=0.35, color=color,
+                edgecolor=color, label=f"{name} (n={v.size})")
+        ax.axvline(float(np.median(v)), color=color, lw=1.2, ls="--")
+    ax.axvline(0.0, color="k", lw=0.6)
+    ax.set_xlim(-lim, lim)
+    ax.set_xlabel(f"dh ({units}); beyond ±{lim:.3g} {units} counted in the end bins", fontsize=8)
+    ax.set_ylabel("Pixels", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=8, loc="upper left")
+
+
+def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int) -> str:
+    """Histograms of dh before and after (same bins, symmetric around zero) from a subsample,
+    plus the "after" one on its own range when both exist."""
+    series = [(n, sample[n][np.isfinite(sample[n])]) for n in ("before", "after") if n in sample]
+    series = [(n, v) for n, v in series if v.size]
+    n_sample = len(next(iter(sample.values()), []))
+    title = f"dh, subsample of {n_sample} of {n_valid} valid pixels; dashed: medians"
+    both = len(series) == 2
+    fig = Figure(figsize=(12.0 if both else 7.0, 3.8), layout="constrained")
+    axes = fig.subplots(1, 2 if both else 1, squeeze=False)[0]
+    if not series:
+        _empty(axes[0], title)
+        return to_png_base64(fig)
+    _hist_panel(axes[0], series, units=units, title=title)
+    if both:
+        _hist_panel(axes[1], series[1:], units=units, title="dh after, on its own range")
+    return to_png_base64(fig)
+
+
+def _binned_medians(x: np.ndarray, y: np.ndarray, nbins: int = 36) -> tuple[np.ndarray, np.ndarray]:
+    edges = np.linspace(0.0, 360.0, nbins + 1)
+    idx = np.clip(np.digitize(x, edges) - 1, 0, nbins - 1)
+    centres, meds = [], []
+    for b in range(nbins):
+        sel = y[idx == b]
+        if sel.size >= 5:
+            centres.append(0.5 * (edges[b] + edges[b + 1]))
+            meds.append(float(np.median(sel)))
+    return np.array(centres), np.array(meds)
+
+
+def nk_terms(sample: dict[str, np.ndarray], name: str, min_slope: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Aspect (degrees) and ``(dh - median(dh)) / tan(slope)`` at sloped sampled pixels."""
+    dh, slope, asp = sample[name], sample["slope"], sample["aspect"]
+    ok = np.isfinite(dh) & np.isfinite(slope) & np.isfinite(asp) & (slope >= min_slope)
+    if not ok.any():
+        return np.empty(0), np.empty(0)
+    d = dh[ok]
+    return asp[ok], (d - np.median(d)) / np.tan(np.radians(slope[ok]))
+
+
+def nuth_kaab_figure(
+    sample: dict[str, np.ndarray],
+    *,
+    units: str,
+    shift: tuple[float, float] | None,
+    max_points: int = 20_000,
+) -> str:
+    """``dh / tan(slope)`` against aspect before and after, with binned medians.
+
+    ``shift`` is the fitted horizontal translation ``(shift_x, shift_y)``; the displacement
+    it corrects, ``(dx, dy) = -shift``, predicts ``dh / tan(slope) = dx sin(aspect) + dy cos(aspect)``
+    before coregistration (drawn as the fitted curve) and zero after.
+    """
+    names = [n for n in ("before", "after") if n in sample]
+    fig = Figure(figsize=(5.6 * len(names), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(names), squeeze=False, sharey=True)[0]
+    terms = {n: nk_terms(sample, n) for n in names}
+    ylim = symmetric_limit(*(t[1] for t in terms.values()), q=95.0)
+    ylim = max(ylim, 1.2 * np.hypot(*shift)) if shift is not None else ylim
+    psi = np.linspace(0.0, 360.0, 361)
+    for ax, name in zip(axes, names):
+        title = f"Nuth & Kääb diagnostic, {name}"
+        x, y = terms[name]
+        if x.size == 0:
+            _empty(ax, title)
+            continue
+        step = max(1, x.size // max_points)
+        ax.scatter(x[::step], y[::step], s=2, alpha=0.15, color="0.45", rasterized=True, label="subsample")
+        cx, cy = _binned_medians(x, y)
+        ax.plot(cx, cy, "o", ms=4, color=_BEFORE if name == "before" else _AFTER, label="median per 10° bin")
+        if shift is not None:
+            dx, dy = -shift[0], -shift[1]
+            if name == "before":
+                curve = dx * np.sin(np.radians(psi)) + dy * np.cos(np.radians(psi))
+                ax.plot(psi, curve, "k-", lw=1.5,
+                        label=f"fitted: {dx:+.3f} sin ψ {dy:+.3f} cos ψ")
+            else:
+                ax.plot(psi, np.zeros_like(psi), "k-", lw=1.5, label="expected after fit: 0")
+        ax.axhline(0.0, color="k", lw=0.5)
+        ax.set_xlim(0, 360)
+        ax.set_xticks(np.arange(0, 361, 45))
+        ax.set_ylim(-ylim, ylim)
+        ax.set_xlabel("Aspect ψ (degrees clockwise from north)", fontsize=8)
+        ax.set_ylabel(f"(dh − median dh) / tan(slope) ({units})", fontsize=8)
+        ax.set_title(f"{title} (n={x.size})", fontsize=10)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="upper right")
+    return to_png_base64(fig)
+
+
+def history_figure(history: Sequence[Sequence[float]], *, units: str, label: str) -> str:
+    """Accumulated horizontal shift after each Nuth & Kääb iteration."""
+    fig = Figure(figsize=(6.0, 3.2), layout="constrained")
+    ax = fig.subplots()
+    h = np.asarray(history, dtype=float).reshape(-1, 2) if len(history) else np.empty((0, 2))
+    title = f"Shift after each iteration ({label})"
+    if h.shape[0] == 0:
+        _empty(ax, title)
+        return to_png_base64(fig)
+    it = np.arange(1, h.shape[0] + 1)
+    ax.plot(it, h[:, 0], "o-", label="shift_x (east)")
+    ax.plot(it, h[:, 1], "s-", label="shift_y (north)")
+    ax.set_xlabel("Iteration", fontsize=8)
+    ax.set_ylabel(f"Shift ({units})", fontsize=8)
+    ax.set_xticks(it)
+    ax.set_title(title, fontsize=10)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=8)
+    return to_png_base64(fig)
