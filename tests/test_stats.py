@@ -29,7 +29,7 @@ def small_bins(monkeypatch):
     monkeypatch.setattr(st, "MAX_GATHER", 200)
 
 
-def _data(kind: str, shape=(157, 203), seed=0):
+def _data(kind: str, shape=(101, 123), seed=0):
     rng = np.random.default_rng(seed)
     if kind == "normal":
         a = rng.normal(400, 10, size=shape).astype(np.float32)
@@ -48,7 +48,7 @@ def _data(kind: str, shape=(157, 203), seed=0):
 
 
 @pytest.mark.parametrize("kind", ["normal", "heavy", "integer", "extreme"])
-@pytest.mark.parametrize("chunks", [(40, 50), (9, 203), (157, 31)])
+@pytest.mark.parametrize("chunks", [(30, 41), (7, 123), (101, 19)])
 def test_median_nmad_exact_any_chunking(kind, chunks, small_bins):
     a = _data(kind)
     x = da.from_array(a, chunks=chunks)
@@ -118,3 +118,19 @@ def test_all_nan_raises_with_counts():
         st.robust_summary(da.from_array(a, chunks=10))
     with pytest.raises(NotEnoughDataError, match="600 pixels"):
         st.median(a)
+
+
+@pytest.mark.parametrize("kind", ["normal", "integer", "extreme"])
+def test_robust_summary_refined_exact(kind, small_bins):
+    a = _data(kind, seed=11)
+    s = st.robust_summary(da.from_array(a, chunks=(40, 70)))
+    assert s["median"] == _np_median(a) and s["nmad"] == _np_nmad(a)
+
+
+def test_robust_summary_five_passes(monkeypatch):
+    monkeypatch.setattr(st, "MAX_GATHER", 1000)
+    a = _data("normal", shape=(600, 500), seed=5)
+    with count_computes() as c:
+        s = st.robust_summary(da.from_array(a, chunks=128))
+    assert c.count == 5  # stats; histogram + gather for the median; the same for the NMAD
+    assert s["nmad"] == _np_nmad(a)

@@ -11,7 +11,8 @@ The median of a dask array is found exactly, chunk by chunk, without sorting it:
 
 Bin indices are a monotonic function of the value, so bins split the sorted values into
 contiguous runs and the result is exact: it equals ``numpy.nanmedian`` of the values in
-float64, for any chunking. Three passes over the data are typical. Memory is bounded by
+float64, for any chunking. Three passes over the data are typical for a median, five for
+:func:`robust_summary` (median and NMAD). Memory is bounded by
 the chunk size plus ``N_BINS`` counters per chunk and at most ``MAX_GATHER`` values.
 
 NMAD follows the field's definition: ``1.4826 * median(|x - median(x)|)``.
@@ -53,30 +54,75 @@ def _as_dask(x: Any) -> da.Array:
 
 
 def _bin_index(v: np.ndarray, lo: float, hi: float, nbins: int) -> np.ndarray:
-    """Monotonic bin index in ``[0, nbins)`` of float64 values ``v`` for bins over [lo, hi]."""
+    """Bin index in ``[0, nbins)`` of finite float64 values ``v`` for bins over [lo, hi].
+
+    A non-decreasing function of the value (every step below is monotonic and rounding is
+    monotonic), always computed the same way for the same ``(lo, hi, nbins)``: so a bin
+    holds a contiguous run of the sorted values. ``lo`` goes to bin 0, ``hi`` to the last.
+    """
     span = hi - lo
     if np.isfinite(span) and span > 0:
-        t = (v - lo) / span
-    else:  # the span overflows float64: halve everything (still monotonic)
-        t = (v / 2 - lo / 2) / (hi / 2 - lo / 2)
-    idx = np.floor(t * nbins)
-    return np.clip(idx, 0, nbins - 1).astype(np.int64)
+        t = v - lo
+        scale = nbins / span
+        if np.isfinite(scale):
+            t *= scale
+        else:  # tiny span
+            t /= span
+            t *= nbins
+    else:  # the span overflows float64: halve everything
+        t = v / 2
+        t -= lo / 2
+        t *= nbins / (hi / 2 - lo / 2)
+    np.clip(t, 0, nbins - 1, out=t)
+    return t.astype(np.int64)  # truncation = floor for t >= 0
 
 
-def _select_kernel(block: np.ndarray, conds: tuple[_Cond, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Float64 finite values of a block that satisfy every condition, and the mask."""
-    v = np.asarray(block, dtype=np.float64)
-    keep = np.isfinite(v)
-    for lo, hi, nbins, b0, b1 in conds:
-        idx = _bin_index(np.where(keep, v, lo), lo, hi, nbins)
-        keep &= (idx >= b0) & (idx <= b1)
-    return v, keep
+def _value_bounds(cond: _Cond) -> tuple[np.float64, np.float64]:
+    """Loose value interval surely containing every value whose bin is in [b0, b1]."""
+    lo, hi, nbins, b0, b1 = cond
+    width = (hi / 2 - lo / 2) / nbins * 2
+    margin = width + 16 * np.finfo(np.float64).eps * max(abs(lo), abs(hi))
+    with np.errstate(over="ignore"):
+        return np.float64(lo + b0 * width - margin), np.float64(lo + (b1 + 1) * width + margin)
+
+
+def _selected(block: np.ndarray, conds: tuple[_Cond, ...]) -> np.ndarray:
+    """1-D float64 finite values of a block that satisfy every condition.
+
+    A cheap interval test on the block keeps candidates; the exact bin test then runs
+    on those few values only.
+    """
+    b = np.asarray(block)
+    if not conds:
+        fin = np.isfinite(b)
+        vals = b.ravel() if fin.all() else b[fin]
+        return vals.astype(np.float64)
+    cand = None
+    for cond in conds:  # float64 bounds: the comparison is done in float64
+        lb, ub = _value_bounds(cond)
+        m = (b >= lb) & (b <= ub)
+        cand = m if cand is None else (cand & m)
+    vals = b[cand].astype(np.float64)
+    vals = vals[np.isfinite(vals)]
+    for cond in conds:
+        lo, hi, nbins, b0, b1 = cond
+        idx = _bin_index(vals, lo, hi, nbins)
+        vals = vals[(idx >= b0) & (idx <= b1)]
+    return vals
 
 
 def _stats_kernel(block: np.ndarray, conds: tuple[_Cond, ...] = ()) -> np.ndarray:
     """``[[[count, min, max]]]`` of the selected values of one block."""
-    v, keep = _select_kernel(block, conds)
-    sel = v[keep]
+    b = np.asarray(block)
+    if not conds:  # fast path, no float64 copy
+        fin = np.isfinite(b)
+        n = int(fin.sum())
+        if n == 0:
+            return np.array([[[0.0, np.inf, -np.inf]]])
+        if n == b.size:
+            return np.array([[[float(n), float(b.min()), float(b.max())]]])
+        return np.array([[[float(n), float(b[fin].min()), float(b[fin].max())]]])
+    sel = _selected(b, conds)
     if sel.size == 0:
         return np.array([[[0.0, np.inf, -np.inf]]])
     return np.array([[[float(sel.size), sel.min(), sel.max()]]])
@@ -84,14 +130,12 @@ def _stats_kernel(block: np.ndarray, conds: tuple[_Cond, ...] = ()) -> np.ndarra
 
 def _hist_kernel(block: np.ndarray, conds: tuple[_Cond, ...], lo: float, hi: float, nbins: int) -> np.ndarray:
     """Counts, shape ``(1, 1, nbins)``, of the selected values of one block over [lo, hi]."""
-    v, keep = _select_kernel(block, conds)
-    idx = _bin_index(v[keep], lo, hi, nbins)
+    idx = _bin_index(_selected(block, conds), lo, hi, nbins)
     return np.bincount(idx, minlength=nbins).astype(np.int64)[None, None, :]
 
 
 def _gather_kernel(block: np.ndarray, conds: tuple[_Cond, ...]) -> np.ndarray:
-    v, keep = _select_kernel(block, conds)
-    return v[keep]
+    return _selected(block, conds)
 
 
 def _as_2d(x: da.Array) -> da.Array:
@@ -204,7 +248,7 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     return float((np.float64(v1) + np.float64(v2)) / 2)
 
 
-def nmad(dem: Any, *, center: float | None = None) -> float:
+def nmad(dem: Any, *, center: float | None = None, _stats: tuple[int, float, float] | None = None) -> float:
     """Exact normalised median absolute deviation ``1.4826 * median(|x - median(x)|)``.
 
     Parameters
@@ -221,9 +265,18 @@ def nmad(dem: Any, *, center: float | None = None) -> float:
     1.4826
     """
     x = _as_2d(_as_dask(dem))
-    m = median(x) if center is None else float(center)
+    if center is None:
+        _stats = _stats if _stats is not None else _run_stats(x, ())
+        center = median(x, _stats=_stats)
+    m = float(center)
     dev = abs(x.astype(np.float64) - m)
-    return float(NMAD_FACTOR * median(dev))
+    dev_stats = None
+    if _stats is not None and _stats[0] > 0:
+        # Count and an enclosing range of |x - m| follow from those of x: saves a pass.
+        # (The refinement only needs lo <= min and hi == max, computed the same way.)
+        lo, hi = np.float64(_stats[1]), np.float64(_stats[2])
+        dev_stats = (_stats[0], 0.0, float(max(abs(lo - m), abs(hi - m))))
+    return float(NMAD_FACTOR * median(dev, _stats=dev_stats))
 
 
 def robust_summary(dem: Any) -> dict:
@@ -259,5 +312,5 @@ def robust_summary(dem: Any) -> dict:
         "min": lo,
         "max": hi,
         "median": m,
-        "nmad": nmad(x, center=m),
+        "nmad": nmad(x, center=m, _stats=(count, lo, hi)),
     }
