@@ -57,14 +57,22 @@ def _task_prefixes(cluster) -> set[str]:
     return set(cluster.scheduler.task_prefixes)
 
 
-def test_api_under_client_matches_threads(cluster, pair, threaded, tmp_path):
+def test_api_under_client_matches_threads(cluster, pair, threaded, tmp_path, monkeypatch):
     ref_model, ref_out = threaded
+    real_lock, locks = distributed.Lock, []
+
+    def spy_lock(*args, **kwargs):  # returns a real distributed.Lock, records that one was made
+        locks.append(kwargs.get("name", args[0] if args else None))
+        return real_lock(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "Lock", spy_lock)
     with distributed.Client(cluster) as client:
         assert dask.base.get_scheduler() == client.get
         model = xdem.coreg.CoregPipeline([xdem.coreg.NuthKaab(), xdem.coreg.VerticalShift()], random_state=7)
         model.fit(str(pair["ref"]), str(pair["tba"]))
         out = write_cog(model.apply(str(pair["tba"])), tmp_path / "aligned.tif")
         assert any("store" in p for p in _task_prefixes(cluster))  # blocks were written by the workers
+    assert len(locks) == 1 and "xdem" in str(locks[0])  # ...under a distributed.Lock
     for mine, theirs in zip(model.steps, ref_model.steps):
         for k in SHIFTS:
             assert abs(getattr(mine, k) - getattr(theirs, k)) < 1e-9, k
