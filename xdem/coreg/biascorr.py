@@ -1,0 +1,555 @@
+"""Bias corrections: ``dh = tba - ref`` modelled as a function of 1 to 3 variables.
+
+:class:`BiasCorr` is the general form; :class:`DirectionalBias` (along-track undulations)
+and :class:`TerrainBias` (a terrain attribute of the reference) derive their variable
+themselves. :class:`~xdem.coreg.Deramp` (a polynomial of the coordinates) lives in
+:mod:`xdem.coreg.deramp`.
+
+Every one models the bias on ``dh = tba - ref`` and applies ``corrected = tba - bias(vars)``.
+
+Fit = map then reduce: one reproducible subsample of the valid pixels (two passes over the
+data, :func:`xdem.sampling.sample_valid`) gathers ``dh`` and the variables; the binning and
+fitting are then done in numpy on that sample, so the result does not depend on the
+chunking. Apply = one lazy ``map_blocks``; nothing is computed.
+
+``fit_or_bin``:
+
+- ``"fit"``: fit ``fit_func`` to the sampled points (robust: soft-L1 loss).
+- ``"bin"``: a table of ``bin_statistic`` (median by default) of ``dh`` in N-D bins, exact on
+  the sample; applied with ``bin_apply_method`` (see :mod:`xdem.coreg.binning`).
+- ``"bin_and_fit"``: fit ``fit_func`` to the (non-empty) bin statistics at the bin centres.
+
+Bins with fewer than ``min_bin_count`` values are left empty (NaN) with an
+:class:`~xdem.errors.EmptyBinWarning`; applying ``"linear"`` fills them from neighbours,
+``"per_bin"`` leaves pixels in them unchanged. Where a variable is NaN the output is NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.coreg.base import Coreg, FitData, as_dem, register
+from xdem.coreg.binning import APPLY_METHODS, bin_centres, binned_statistic, evaluate_table, fill_empty_bins, make_edges
+from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
+from xdem.errors import InputError, NotEnoughDataError
+from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, get_transform, same_grid
+from xdem.sampling import sample_valid
+
+__all__ = ["BiasCorr", "DirectionalBias", "TerrainBias", "FIT_OR_BIN"]
+
+#: Accepted values of ``fit_or_bin``.
+FIT_OR_BIN = ("fit", "bin", "bin_and_fit")
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    return value
+
+
+def _float_array(value: Any) -> np.ndarray:
+    return np.array(_none_to_nan(value), dtype=np.float64)
+
+
+def _none_to_nan(value: Any) -> Any:
+    if value is None:
+        return float("nan")
+    if isinstance(value, list):
+        return [_none_to_nan(v) for v in value]
+    return value
+
+
+class _BiasModel:
+    """The fitted bias as a picklable function of the variables (sent to every chunk)."""
+
+    def __init__(self, *, kind: str, func: Any = None, params: Any = None, center: Any = None, scale: Any = None,
+                 edges: Any = None, table: Any = None, method: str = "linear") -> None:
+        self.kind, self.func, self.params = kind, func, params
+        self.center, self.scale = center, scale
+        self.edges, self.table, self.method = edges, table, method
+
+    def __call__(self, values: list[np.ndarray]) -> np.ndarray:
+        if self.kind == "table":
+            return evaluate_table(values, self.edges, self.table, self.method)
+        vals = [np.asarray(v, dtype=np.float64) for v in values]
+        finite = np.logical_and.reduce([np.isfinite(v) for v in vals])
+        out = np.full(vals[0].shape, np.nan)
+        if finite.any():
+            u = np.vstack([(v[finite] - c) / s for v, c, s in zip(vals, self.center, self.scale)])
+            if isinstance(self.func, str):
+                out[finite] = FIT_FUNCTIONS[self.func].evaluate(u, self.params)
+            else:
+                out[finite] = self.func(u[0] if len(vals) == 1 else u, *self.params)
+        return out
+
+
+def _correct_kernel(block: np.ndarray, *var_blocks: np.ndarray, model: _BiasModel) -> np.ndarray:
+    """``block - bias(vars)`` for one chunk (NaN where the DEM or a variable is NaN)."""
+    out = block.astype(np.float64)
+    finite = np.isfinite(out)
+    if finite.any():
+        out[finite] -= model([np.asarray(v)[finite] for v in var_blocks])
+    return out.astype(block.dtype, copy=False)
+
+
+def _along_track_kernel(block: np.ndarray, *, transform: Any, origin: tuple[float, float], angle: float,
+                        block_info: Any = None) -> np.ndarray:
+    row0, col0 = block_pixel_offsets(block_info)
+    x, y = block_xy(transform, row0, col0, block.shape)
+    a = np.radians(angle)
+    return (x[None, :] - origin[0]) * np.cos(a) + (y[:, None] - origin[1]) * np.sin(a)
+
+
+def _on_grid(var: Any, like: xr.DataArray, name: str, what: str) -> xr.DataArray:
+    """``var`` on the grid of ``like`` (aligned lazily if it covers it), else a clear error."""
+    v = as_dem(var)
+    if not same_grid(v, like):
+        try:
+            _, v = align_pair(like, v)
+        except InputError:
+            v = None
+        if v is None or v.shape != like.shape:
+            raise InputError(
+                f"bias variable '{name}' does not cover the grid of {what}; give it on the same grid "
+                "(e.g. var.rio.reproject_match(dem))"
+            )
+    return v
+
+
+@register
+class BiasCorr(Coreg):
+    """General bias correction: ``dh = tba - ref`` as a function of 1 to 3 bias variables.
+
+    The variables are given as ``bias_vars={"name": dem_like, ...}`` to both ``fit`` (on the
+    reference grid) and ``apply`` (on the grid of the DEM being corrected); the correction is
+    ``corrected = tba - bias(vars)``. See the module notes for the three ``fit_or_bin`` modes.
+
+    Parameters
+    ----------
+    fit_or_bin
+        ``"fit"``, ``"bin"`` or ``"bin_and_fit"``.
+    fit_func
+        Name of a function of :data:`xdem.coreg.fitfuncs.FIT_FUNCTIONS` (``"linear"``,
+        ``"polynomial_1"`` to ``"polynomial_3"`` of total degree n in all variables,
+        ``"sumsin"``, ``"sumsin_2"``, ``"sumsin_3"`` for one variable), fitted on normalised
+        variables; or a callable ``f(x, *params)`` (``x`` 1-D for one variable, else
+        ``(n_vars, n)``) fitted with :func:`scipy.optimize.curve_fit` on the raw variables.
+        A callable cannot be saved to JSON.
+    bin_sizes
+        An int (bins per variable), a dict ``name -> int or edges``, or (one variable) a
+        sequence of edges. An int ``n`` gives ``n`` equal bins between the 0.5 and 99.5
+        percentiles of the sampled values (values beyond are not binned; when applying they
+        take the outer bins' values).
+    bin_statistic
+        Statistic of ``dh`` per bin (``np.nanmedian``, ``np.nanmean``, ...; stored by name).
+    bin_apply_method
+        ``"linear"`` (interpolate between bin centres) or ``"per_bin"`` (bin value).
+    min_bin_count
+        Bins with fewer sampled values are left empty (NaN).
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
+    random_state
+        Seed of the reproducible subsample.
+
+    Learned attributes
+    ------------------
+    var_names_ : list of str
+        Variables, in order.
+    bin_edges_, bin_values_, bin_counts_
+        Bin edges per variable, statistic and count per N-D bin (``"bin"`` modes).
+    fit_params_, var_center_, var_scale_
+        Fitted parameters, and the normalisation ``u = (v - var_center_) / var_scale_`` they
+        apply to (0 and 1 for a callable) (``"fit"`` modes).
+    count_ : int
+        Sampled points.
+
+    Examples
+    --------
+    >>> from xdem.examples import example_pair
+    >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
+    >>> tba2 = tba + 0.01 * (ref - 200.0)  # an elevation-dependent bias
+    >>> bc = BiasCorr(fit_func="linear").fit(ref, tba2, bias_vars={"elevation": ref})
+    >>> corrected = bc.apply(tba2, bias_vars={"elevation": ref})  # lazy
+    """
+
+    needs_vars: ClassVar[bool] = True
+    _callable_params = ("bin_statistic",)
+    #: Range of the sampled values covered by ``bin_sizes=n`` equal bins (percentiles).
+    _edge_percentiles: ClassVar[tuple[float, float]] = (0.5, 99.5)
+
+    def __init__(
+        self,
+        *,
+        fit_or_bin: str = "fit",
+        fit_func: str | Callable[..., np.ndarray] = "linear",
+        bin_sizes: int | dict[str, Any] | Any = 10,
+        bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
+        bin_apply_method: str = "linear",
+        min_bin_count: int = 10,
+        subsample: float | int = 500_000,
+        random_state: int | None = None,
+    ) -> None:
+        self.fit_or_bin = fit_or_bin
+        self.fit_func = fit_func
+        self.bin_sizes = bin_sizes
+        self.bin_statistic = bin_statistic
+        self.bin_apply_method = bin_apply_method
+        self.min_bin_count = min_bin_count
+        self.subsample = subsample
+        self.random_state = random_state
+        self._check_params()
+
+    # --- hooks for subclasses -----------------------------------------------------------------
+    def _func(self) -> str | Callable[..., np.ndarray]:
+        return self.fit_func
+
+    def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
+        """Lazy variables on the reference grid, gathered at the sampled pixels."""
+        if not 1 <= len(data.bias_vars) <= 3:
+            raise InputError(f"{type(self).__name__} takes 1 to 3 bias variables, got {len(data.bias_vars)}")
+        return {k: _on_grid(v, data.ref, k, "the reference").data for k, v in data.bias_vars.items()}
+
+    def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
+        """Variables computed from the sampled pixel positions (none here)."""
+        return {}
+
+    def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
+        """Lazy variables on ``dem``'s grid, in the order of ``var_names_``."""
+        missing = [k for k in self.var_names_ if k not in bias_vars]
+        if missing:
+            raise InputError(
+                f"{type(self).__name__} was fitted with bias variables {self.var_names_}; apply() needs them too, "
+                f"missing {missing} (bias_vars={{name: array on the DEM's grid}})"
+            )
+        return [_on_grid(bias_vars[k], dem, k, "the DEM to correct").data for k in self.var_names_]
+
+    # --- checks ---------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if self.fit_or_bin not in FIT_OR_BIN:
+            raise InputError(f"fit_or_bin must be one of {', '.join(FIT_OR_BIN)}, got {self.fit_or_bin!r}")
+        if self.bin_apply_method not in APPLY_METHODS:
+            raise InputError(f"bin_apply_method must be one of {', '.join(APPLY_METHODS)}, got {self.bin_apply_method!r}")
+        func = self._func()
+        if not callable(func):
+            fit_function(func)
+        if isinstance(self.min_bin_count, bool) or int(self.min_bin_count) < 1:
+            raise InputError(f"min_bin_count must be an integer >= 1, got {self.min_bin_count!r}")
+
+    # --- fit --------------------------------------------------------------------------------------
+    def _fit(self, data: FitData) -> None:
+        self._check_params()
+        arrays = self._fit_arrays(data)
+        valid = data.valid()
+        for arr in arrays.values():
+            valid = valid & da.isfinite(arr)
+        s = sample_valid(
+            valid, {"dh": data.tba.data - data.ref.data, **arrays}, subsample=self.subsample,
+            random_state=self.random_state, min_count=10, what=type(self).__name__,
+        )
+        values = {k: s[k] for k in arrays}
+        values.update(self._derived_sample(data, s["row"], s["col"]))
+        with single_thread_blas():
+            self._fit_values(list(values), list(values.values()), s["dh"])
+
+    def _edges(self, names: list[str], xs: list[np.ndarray]) -> list[np.ndarray]:
+        spec = self.bin_sizes
+        out = []
+        for name, x in zip(names, xs):
+            if isinstance(spec, dict):
+                if name not in spec:
+                    raise InputError(f"bin_sizes has no entry for bias variable '{name}' (keys: {list(spec)})")
+                sp = spec[name]
+            elif np.isscalar(spec):
+                sp = spec
+            elif len(names) == 1:
+                sp = spec
+            else:
+                raise InputError("with several bias variables give bin_sizes as an int or a dict name -> int/edges")
+            if np.isscalar(sp):
+                lo, hi = np.percentile(x, self._edge_percentiles)
+                x = x[(x >= lo) & (x <= hi)]
+            out.append(make_edges(x, sp, name))
+        return out
+
+    def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
+        func = self._func()
+        if not callable(func):
+            ff = fit_function(func)
+            if ff.n_vars is not None and ff.n_vars != len(names):
+                raise InputError(f"fit_func {func!r} takes {ff.n_vars} variable(s), got {len(names)}: {names}")
+        self.var_names_ = list(names)
+        self.count_ = int(len(dh))
+        if self.fit_or_bin in ("bin", "bin_and_fit"):
+            edges = self._edges(names, xs)
+            table, counts = binned_statistic(xs, dh, edges, self.bin_statistic, min_count=int(self.min_bin_count))
+            if not np.isfinite(table).any():
+                raise NotEnoughDataError(
+                    f"every bin has fewer than {self.min_bin_count} values; use fewer bins or a larger subsample"
+                )
+            self.bin_edges_ = edges
+            self.bin_values_ = table
+            self.bin_counts_ = counts
+        if self.fit_or_bin == "bin":
+            return
+        if self.fit_or_bin == "bin_and_fit":
+            grids = np.meshgrid(*bin_centres(self.bin_edges_), indexing="ij")
+            good = np.isfinite(self.bin_values_)
+            xs = [g[good] for g in grids]
+            dh = self.bin_values_[good]
+        if callable(func):
+            from scipy.optimize import curve_fit
+
+            center, scale = np.zeros(len(xs)), np.ones(len(xs))
+            x = xs[0] if len(xs) == 1 else np.vstack(xs)
+            try:
+                params, _ = curve_fit(func, x, dh)
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise InputError(f"fitting the user fit_func failed ({exc}); check its signature f(x, *params)") from exc
+        else:
+            lo = np.array([np.min(x) for x in xs])
+            hi = np.array([np.max(x) for x in xs])
+            center = 0.5 * (lo + hi)
+            scale = np.where(hi > lo, 0.5 * (hi - lo), 1.0)
+            u = np.vstack([(x - c) / sc for x, c, sc in zip(xs, center, scale)])
+            n_min = {"sumsin": 20, "sumsin_2": 40, "sumsin_3": 60}.get(func, 3 * len(xs) + 3)
+            if u.shape[1] < n_min:
+                raise NotEnoughDataError(f"fitting {func!r} needs at least {n_min} points, got {u.shape[1]}")
+            params = fit_function(func).fit(u, dh)
+        self.fit_params_ = np.asarray(params, dtype=np.float64)
+        self.var_center_ = np.asarray(center, dtype=np.float64)
+        self.var_scale_ = np.asarray(scale, dtype=np.float64)
+
+    # --- apply ------------------------------------------------------------------------------------
+    def _model(self) -> _BiasModel:
+        if self.fit_or_bin == "bin":
+            table = self.bin_values_ if self.bin_apply_method == "per_bin" else fill_empty_bins(self.bin_values_)
+            return _BiasModel(kind="table", edges=self.bin_edges_, table=table, method=self.bin_apply_method)
+        return _BiasModel(kind="fit", func=self._func(), params=self.fit_params_, center=self.var_center_,
+                          scale=self.var_scale_)
+
+    def bias(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The fitted bias at given variable values (numpy; NaN where a value is NaN).
+
+        Examples
+        --------
+        >>> from xdem.examples import example_pair
+        >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
+        >>> bc = BiasCorr().fit(ref, tba + 0.01 * (ref - 200.0), bias_vars={"elevation": ref})
+        >>> round(float(bc.bias({"elevation": np.array([300.0])})[0]), 4)
+        1.0
+        """
+        self._check_fitted()
+        return self._model()([np.atleast_1d(np.asarray(values[k], dtype=np.float64)) for k in self.var_names_])
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+        arrays = [a.rechunk(data.chunks) for a in self._apply_arrays(dem, bias_vars)]
+        out = da.map_blocks(
+            _correct_kernel, data, *arrays, model=self._model(), dtype=data.dtype, meta=np.array((), dtype=data.dtype)
+        )
+        return dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+
+    # --- serialisation ----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        if callable(self._func()):
+            raise InputError(
+                f"{type(self).__name__} with a user fit_func cannot be saved to JSON; use a named one "
+                f"({', '.join(FIT_FUNCTIONS)})"
+            )
+        doc = super().to_dict()
+        doc["learned"] = _nan_to_none(doc["learned"])
+        return doc
+
+    def _restore(self, learned: dict[str, Any]) -> None:
+        super()._restore(learned)
+        for k in ("bin_values_", "fit_params_", "var_center_", "var_scale_", "origin_", "wavelengths_", "amplitudes_"):
+            if k in learned:
+                setattr(self, k, _float_array(learned[k]))
+        if "bin_counts_" in learned:
+            self.bin_counts_ = np.asarray(learned["bin_counts_"], dtype=np.int64)
+        if "bin_edges_" in learned:
+            self.bin_edges_ = [_float_array(e) for e in learned["bin_edges_"]]
+
+
+@register
+class DirectionalBias(BiasCorr):
+    """Along-track undulations: ``dh`` as a function of the distance along a direction.
+
+    The along-track coordinate is ``a = (x - x_0) cos(angle) + (y - y_0) sin(angle)``, with
+    ``angle`` in degrees counter-clockwise from east (0: the bias varies with easting, 90:
+    with northing) and ``(x_0, y_0)`` the centre of the reference grid (``origin_``). It is
+    computed per chunk from the block offsets, never stored. By default a sum of
+    ``nb_freq`` sinusoids of ``a`` is fitted (``fit_func="sumsin"``, ``"sumsin_2"`` or
+    ``"sumsin_3"``: wavelengths found by a deterministic scan of binned medians, then refined
+    by robust least squares); ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead.
+    Correction: ``corrected = tba - bias(a)``.
+
+    Parameters
+    ----------
+    angle
+        Direction of the along-track axis, degrees counter-clockwise from east.
+    fit_or_bin, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
+        As in :class:`BiasCorr`; ``bin_sizes=n`` gives ``n`` equal bins over the whole sampled
+        along-track range (no percentile cut: a coordinate has no outliers).
+    nb_freq
+        Number of sinusoids (1 to 3).
+
+    Learned attributes
+    ------------------
+    origin_ : [x_0, y_0]
+    wavelengths_, amplitudes_ : numpy.ndarray
+        Of each sinusoid, in CRS units and metres, largest amplitude first (fit modes).
+    (and those of :class:`BiasCorr`)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xdem.examples import example_pair
+    >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
+    >>> wave = 0.3 * np.sin(2 * np.pi * ref["x"] / 80.0)
+    >>> db = DirectionalBias(angle=0).fit(ref, tba + wave)
+    >>> round(float(db.wavelengths_[0]), 1), round(float(db.amplitudes_[0]), 2)
+    (80.0, 0.3)
+    """
+
+    needs_vars: ClassVar[bool] = False
+    _edge_percentiles: ClassVar[tuple[float, float]] = (0.0, 100.0)
+
+    def __init__(
+        self,
+        *,
+        angle: float = 0.0,
+        fit_or_bin: str = "fit",
+        nb_freq: int = 1,
+        bin_sizes: int | Any = 100,
+        bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
+        bin_apply_method: str = "linear",
+        min_bin_count: int = 10,
+        subsample: float | int = 500_000,
+        random_state: int | None = None,
+    ) -> None:
+        self.angle = angle
+        self.nb_freq = nb_freq
+        super().__init__(
+            fit_or_bin=fit_or_bin, bin_sizes=bin_sizes, bin_statistic=bin_statistic,
+            bin_apply_method=bin_apply_method, min_bin_count=min_bin_count, subsample=subsample,
+            random_state=random_state,
+        )
+        del self.fit_func
+
+    def _func(self) -> str:
+        if isinstance(self.nb_freq, bool) or self.nb_freq not in (1, 2, 3):
+            raise InputError(f"nb_freq must be 1, 2 or 3, got {self.nb_freq!r}")
+        return "sumsin" if self.nb_freq == 1 else f"sumsin_{self.nb_freq}"
+
+    def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
+        return {}
+
+    def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
+        from xdem.coreg.deramp import grid_normalisation, pixel_xy
+
+        self.origin_ = np.asarray(grid_normalisation(data.ref)[0])
+        x, y = pixel_xy(get_transform(data.ref), rows, cols)
+        a = np.radians(float(self.angle))
+        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
+
+    def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
+        super()._fit_values(names, xs, dh)
+        if self.fit_or_bin != "bin":
+            p = self.fit_params_
+            k = np.arange((len(p) - 1) // 3)
+            self.wavelengths_ = np.abs(p[3 + 3 * k]) * self.var_scale_[0]
+            self.amplitudes_ = np.hypot(p[1 + 3 * k], p[2 + 3 * k])
+
+    def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
+        data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+        along = da.map_blocks(
+            _along_track_kernel, data, transform=get_transform(dem), origin=tuple(map(float, self.origin_)),
+            angle=float(self.angle), dtype=np.float64, meta=np.array((), dtype=np.float64),
+        )
+        return [along]
+
+
+@register
+class TerrainBias(BiasCorr):
+    """``dh`` binned (and optionally fitted) against a terrain attribute of the reference.
+
+    In ``fit`` the attribute is computed lazily from the REFERENCE with
+    :func:`xdem.terrain.get_terrain_attribute` (``"elevation"`` is the reference itself),
+    unless ``bias_vars`` holds an array under the attribute's name. In ``apply(dem)`` it is
+    computed from the DEM being corrected (the reference is usually not at hand, and after
+    alignment both DEMs have the same terrain), unless ``bias_vars`` holds it. Correction:
+    ``corrected = tba - bias(attribute)``; where the attribute is NaN (e.g. the outer pixels
+    for curvatures) the output is NaN.
+
+    Parameters
+    ----------
+    terrain_attribute
+        ``"elevation"`` or a name of :data:`xdem.terrain.ATTRIBUTES` (``"maximum_curvature"``,
+        ``"slope"``, ``"aspect"``, ...).
+    fit_or_bin, fit_func, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
+        As in :class:`BiasCorr`; default: 100 bins of the median, applied linearly.
+
+    Examples
+    --------
+    >>> from xdem.examples import example_pair
+    >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
+    >>> tb = TerrainBias(terrain_attribute="elevation", bin_sizes=20).fit(ref, tba + 0.01 * (ref - 200.0))
+    >>> tb.var_names_
+    ['elevation']
+    """
+
+    needs_vars: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        terrain_attribute: str = "maximum_curvature",
+        fit_or_bin: str = "bin",
+        fit_func: str | Callable[..., np.ndarray] = "polynomial_2",
+        bin_sizes: int | Any = 100,
+        bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
+        bin_apply_method: str = "linear",
+        min_bin_count: int = 10,
+        subsample: float | int = 500_000,
+        random_state: int | None = None,
+    ) -> None:
+        self.terrain_attribute = terrain_attribute
+        super().__init__(
+            fit_or_bin=fit_or_bin, fit_func=fit_func, bin_sizes=bin_sizes, bin_statistic=bin_statistic,
+            bin_apply_method=bin_apply_method, min_bin_count=min_bin_count, subsample=subsample,
+            random_state=random_state,
+        )
+
+    def _attribute(self, dem: xr.DataArray) -> da.Array:
+        from xdem.terrain import ATTRIBUTES, get_terrain_attribute
+
+        if self.terrain_attribute == "elevation":
+            return dem.data
+        try:
+            return get_terrain_attribute(dem, self.terrain_attribute).data
+        except InputError as exc:
+            raise InputError(
+                f"terrain_attribute must be 'elevation' or one of {', '.join(ATTRIBUTES)}, got "
+                f"{self.terrain_attribute!r}"
+            ) from exc
+
+    def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
+        name = self.terrain_attribute
+        if name in data.bias_vars:
+            return {name: _on_grid(data.bias_vars[name], data.ref, name, "the reference").data}
+        return {name: self._attribute(data.ref)}
+
+    def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
+        name = self.terrain_attribute
+        if name in bias_vars:
+            return [_on_grid(bias_vars[name], dem, name, "the DEM to correct").data]
+        return [self._attribute(dem)]

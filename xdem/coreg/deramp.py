@@ -1,0 +1,183 @@
+"""Deramping: a polynomial surface of the coordinates fitted to ``dh = tba - ref``.
+
+The surface is a polynomial of total degree ``<= poly_order`` in the normalised coordinates
+``u = (x - x_c) / s`` and ``v = (y - y_c) / s``, where ``(x_c, y_c)`` is the centre of the
+reference grid and ``s`` half its larger side (so ``u, v`` lie in ``[-1, 1]``). The terms
+are ``u^i v^j`` with ``i + j <= poly_order``, ordered by degree:
+
+- ``poly_order=0``: ``1`` (a vertical shift; 1 term)
+- ``poly_order=1``: ``1, u, v`` (a plane; 3 terms)
+- ``poly_order=2``: ``1, u, v, u^2, u v, v^2`` (6 terms)
+- ``poly_order=3``: ``1, u, v, u^3 ... v^3``: ``(n + 1)(n + 2) / 2`` terms in general.
+
+(Some implementations use every ``u^i v^j`` with ``i, j <= n``, i.e. ``(n + 1)^2`` terms;
+this one does not.) Applying evaluates the surface chunk by chunk from the block offsets,
+never building a full-size coordinate grid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from affine import Affine
+
+from xdem.coreg.base import Coreg, FitData, register
+from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
+from xdem.errors import InputError
+from xdem.io.grid import block_pixel_offsets, block_xy, get_transform
+from xdem.sampling import sample_valid
+
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface"]
+
+
+def check_poly_order(poly_order: Any) -> int:
+    """``poly_order`` as an int, or a clear :class:`~xdem.errors.InputError`."""
+    if isinstance(poly_order, bool) or not isinstance(poly_order, (int, np.integer)) or int(poly_order) < 0:
+        raise InputError(
+            f"poly_order must be an integer >= 0 (0: constant, 1: plane, 2: quadratic, ...), got {poly_order!r}"
+        )
+    return int(poly_order)
+
+
+def surface_terms(poly_order: int) -> list[tuple[int, int]]:
+    """Exponents ``(i, j)`` of ``u^i v^j`` with ``i + j <= poly_order``, by degree.
+
+    Examples
+    --------
+    >>> surface_terms(2)
+    [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2)]
+    """
+    return [(d - j, j) for d in range(check_poly_order(poly_order) + 1) for j in range(d + 1)]
+
+
+def grid_normalisation(dem: xr.DataArray) -> tuple[list[float], float]:
+    """Centre ``[x_c, y_c]`` of a grid and half its larger side (coordinate normalisation)."""
+    t = get_transform(dem)
+    ny, nx = dem.shape
+    xc, yc = t * (nx / 2.0, ny / 2.0)
+    scale = 0.5 * max(abs(t.a) * nx, abs(t.e) * ny)
+    return [float(xc), float(yc)], float(scale)
+
+
+def pixel_xy(transform: Affine, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre coordinates of pixels given by global ``rows``/``cols`` (north-up grids)."""
+    x = transform.c + (np.asarray(cols, dtype=np.float64) + 0.5) * transform.a
+    y = transform.f + (np.asarray(rows, dtype=np.float64) + 0.5) * transform.e
+    return x, y
+
+
+def _surface_kernel(
+    block: np.ndarray, *, transform: Affine, center: tuple[float, float], scale: float,
+    terms: list[tuple[int, int]], coefs: np.ndarray, block_info: Any = None,
+) -> np.ndarray:
+    """``block - surface(x, y)`` for one chunk; coordinates from the block's offsets."""
+    row0, col0 = block_pixel_offsets(block_info)
+    x, y = block_xy(transform, row0, col0, block.shape)
+    u = (x - center[0]) / scale
+    v = (y - center[1]) / scale
+    order = max((i + j for i, j in terms), default=0)
+    upow = [np.ones_like(u)] + [u**k for k in range(1, order + 1)]
+    vpow = [np.ones_like(v)] + [v**k for k in range(1, order + 1)]
+    surface = np.zeros(block.shape, dtype=np.float64)
+    for (i, j), c in zip(terms, coefs):
+        surface += c * (vpow[j][:, None] * upow[i][None, :])
+    return (block - surface).astype(block.dtype, copy=False)
+
+
+def subtract_surface(
+    dem: xr.DataArray, *, center: tuple[float, float], scale: float, terms: list[tuple[int, int]], coefs: np.ndarray
+) -> xr.DataArray:
+    """Lazily subtract a polynomial surface of the coordinates from ``dem`` (``map_blocks``)."""
+    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    out = da.map_blocks(
+        _surface_kernel, data, transform=get_transform(dem), center=tuple(center), scale=float(scale),
+        terms=[tuple(t) for t in terms], coefs=np.asarray(coefs, dtype=np.float64), dtype=data.dtype,
+        meta=np.array((), dtype=data.dtype),
+    )
+    return dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+
+
+@register
+class Deramp(Coreg):
+    """Polynomial surface of the coordinates fitted to ``dh = tba - ref`` and subtracted.
+
+    The model is ``dh(x, y) = sum_k c_k u^i_k v^j_k`` with ``i_k + j_k <= poly_order`` (total
+    degree; see the module notes for the exact terms) in coordinates normalised by the
+    reference grid, and the correction is ``corrected = tba - surface(x, y)``. The fit takes
+    a reproducible subsample of valid pixels (two passes over the data), solves the linear
+    least-squares problem, then refines it with a robust (soft L1) loss so that outliers
+    weigh less. ``apply`` is lazy: one ``map_blocks`` evaluating the surface per chunk.
+
+    Parameters
+    ----------
+    poly_order
+        Total degree of the polynomial (``>= 0``; 1 = a plane).
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
+    random_state
+        Seed of the reproducible subsample.
+
+    Learned attributes
+    ------------------
+    coefs_ : numpy.ndarray
+        Coefficients ``c_k`` (metres), in the order of ``terms_``.
+    terms_ : list of [i, j]
+        Exponents of ``u`` and ``v``.
+    center_ : [x_c, y_c] and scale_ : float
+        Normalisation: ``u = (x - x_c) / scale_``, ``v = (y - y_c) / scale_`` (CRS units).
+    count_ : int
+        Points in the fit.
+
+    Examples
+    --------
+    >>> from xdem.examples import example_pair
+    >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0, tilt=(0.001, 0.0))
+    >>> dr = Deramp(poly_order=1).fit(ref, tba)
+    >>> round(float(dr.coefs_[1] / dr.scale_), 6)  # slope along x, metres per metre
+    0.001
+    """
+
+    def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None):
+        check_poly_order(poly_order)
+        self.poly_order = poly_order
+        self.subsample = subsample
+        self.random_state = random_state
+
+    def _fit(self, data: FitData) -> None:
+        terms = surface_terms(self.poly_order)
+        s = sample_valid(
+            data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
+            random_state=self.random_state, min_count=max(len(terms) + 1, 10), what="Deramp",
+        )
+        center, scale = grid_normalisation(data.ref)
+        x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
+        design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
+        with single_thread_blas():
+            p0, *_ = np.linalg.lstsq(design, s["dh"], rcond=None)
+        coefs, _ = robust_refine(lambda p: design @ p - s["dh"], p0)
+        self.coefs_ = coefs
+        self.terms_ = [list(t) for t in terms]
+        self.center_ = center
+        self.scale_ = scale
+        self.count_ = int(len(s["dh"]))
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        return subtract_surface(dem, center=self.center_, scale=self.scale_, terms=self.terms_, coefs=self.coefs_)
+
+    def _restore(self, learned: dict[str, Any]) -> None:
+        super()._restore(learned)
+        if "coefs_" in learned:
+            self.coefs_ = np.asarray(learned["coefs_"], dtype=np.float64)
+
+    def surface(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The fitted surface at coordinates ``x, y`` (numpy, any matching shapes)."""
+        self._check_fitted()
+        u = (np.asarray(x, dtype=np.float64) - self.center_[0]) / self.scale_
+        v = (np.asarray(y, dtype=np.float64) - self.center_[1]) / self.scale_
+        out = np.zeros(np.broadcast(u, v).shape)
+        for (i, j), c in zip(self.terms_, self.coefs_):
+            out = out + c * u**i * v**j
+        return out
