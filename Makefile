@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo_output
 
-.PHONY: venv demo test bench docs clean
+.PHONY: venv demo test bench docs clean chromium-check
 
 venv: $(STAMP)
 
@@ -26,8 +26,19 @@ demo: $(STAMP)
 	@echo "  coreg.json         fitted shifts, 4x4 matrix, dh statistics before/after, timing, memory"
 	@echo "  report.html        HTML report (open it in a browser)"
 
-test: $(STAMP)
+test: $(STAMP) chromium-check
 	$(BIN)/python -m pytest -q
+
+# tests/test_report.py opens the HTML report in headless Chromium (Debian: chromium, chromium-driver).
+chromium-check:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			chromium chromium-driver fonts-liberation; \
+	else \
+		echo "WARNING: chromium is missing and cannot be installed (not root): tests/test_report.py will fail;" \
+		     "install it with: sudo apt-get install -y chromium chromium-driver" >&2; \
+	fi
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
