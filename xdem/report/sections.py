@@ -96,7 +96,8 @@ def _stats_section(data: ReportData, summary: dict | None) -> str:
     found = find_stats(summary)
     if found is not None:
         cols = found[1]
-        src = "Values from the coregistration summary (exact, out of core)."
+        how = _get(summary, f"{found[0]}.method") if found[0] else None
+        src = "Values from the coregistration summary" + (f" ({how})." if isinstance(how, str) else ".")
     else:
         cols = {n: (f"report.stats.{n}", s) for n, s in data.stats.items() if s is not None}
         missing = [n for n, s in data.stats.items() if s is None]
