@@ -137,6 +137,10 @@ class NuthKaabDeramp(Coreg):
     n_iterations_, converged_, count_, history_, passes_
         Iterations, convergence flag, points in the fit, shift after each iteration,
         computes made by the fit.
+    horizontal_constrained_ : bool
+        False when too few sampled pixels are steeper than ``min_slope``: a
+        :class:`~xdem.errors.FlatTerrainWarning` is emitted, the shift stays 0 and only the
+        polynomial is fitted.
 
     Examples
     --------
@@ -198,10 +202,12 @@ class NuthKaabDeramp(Coreg):
         sloped = np.isfinite(tan_s) & np.isfinite(asp) & (s["slope"] >= float(self.min_slope))
         gx = np.where(sloped, -tan_s * np.sin(np.where(sloped, asp, 0.0)), 0.0)
         gy = np.where(sloped, -tan_s * np.cos(np.where(sloped, asp, 0.0)), 0.0)
-        if int(sloped.sum()) < self._min_points:
-            raise NotEnoughDataError(
-                f"NuthKaabDeramp: only {int(sloped.sum())} sampled pixels are steeper than {self.min_slope} degrees; "
-                "the terrain is too flat to estimate a horizontal shift (use Deramp alone)"
+        constrained = int(sloped.sum()) >= self._min_points
+        if not constrained:
+            warnings.warn(
+                f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
+                f"than {self.min_slope} degrees); only the polynomial ramp is estimated",
+                FlatTerrainWarning, stacklevel=4,
             )
         terms = surface_terms(self.poly_order)
         center, scale = grid_normalisation(data.ref)
@@ -215,7 +221,7 @@ class NuthKaabDeramp(Coreg):
         limit = 0.25 * max(data.ref.shape)
         step = float("nan")
         it = 0
-        for it in range(1, int(self.max_iterations) + 1):
+        for it in range(1, int(self.max_iterations) + 1 if constrained else 1):
             dh = sampler(sx, sy) - s["ref"]
             ok = np.isfinite(dh)
             if int((ok & sloped).sum()) < self._min_points:
@@ -236,7 +242,7 @@ class NuthKaabDeramp(Coreg):
             if step < float(self.tolerance):
                 converged = True
                 break
-        if not converged:
+        if constrained and not converged:
             warnings.warn(
                 f"NuthKaabDeramp did not converge in {self.max_iterations} iterations (last step {step:.4f} px > "
                 f"tolerance {self.tolerance} px); raise max_iterations or tolerance",
@@ -255,6 +261,7 @@ class NuthKaabDeramp(Coreg):
         self.scale_ = scale
         self.n_iterations_ = int(it)
         self.converged_ = bool(converged)
+        self.horizontal_constrained_ = bool(constrained)
         self.count_ = int(ok.sum())
         self.history_ = history
         self.passes_ = 2 + sampler.reads
