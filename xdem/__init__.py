@@ -8,5 +8,6 @@ from xdem._version import __version__
 from xdem import errors
 from xdem.io import open_dem, write_cog
 from xdem import terrain
+from xdem import spatialstats
 
-__all__ = ["__version__", "errors", "open_dem", "write_cog", "terrain"]
+__all__ = ["__version__", "errors", "open_dem", "write_cog", "terrain", "spatialstats"]

@@ -1,0 +1,71 @@
+"""Spatial statistics of elevation differences (dh = tba - ref), out of core.
+
+* Robust summaries: :func:`nmad`, :func:`median` (exact, from :mod:`xdem.stats`) and
+  :func:`robust_summary` (adds mean, std, RMSE and percentiles; exact).
+* Binned statistics of dh against one or two variables (slope, aspect, elevation,
+  curvature...): :func:`binned_statistics`, :func:`stats_by_slope_class`. Exact by default;
+  order statistics optionally on a reproducible subsample.
+* Spatial correlation: :func:`sample_empirical_variogram` (scikit-gstat on a reproducible
+  subsample), :func:`fit_sum_model_variogram` (sums of spherical, exponential, gaussian,
+  cubic models).
+* Uncertainty of the mean dh over an area: :func:`neff_circular_approx_numerical`,
+  :func:`neff_circular_approx_theoretical`, :func:`standard_error_of_mean`
+  (Rolstad et al. 2009; Hugonnet et al. 2022).
+
+Every function accepts numpy-, dask- or xarray-backed inputs and gives the same numbers
+for any chunking.
+
+Examples
+--------
+>>> import xdem
+>>> from xdem.examples import example_pair
+>>> ref, tba, _ = example_pair(noise=0.3)
+>>> dh = tba - ref
+>>> table = xdem.spatialstats.stats_by_slope_class(dh, xdem.terrain.slope(ref))
+>>> ev = xdem.spatialstats.sample_empirical_variogram(dh, subsample=1000)
+>>> model, params = xdem.spatialstats.fit_sum_model_variogram(["spherical", "spherical"], ev)
+>>> se = xdem.spatialstats.standard_error_of_mean(0.3, area=1e4, params=params)
+"""
+
+from xdem.spatialstats.binned import (
+    DEFAULT_STATISTICS,
+    SLOPE_CLASSES,
+    binned_statistics,
+    robust_summary,
+    stats_by_slope_class,
+)
+from xdem.spatialstats.uncertainty import (
+    neff_circular_approx_numerical,
+    neff_circular_approx_theoretical,
+    standard_error_of_mean,
+)
+from xdem.spatialstats.variogram import (
+    ESTIMATORS,
+    MAX_VARIOGRAM_POINTS,
+    MIN_VARIOGRAM_POINTS,
+    MODELS,
+    fit_sum_model_variogram,
+    model_function,
+    sample_empirical_variogram,
+)
+from xdem.stats import median, nmad
+
+__all__ = [
+    "nmad",
+    "median",
+    "robust_summary",
+    "binned_statistics",
+    "stats_by_slope_class",
+    "sample_empirical_variogram",
+    "fit_sum_model_variogram",
+    "model_function",
+    "neff_circular_approx_numerical",
+    "neff_circular_approx_theoretical",
+    "standard_error_of_mean",
+    "DEFAULT_STATISTICS",
+    "SLOPE_CLASSES",
+    "MODELS",
+    "ESTIMATORS",
+    "MIN_VARIOGRAM_POINTS",
+    "MAX_VARIOGRAM_POINTS",
+]
