@@ -106,11 +106,11 @@ def _attribute_block(
         if name == "slope":
             units = opts["slope_units"]
             if units == "percent":
-                return 100.0 * np.hypot(dzdx, dzdy)
+                return np.multiply(K._gradient_norm(dzdx, dzdy), 100.0)
             s = K._slope_from_gradient(dzdx, dzdy)
-            return np.degrees(s) if units == "degrees" else s
+            return np.degrees(s, out=s) if units == "degrees" else s
         a = K._aspect_from_gradient(dzdx, dzdy)
-        return np.degrees(a) if opts["aspect_units"] == "degrees" else a
+        return np.degrees(a, out=a) if opts["aspect_units"] == "degrees" else a
     if name.endswith("curvature"):
         if "curvature" not in cache:  # coefficients and NaN mask shared by the curvature kinds
             cache["curvature"] = (K.curvature_coefficients(zz, res_x=res_x, res_y=res_y), K.nan_window_mask(zz, 1))

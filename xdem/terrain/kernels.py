@@ -159,13 +159,21 @@ def gradient_kernel(
     return dzdx, dzdy
 
 
+def _gradient_norm(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
+    norm = dzdx * dzdx
+    norm += dzdy * dzdy
+    return np.sqrt(norm, out=norm)  # faster than np.hypot; gradients never come near overflow
+
+
 def _slope_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
-    return np.arctan(np.hypot(dzdx, dzdy))
+    norm = _gradient_norm(dzdx, dzdy)
+    return np.arctan(norm, out=norm)
 
 
 def _aspect_from_gradient(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
-    aspect = np.arctan2(-dzdx, -dzdy)  # downslope direction, clockwise from north
-    aspect = np.where(aspect < 0, aspect + 2.0 * np.pi, aspect + 0.0)  # + 0.0 turns -0.0 into 0.0
+    aspect = np.arctan2(np.negative(dzdx), np.negative(dzdy))  # downslope direction, clockwise from north
+    aspect += 0.0  # turns -0.0 into 0.0
+    np.add(aspect, 2.0 * np.pi, out=aspect, where=aspect < 0)
     aspect[aspect >= 2.0 * np.pi] = 0.0
     aspect[(dzdx == 0) & (dzdy == 0)] = np.nan
     return aspect
@@ -212,12 +220,22 @@ def _hillshade_from_gradient(
     dzdx: np.ndarray, dzdy: np.ndarray, *, azimuth: float, altitude: float, z_factor: float
 ) -> np.ndarray:
     az, alt = np.radians(azimuth), np.radians(altitude)
-    p, q = dzdx * z_factor, dzdy * z_factor
-    # cosine of the angle between the surface normal (-p, -q, 1) and the light (east, north, up)
-    cos_i = (np.sin(alt) - (p * np.sin(az) + q * np.cos(az)) * np.cos(alt)) / np.sqrt(1.0 + p * p + q * q)
-    out = 1.0 + 254.0 * np.maximum(cos_i, 0.0)
-    out[np.isnan(cos_i)] = np.nan
-    return out
+    # cosine of the angle between the surface normal (-p, -q, 1) and the light (east, north, up),
+    # with p, q = z_factor * (dzdx, dzdy)
+    k = z_factor * np.cos(alt)
+    cos_i = dzdx * (-k * np.sin(az))
+    cos_i -= dzdy * (k * np.cos(az))
+    cos_i += np.sin(alt)
+    norm = _gradient_norm(dzdx * z_factor, dzdy * z_factor) if z_factor != 1 else _gradient_norm(dzdx, dzdy)
+    norm *= norm
+    norm += 1.0
+    cos_i /= np.sqrt(norm, out=norm)
+    nan = np.isnan(cos_i)
+    np.maximum(cos_i, 0.0, out=cos_i)
+    cos_i *= 254.0
+    cos_i += 1.0
+    cos_i[nan] = np.nan
+    return cos_i
 
 
 def hillshade_kernel(
