@@ -97,7 +97,11 @@ def bench(sizes: list[int], *, chunks: str = "auto", write_doc: bool = True) -> 
         row["cogs_over_read"] = row["cogs_s"] / row["read_s"]
         rows.append(row)
         print(json.dumps(row), flush=True)
-    table = _table(rows)
+    results = CACHE_DIR / "terrain_results.json"  # rows of earlier runs (other sizes) are kept
+    stored = {r["size"]: r for r in (json.loads(results.read_text()) if results.exists() else [])}
+    stored.update({r["size"]: r for r in rows})
+    results.write_text(json.dumps([stored[k] for k in sorted(stored)], indent=1))
+    table = _table([stored[k] for k in sorted(stored)])
     print(table)
     if write_doc:
         update_doc_section("Benchmark", table, doc=REPO / "docs" / "terrain.md")
