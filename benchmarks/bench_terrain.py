@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -70,6 +71,7 @@ def bench(sizes: list[int], *, chunks: str = "auto", write_doc: bool = True) -> 
         src = cached_pair(size)["ref"]
         print(f"[{size}^2] input ready in {time.perf_counter() - t0:.0f} s: {src}", flush=True)
         _warm(src)
+        load_start = os.getloadavg()[0]
         res = {
             "read": _run("read", [sys.executable, "-c", READ, src, chunks]),
             "compute": _run("compute", [sys.executable, "-c", COMPUTE, src, chunks]),
@@ -95,6 +97,7 @@ def bench(sizes: list[int], *, chunks: str = "auto", write_doc: bool = True) -> 
         for k in ("read", "compute"):  # time inside the script, without Python start-up and imports
             row[f"{k}_inner_s"] = json.loads(res[k]["stdout"].strip().splitlines()[-1])["seconds"]
         row["cogs_over_read"] = row["cogs_s"] / row["read_s"]
+        row["load_avg"] = [load_start, os.getloadavg()[0]]  # other jobs on the machine inflate the times
         rows.append(row)
         print(json.dumps(row), flush=True)
     results = CACHE_DIR / "terrain_results.json"  # rows of earlier runs (other sizes) are kept
@@ -115,15 +118,17 @@ def _table(rows: list[dict]) -> str:
         "",
         f"Machine: {machine_description()}.",
         "",
-        "| size | read once | slope+aspect+hillshade, one pass, no output | `xdem terrain` -> 3 COGs | COGs / read |",
-        "|---|---|---|---|---|",
+        "| size | read once | slope+aspect+hillshade, one pass, no output | `xdem terrain` -> 3 COGs | COGs / read "
+        "| machine load (1-min avg, start/end; 2 cores) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['size']}^2 | {r['read_s']:.1f} s ({r['read_inner_s']:.1f} s after imports), "
             f"{fmt_bytes(r['read_peak_rss'])} "
             f"| {r['compute_s']:.1f} s ({r['compute_inner_s']:.1f} s after imports), {fmt_bytes(r['compute_peak_rss'])} "
-            f"| {r['cogs_s']:.1f} s, {fmt_bytes(r['cogs_peak_rss'])} | {r['cogs_over_read']:.1f}x |"
+            f"| {r['cogs_s']:.1f} s, {fmt_bytes(r['cogs_peak_rss'])} | {r['cogs_over_read']:.1f}x "
+            + ("| {:.1f} / {:.1f} |".format(*r["load_avg"]) if "load_avg" in r else "| not recorded |")
         )
     return "\n".join(lines)
 
