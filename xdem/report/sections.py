@@ -130,10 +130,10 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
         learned = doc.get("learned")
         if isinstance(learned, dict):
             rows += [[label_cell(f"learned: {k}"), cell(v, f"{key}.learned.{k}", cls="l")] for k, v in learned.items()]
+        rows += key_value_rows(doc, key, skip=("learned", "params", "method"))
         params = doc.get("params")
         if isinstance(params, dict):
             rows += [[label_cell(f"parameter: {k}"), cell(v, f"{key}.params.{k}", cls="l")] for k, v in params.items()]
-        rows += key_value_rows(doc, key, skip=("learned", "params", "method"))
         parts.append(table(["Name", "Value"], rows))
     matrix, mkey = None, None
     if summary and isinstance(summary.get("matrix"), list):
@@ -226,7 +226,9 @@ def build_sections(
         if history:
             nk += img(F.history_figure(history, units=data.units, label="Nuth & Kääb"), "Nuth and Kaab iterations")
         nk += note("Pixels with slope ≥ 1°. A horizontal shift (dx, dy) makes dh / tan(slope) vary with aspect as "
-                   "dx sin ψ + dy cos ψ (Nuth & Kääb, 2011); after a good fit the binned medians lie on zero.")
+                   "dx sin ψ + dy cos ψ (Nuth & Kääb, 2011); after a good fit the binned medians lie on zero. The curve "
+                   "is the final fitted shift; for shifts of several pixels the relation, a first-order one, "
+                   "underestimates it before coregistration, hence the iterations.")
     else:
         nk = note(data.slope_note or "Slope and aspect are not available.")
     sec.append(("nuth-kaab", "Nuth & Kääb diagnostic", nk))
