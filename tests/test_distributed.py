@@ -27,9 +27,14 @@ SHIFTS = ("shift_x_", "shift_y_", "shift_z_")
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    ) as c:
+    import warnings
+
+    with warnings.catch_warnings():  # another cluster on this machine may hold port 8787
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        c = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
+    with c:
         yield c
 
 
@@ -124,3 +129,18 @@ def test_cli_unreachable_scheduler_is_one_line_error(pair, tmp_path, monkeypatch
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot connect to the dask scheduler" in lines[0]
     assert not (tmp_path / "x.tif").exists()
+
+
+def test_processes_scheduler_starts_and_closes_a_local_cluster():
+    import dask.array as da
+
+    from xdem.cli._common import use_scheduler
+
+    with use_scheduler("processes", workers=1) as info:
+        client = info["client"]
+        assert info["workers"] == 1 and info["address"].startswith("tcp://")
+        assert len(client.scheduler_info()["workers"]) == 1
+        assert dask.base.get_scheduler() == client.get
+        assert int(da.ones(8, chunks=2).sum().compute()) == 8
+    assert client.status == "closed"
+    assert dask.base.get_scheduler() != client.get

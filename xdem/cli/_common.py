@@ -170,10 +170,12 @@ def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Ite
         stack.enter_context(_quiet_distributed_logs())
         if name == "processes":
             n = workers or os.cpu_count() or 1
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.ERROR,
-            ))
+            with warnings.catch_warnings():  # "Port 8787 is already in use": harmless, a random port is used
+                warnings.filterwarnings("ignore", message="Port .* is already in use")
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                ))
             client = stack.enter_context(Client(cluster, set_as_default=False))
             info["workers"] = n
         else:

@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from xdem.cli._common import scheduler_option, workers_option
+
 __all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats"]
 
 #: CLI name -> registry name (``xdem.coreg.METHODS`` keys are lower-case class names).
@@ -288,11 +290,8 @@ def _print_summary(doc: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (and nothing else).")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON document to a file.")
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
-@click.option("--scheduler", default="threads", show_default=True, metavar="threads|processes|synchronous|tcp://HOST:PORT",
-              help="Where dask runs: local threads, a local cluster of worker processes, one thread, "
-                   "or a running dask scheduler.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Threads (threads) or single-threaded worker processes (processes); default: number of CPUs.")
+@scheduler_option
+@workers_option
 @click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (saves about 12 passes over the data).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
 def coreg(
@@ -413,7 +412,7 @@ def coreg(
     doc["peak_rss_children_mb"] = children if children else None
     text = dump_json(doc, path=json_path)
     if not quiet:
-        _print_summary({**doc, "stats": doc["stats"]})
+        _print_summary(doc)
         if json_path is not None:
             click.echo(f"JSON: {json_path}", err=True)
     if as_json:
