@@ -9,7 +9,6 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
-import xarray as xr
 from affine import Affine
 
 from xdem.coreg import BiasCorr, Coreg, CoregPipeline, Deramp, DirectionalBias, NuthKaab, TerrainBias

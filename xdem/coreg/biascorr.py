@@ -236,7 +236,9 @@ class BiasCorr(Coreg):
         if self.fit_or_bin not in FIT_OR_BIN:
             raise InputError(f"fit_or_bin must be one of {', '.join(FIT_OR_BIN)}, got {self.fit_or_bin!r}")
         if self.bin_apply_method not in APPLY_METHODS:
-            raise InputError(f"bin_apply_method must be one of {', '.join(APPLY_METHODS)}, got {self.bin_apply_method!r}")
+            raise InputError(
+                f"bin_apply_method must be one of {', '.join(APPLY_METHODS)}, got {self.bin_apply_method!r}"
+            )
         func = self._func()
         if not callable(func):
             fit_function(func)
@@ -312,7 +314,9 @@ class BiasCorr(Coreg):
             try:
                 params, _ = curve_fit(func, x, dh)
             except (RuntimeError, ValueError, TypeError) as exc:
-                raise InputError(f"fitting the user fit_func failed ({exc}); check its signature f(x, *params)") from exc
+                raise InputError(
+                    f"fitting the user fit_func failed ({exc}); check its signature f(x, *params)"
+                ) from exc
         else:
             lo = np.array([np.min(x) for x in xs])
             hi = np.array([np.max(x) for x in xs])

@@ -236,7 +236,8 @@ def _sumsin_fit(nb_freq: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         for k in range(nb_freq):
             rss = np.array([_rss(bx, by, np.array(chosen + [lam])) for lam in grid])
             # the few best local minima of the periodogram, as starts for the last frequency
-            minima = [i for i in range(len(grid)) if rss[i] <= rss[max(i - 1, 0)] and rss[i] <= rss[min(i + 1, len(grid) - 1)]]
+            last = len(grid) - 1
+            minima = [i for i in range(len(grid)) if rss[i] <= rss[max(i - 1, 0)] and rss[i] <= rss[min(i + 1, last)]]
             minima = sorted(minima, key=lambda i: rss[i])[:3]
             if k == nb_freq - 1:
                 starts = [np.array(chosen + [grid[i]]) for i in minima]
@@ -278,5 +279,7 @@ FIT_FUNCTIONS["sumsin_3"] = FitFunction("sumsin_3", 1, _sumsin_evaluate, _sumsin
 def fit_function(name: str) -> FitFunction:
     """The registered :class:`FitFunction` called ``name``; a clear error otherwise."""
     if name not in FIT_FUNCTIONS:
-        raise InputError(f"unknown fit_func {name!r}; use one of {', '.join(FIT_FUNCTIONS)} or a callable f(x, *params)")
+        raise InputError(
+            f"unknown fit_func {name!r}; use one of {', '.join(FIT_FUNCTIONS)} or a callable f(x, *params)"
+        )
     return FIT_FUNCTIONS[name]
