@@ -247,7 +247,13 @@ def collect(
     if slope is not None:
         arrays.update(slope=slope.data, aspect=aspect.data)
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
-    sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, what="the report")
+    try:
+        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1)
+    except NotEnoughDataError as exc:
+        raise NotEnoughDataError(
+            f"no pixel is valid in both the reference and the to-be-aligned DEM (0 of {ref.size} on the reference "
+            "grid); check that they cover the same area and their nodata values"
+        ) from exc
     maps, k = decimated_maps({"ref": ref.data, **dhs}, shape=ref.shape, max_pixels=max_pixels)
     stats: dict[str, Any] = {}
     if need_stats:
