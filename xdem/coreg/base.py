@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, NotFittedError
-from xdem.io.grid import align_pair, check_projected
+from xdem.io.grid import align_pair, check_projected, same_grid
 from xdem.io.open import open_dem
 from xdem.masks import inlier_mask_like
 
@@ -93,9 +93,9 @@ def prepare_pair(
     bv: dict[str, xr.DataArray] = {}
     for name, var in (bias_vars or {}).items():
         v = as_dem(var)
-        if v.shape != ref_d.shape:
+        if not same_grid(v, ref_d):
             _, v = align_pair(ref_d, v)
-        if v.shape != ref_d.shape:
+        if not same_grid(v, ref_d):
             raise InputError(f"bias variable '{name}' does not cover the reference grid; give it on the same grid")
         bv[name] = v.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
     return FitData(ref=ref_d, tba=tba_d, inlier=mask, bias_vars=bv)
