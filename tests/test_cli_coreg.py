@@ -260,3 +260,19 @@ def test_help_in_subprocess():
     proc = subprocess.run([sys.executable, "-m", "xdem", "coreg", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "--method" in proc.stdout and "--scheduler" in proc.stdout and "REF TBA" in proc.stdout
+
+
+def test_default_sampled_stats_equal_exact_stats_on_a_small_pair(default_run, pair, runner, tmp_path):
+    """The default statistics use a 2-million-pixel subsample: on the 400 x 400 pair it holds
+    every pixel, so they must equal --exact-stats."""
+    res, _ = default_run
+    sampled = json.loads(res.stdout)["stats"]
+    out = tmp_path / "exact.tif"
+    res2 = _run(runner, pair, out, "--json", "--exact-stats", "--quiet")
+    assert res2.exit_code == 0, res2.output
+    exact = json.loads(res2.stdout)["stats"]
+    assert "subsample" in sampled["method"] and "exact" in exact["method"]
+    for when in ("before", "after"):
+        assert sampled[when]["count"] == exact[when]["count"] == sampled[when]["sampled"]
+        assert sampled[when]["median"] == pytest.approx(exact[when]["median"], abs=1e-9)
+        assert sampled[when]["nmad"] == pytest.approx(exact[when]["nmad"], abs=1e-9)

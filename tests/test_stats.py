@@ -134,3 +134,41 @@ def test_robust_summary_five_passes(monkeypatch):
         s = st.robust_summary(da.from_array(a, chunks=128))
     assert c.count == 5  # stats; histogram + gather for the median; the same for the NMAD
     assert s["nmad"] == _np_nmad(a)
+
+
+def test_sampled_dh_stats_equal_exact_when_the_sample_holds_every_pixel():
+    from xdem.stats import robust_summary, sampled_dh_stats
+
+    rng = np.random.default_rng(11)
+    ref = rng.normal(100.0, 5.0, size=(120, 90))
+    before = ref + rng.normal(2.0, 0.7, size=ref.shape)
+    after = ref + rng.normal(0.0, 0.1, size=ref.shape)
+    after[:10] = np.nan
+    stable = np.ones(ref.shape, dtype=bool)
+    stable[50:60] = False
+    res = sampled_dh_stats(
+        da.from_array(ref, chunks=37), {"before": da.from_array(before, chunks=50), "after": da.from_array(after, chunks=64)},
+        stable=da.from_array(stable, chunks=30), subsample=10**7,
+    )
+    for name, other in (("before", before), ("after", after)):
+        dh = np.where(stable, other - ref, np.nan)
+        exact = robust_summary(dh)
+        assert res[name]["median"] == pytest.approx(exact["median"], abs=1e-12)
+        assert res[name]["nmad"] == pytest.approx(exact["nmad"], abs=1e-12)
+        assert res[name]["count"] == exact["count"] == res[name]["sampled"]
+
+
+def test_sampled_dh_stats_subsample_is_chunk_independent_and_counts_exact():
+    from xdem.stats import sampled_dh_stats
+
+    rng = np.random.default_rng(12)
+    ref = rng.normal(size=(200, 150))
+    other = ref + rng.normal(1.0, 2.0, size=ref.shape)
+    other[rng.random(ref.shape) < 0.2] = np.nan
+    results = [
+        sampled_dh_stats(da.from_array(ref, chunks=c), {"x": da.from_array(other, chunks=c)}, subsample=2000, random_state=4)
+        for c in (40, 77, 200)
+    ]
+    assert all(r == results[0] for r in results)
+    assert results[0]["x"]["count"] == int(np.isfinite(other).sum())
+    assert results[0]["x"]["sampled"] < 2000 and results[0]["x"]["median"] == pytest.approx(1.0, abs=0.15)

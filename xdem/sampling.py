@@ -101,6 +101,7 @@ class Sample(dict):
     """
 
     n_valid: int = 0
+    counts: dict[str, int] = {}
 
 
 def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, block_info=None) -> np.ndarray:
@@ -131,6 +132,7 @@ def sample_valid(
     random_state: int | None,
     min_count: int = 1,
     what: str = "the fit",
+    extra_counts: Mapping[str, da.Array] | None = None,
 ) -> Sample:
     """Draw a reproducible subsample of the valid pixels and gather arrays there.
 
@@ -150,6 +152,9 @@ def sample_valid(
         Raise :class:`~xdem.errors.NotEnoughDataError` when fewer valid pixels exist.
     what
         Name of the caller, used in error messages.
+    extra_counts
+        Name -> 2-D boolean dask arrays whose True pixels are counted exactly during the
+        first pass (no extra pass); the counts are in ``Sample.counts``.
 
     Returns
     -------
@@ -171,7 +176,8 @@ def sample_valid(
         _hist_block, valid, ncols=nx, random_state=random_state, dtype=np.int64,
         chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (_NBINS,)), new_axis=2,
     )
-    hist = hist.sum(axis=(0, 1)).compute()
+    extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
+    hist, extra = dask.compute(hist.sum(axis=(0, 1)), extra)
     n_valid = int(hist.sum())
     if n_valid < min_count:
         raise NotEnoughDataError(
@@ -203,6 +209,7 @@ def sample_valid(
     order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
     out = Sample({k: merged[k][order] for k in ("row", "col") + names})
     out.n_valid = n_valid
+    out.counts = {k: int(v) for k, v in extra.items()}
     return out
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 
-__all__ = ["median", "nmad", "robust_summary", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
 
 #: Scale making the median absolute deviation a consistent estimator of a normal std.
 NMAD_FACTOR = 1.4826
@@ -314,3 +314,73 @@ def robust_summary(dem: Any) -> dict:
         "median": m,
         "nmad": nmad(x, center=m, _stats=(count, lo, hi)),
     }
+
+
+def sampled_dh_stats(
+    ref: da.Array,
+    others: dict[str, da.Array],
+    *,
+    stable: da.Array | None = None,
+    subsample: float | int = 2_000_000,
+    random_state: int | None = None,
+) -> dict[str, dict]:
+    """Statistics of ``dh = other - ref`` for several DEMs on one reproducible subsample.
+
+    One draw (:func:`xdem.sampling.sample_valid`, two passes over the data whatever the
+    number of ``others``) picks pixels that are finite in ``ref`` and stable; every
+    ``other`` is read at the same pixels, so "before" and "after" are compared on the same
+    terrain. ``count`` is exact (all valid stable pixels, counted in the first pass);
+    ``median`` and ``nmad`` are exact on the subsample (``sampled`` pixels): with 2 million
+    pixels their sampling error is about 0.1 % of the NMAD.
+
+    Parameters
+    ----------
+    ref
+        Reference DEM values (2-D dask array).
+    others
+        Name -> 2-D dask arrays on the same grid.
+    stable
+        Boolean dask array, True where a pixel may be used (default: all).
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels drawn.
+    random_state
+        Seed of the draw.
+
+    Returns
+    -------
+    dict
+        Name -> ``{"median", "nmad", "count", "sampled"}``.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> r = da.zeros((50, 50), chunks=20)
+    >>> sampled_dh_stats(r, {"before": r + 2.0})["before"]["median"]
+    2.0
+    """
+    from xdem.sampling import sample_valid
+
+    ref = _as_2d(_as_dask(ref))
+    valid = da.isfinite(ref)
+    if stable is not None:
+        valid = valid & da.asarray(stable).rechunk(ref.chunks)
+    others = {k: _as_2d(_as_dask(v)).rechunk(ref.chunks) for k, v in others.items()}
+    counts = {k: valid & da.isfinite(v) for k, v in others.items()}
+    s = sample_valid(
+        valid, {"__ref__": ref, **others}, subsample=subsample, random_state=random_state,
+        min_count=1, what="the statistics of dh", extra_counts=counts,
+    )
+    out = {}
+    for name in others:
+        dh = s[name] - s["__ref__"]
+        dh = dh[np.isfinite(dh)]
+        if dh.size == 0:
+            raise NotEnoughDataError(f"no valid elevation difference for '{name}' (0 of {s.n_valid} valid reference pixels)")
+        m = float(np.median(dh))
+        out[name] = {
+            "median": m,
+            "nmad": float(NMAD_FACTOR * np.median(np.abs(dh - m))),
+            "count": s.counts[name],
+            "sampled": int(dh.size),
+        }
+    return out
