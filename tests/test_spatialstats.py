@@ -239,6 +239,9 @@ def test_bad_inputs_raise_clear_errors(pair_arrays):
         ss.binned_statistics(dh, {"slope": slope}, bins={"slope": [5, 1]})
     with pytest.raises(InputError, match="not in variables"):
         ss.binned_statistics(dh, {"slope": slope}, bins={"aspect": 3})
+    moved = slope.assign_coords(x=slope["x"] + 1.0)
+    with pytest.raises(InputError, match="not on the grid of dh"):
+        ss.binned_statistics(dh, {"slope": moved})
 
 
 def test_all_nan_raises_not_enough_data():

@@ -24,6 +24,7 @@ and per block, and at most :data:`xdem.stats.MAX_GATHER` gathered values.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Callable, NamedTuple
 
 import dask
 import dask.array as da
@@ -31,19 +32,136 @@ import numpy as np
 
 from xdem import stats as _stats
 
-__all__ = ["group_moments", "group_order_statistics", "quantile_ranks", "combine_ranks", "MOMENTS"]
+__all__ = [
+    "Grouping", "bin_index", "group_ids", "gid_array", "group_moments", "group_order_statistics",
+    "quantile_ranks", "combine_ranks", "MOMENTS",
+]
 
 #: Columns of the per-group moments array.
 MOMENTS = ("count", "mean", "m2", "sumsq", "min", "max")
+_SPLIT_EVERY = 16
+
+
+class Grouping(NamedTuple):
+    """Values ``arrays[0]`` grouped by the bins (``edges``) of the variables ``arrays[1:]``.
+
+    The group id of a pixel is its bin index in C order over the variables, or ``-1``
+    when the value or a variable is not finite or outside the edges. All arrays are 2-D
+    dask arrays with the same chunks.
+    """
+
+    arrays: tuple[da.Array, ...]
+    edges: tuple[np.ndarray, ...]
+
+    @property
+    def n_groups(self) -> int:
+        return int(np.prod([e.size - 1 for e in self.edges]))
+
+
+def bin_index(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin ``j`` with ``edges[j] <= x < edges[j + 1]`` (last bin closed), for ``x`` within the edges.
+
+    Equals ``clip(searchsorted(edges, x, "right") - 1, 0, n - 1)`` (``n`` bins), also for
+    repeated edges, but avoids a binary search per value (slow on unsorted data): a sum of
+    comparisons for few edges, else a linear guess corrected against the exact edges.
+    """
+    n = edges.size - 1
+    if n <= 32:
+        idx = np.zeros(x.shape, dtype=np.int8)
+        for e in edges[1:-1]:
+            idx += x >= e
+        return idx.astype(np.int64)
+    lo, hi = float(edges[0]), float(edges[-1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        guess = np.floor((x - lo) * (n / (hi - lo)))
+    idx = np.clip(np.nan_to_num(guess, nan=0.0), 0, n - 1).astype(np.int64)
+    for _ in range(4):  # each pass moves by one bin; the guess is off by at most one
+        down = (x < edges[idx]) & (idx > 0)
+        up = (x >= edges[idx + 1]) & (idx < n - 1)
+        if not (down.any() or up.any()):
+            return idx
+        idx = idx - down + up
+    return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, n - 1)
+
+
+def group_ids(blocks: Sequence[np.ndarray], edges: Sequence[np.ndarray]) -> np.ndarray:
+    """Group id of every pixel of one block (``-1``: not counted), see :class:`Grouping`.
+
+    Bins are left-closed ``[e_i, e_{i+1})`` except the last, which also holds its upper
+    edge (as in :func:`numpy.histogram`).
+    """
+    ok = np.isfinite(blocks[0])
+    gid = None
+    for var, e in zip(blocks[1:], edges):
+        x = np.asarray(var, dtype=np.float64)
+        ok &= (x >= e[0]) & (x <= e[-1])  # False for NaN
+        idx = bin_index(x, e)
+        gid = idx if gid is None else gid * (e.size - 1) + idx
+    return np.where(ok, 0 if gid is None else gid, -1)
+
+
+def _gid_block(*blocks: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
+    return group_ids(blocks, edges)
+
+
+def gid_array(grouping: Grouping) -> da.Array:
+    """Lazy group ids of a grouping (an int64 dask array on the grid of the values)."""
+    return da.map_blocks(
+        _gid_block, *grouping.arrays, edges=grouping.edges, dtype=np.int64, meta=np.empty((0, 0), np.int64)
+    )
+
+
+def _values(
+    blocks: Sequence[np.ndarray], edges: Sequence[np.ndarray], centers: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 values and group ids of the counted pixels of one block (1-D).
+
+    With ``centers``, the values are the absolute deviations ``|v - centers[group]|``.
+    """
+    gid = group_ids(blocks, edges).ravel()
+    keep = gid >= 0
+    g = gid[keep]
+    v = np.asarray(blocks[0], dtype=np.float64).ravel()[keep]
+    if centers is not None:
+        v = np.abs(v - centers[g])
+    return v, g
+
+
+def _wrap_block(*blocks: np.ndarray, kernel: Callable, edges: tuple, centers: Any, kw: dict) -> np.ndarray:
+    out = np.empty((1, 1), dtype=object)
+    out[0, 0] = kernel(*_values(blocks, edges, centers), **kw)
+    return out
+
+
+def _unwrap(x: Any) -> Any:
+    return x[0, 0] if isinstance(x, np.ndarray) and x.dtype == object else x
+
+
+def _tree_reduce(grouping: Grouping, kernel: Callable, combine: Callable, *, centers=None, **kw) -> Any:
+    """Lazy result of ``kernel(values, groups, **kw)`` on every block, merged by ``combine``.
+
+    One task per block runs the kernel on the (fused) inputs, so each input block is
+    computed once per pass; per-block results are merged in a tree, ``_SPLIT_EVERY`` at
+    a time, so memory holds few of them at once.
+    """
+    nby, nbx = grouping.arrays[0].numblocks
+    per = da.map_blocks(
+        _wrap_block, *grouping.arrays, kernel=kernel, edges=grouping.edges, centers=centers, kw=kw,
+        chunks=((1,) * nby, (1,) * nbx), dtype=object, meta=np.empty((0, 0), dtype=object),
+    )
+    parts = list(per.to_delayed().ravel())
+
+    def merge(*xs: Any) -> Any:
+        return combine([_unwrap(x) for x in xs])
+
+    while len(parts) > 1:
+        parts = [dask.delayed(merge, pure=True)(*parts[i:i + _SPLIT_EVERY]) for i in range(0, len(parts), _SPLIT_EVERY)]
+    return parts[0]
 
 
 # --------------------------------------------------------------------------- moments
-def _moments_kernel(v: np.ndarray, gid: np.ndarray, *, n_groups: int) -> np.ndarray:
-    """Per-group ``MOMENTS`` of one block, shape ``(1, 1, n_groups, 6)``."""
-    v = np.asarray(v, dtype=np.float64).ravel()
-    g = np.asarray(gid).ravel()
-    keep = g >= 0
-    v, g = v[keep], g[keep]
+def _moments_kernel(v: np.ndarray, g: np.ndarray, *, n_groups: int) -> np.ndarray:
+    """Per-group ``MOMENTS`` of the values of one block, shape ``(n_groups, 6)``."""
     out = np.zeros((n_groups, 6))
     out[:, 4], out[:, 5] = np.inf, -np.inf
     if v.size:
@@ -55,41 +173,24 @@ def _moments_kernel(v: np.ndarray, gid: np.ndarray, *, n_groups: int) -> np.ndar
         out[:, 3] = np.bincount(g, weights=v * v, minlength=n_groups)
         np.minimum.at(out[:, 4], g, v)
         np.maximum.at(out[:, 5], g, v)
-    return out[None, None]
+    return out
 
 
-def _merge_moments(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
-    """Merge moments along the two leading block axes (Chan et al. pairwise update)."""
-    m = x.reshape((-1,) + x.shape[-2:])
+def _merge_moments(parts: list[np.ndarray]) -> np.ndarray:
+    """Merge per-block moments (pairwise update of Chan et al. 1979 for M2)."""
+    m = np.stack(parts)
     n = m[..., 0].sum(axis=0)
     wsum = (m[..., 0] * m[..., 1]).sum(axis=0)
     mean = np.divide(wsum, n, out=np.zeros_like(n), where=n > 0)
     m2 = m[..., 2].sum(axis=0) + (m[..., 0] * (m[..., 1] - mean) ** 2).sum(axis=0)
-    out = np.stack([n, mean, m2, m[..., 3].sum(axis=0), m[..., 4].min(axis=0), m[..., 5].max(axis=0)], axis=-1)
-    return out[None, None] if keepdims else out
+    return np.stack([n, mean, m2, m[..., 3].sum(axis=0), m[..., 4].min(axis=0), m[..., 5].max(axis=0)], axis=-1)
 
 
-def _chunk_identity(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
-    return x
-
-
-def moments_graph(v: da.Array, gid: da.Array, n_groups: int) -> da.Array:
-    """Lazy ``(n_groups, 6)`` array of the ``MOMENTS`` of each group (one pass)."""
-    nby, nbx = v.numblocks
-    per = da.map_blocks(
-        _moments_kernel, v, gid, n_groups=n_groups, new_axis=[2, 3],
-        chunks=((1,) * nby, (1,) * nbx, (n_groups,), (6,)), dtype=np.float64,
-        meta=np.empty((0, 0, 0, 0), np.float64),
-    )
-    return da.reduction(
-        per, chunk=_chunk_identity, combine=_merge_moments, aggregate=_merge_moments, axis=(0, 1),
-        keepdims=False, dtype=np.float64, concatenate=True, meta=np.empty((0, 0), np.float64),
-    )
-
-
-def group_moments(v: da.Array, gid: da.Array, n_groups: int) -> np.ndarray:
+def group_moments(grouping: Grouping) -> np.ndarray:
     """``(n_groups, 6)`` numpy array of the ``MOMENTS`` of each group (computes, one pass)."""
-    return np.asarray(moments_graph(v, gid, n_groups).compute())
+    g = grouping.n_groups
+    res = _tree_reduce(grouping, _moments_kernel, _merge_moments, n_groups=g)
+    return np.asarray(_unwrap(dask.compute(res)[0]))
 
 
 # ----------------------------------------------------------------- order statistics
@@ -98,14 +199,14 @@ def group_moments(v: da.Array, gid: da.Array, n_groups: int) -> np.ndarray:
 _Interval = tuple[int, float, float, bool]
 
 
-def _split_by_group(v: np.ndarray, gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Valid values of a block sorted by group id, and the sorted ids."""
-    v = np.asarray(v, dtype=np.float64).ravel()
-    g = np.asarray(gid).ravel()
-    keep = g >= 0
+def _split_by_group(v: np.ndarray, g: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values of groups ``0..n-1`` sorted by group, and the ``n + 1`` group starts."""
+    keep = g < n
     v, g = v[keep], g[keep]
-    order = np.argsort(g, kind="stable")
-    return v[order], g[order]
+    if n <= 2**15:  # numpy sorts 16-bit integers by radix, in linear time
+        g = g.astype(np.int16)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(g, minlength=n))])
+    return v[np.argsort(g, kind="stable")], starts
 
 
 def _in_interval(seg: np.ndarray, lo: float, hi: float, closed: bool) -> np.ndarray:
@@ -113,32 +214,38 @@ def _in_interval(seg: np.ndarray, lo: float, hi: float, closed: bool) -> np.ndar
     return seg[(seg >= lo) & upper]
 
 
-def _hist_kernel(
-    v: np.ndarray, gid: np.ndarray, *, intervals: tuple[_Interval, ...], edges: np.ndarray
-) -> np.ndarray:
-    """Per interval: counts in each of ``nbins`` bins, then min and max; ``(1, 1, m, nbins + 2)``."""
-    vs, gs = _split_by_group(v, gid)
-    nb = edges.shape[1] - 1
-    out = np.zeros((len(intervals), nb + 2))
-    out[:, nb], out[:, nb + 1] = np.inf, -np.inf
-    for i, (g, lo, hi, closed) in enumerate(intervals):
-        a, b = np.searchsorted(gs, [g, g + 1])
-        sel = _in_interval(vs[a:b], lo, hi, closed)
-        if sel.size:
-            idx = np.clip(np.searchsorted(edges[i], sel, side="right") - 1, 0, nb - 1)
-            out[i, :nb] = np.bincount(idx, minlength=nb)
-            out[i, nb], out[i, nb + 1] = sel.min(), sel.max()
-    return out[None, None]
+def _pass_kernel(
+    v: np.ndarray, g: np.ndarray, *, refine: tuple[_Interval, ...], edges: np.ndarray | None,
+    gather: tuple[_Interval, ...],
+) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """One block's share of a pass: per refined interval, counts in each bin then min and
+    max (``(m, nbins + 2)``); per gathered interval, its values."""
+    n = max(iv[0] for iv in refine + gather) + 1
+    vs, starts = _split_by_group(v, g, n)
+    hist = None
+    if refine:
+        nb = edges.shape[1] - 1
+        hist = np.zeros((len(refine), nb + 2))
+        hist[:, nb], hist[:, nb + 1] = np.inf, -np.inf
+        for i, (grp, lo, hi, closed) in enumerate(refine):
+            sel = _in_interval(vs[starts[grp]:starts[grp + 1]], lo, hi, closed)
+            if sel.size:
+                hist[i, :nb] = np.bincount(bin_index(sel, edges[i]), minlength=nb)
+                hist[i, nb], hist[i, nb + 1] = sel.min(), sel.max()
+    parts = [_in_interval(vs[starts[grp]:starts[grp + 1]], lo, hi, closed) for grp, lo, hi, closed in gather]
+    return hist, parts
 
 
-def _gather_kernel(v: np.ndarray, gid: np.ndarray, intervals: tuple[_Interval, ...]) -> list[np.ndarray]:
-    """Values of one block inside each interval (a list, one array per interval)."""
-    vs, gs = _split_by_group(v, gid)
-    parts = []
-    for g, lo, hi, closed in intervals:
-        a, b = np.searchsorted(gs, [g, g + 1])
-        parts.append(_in_interval(vs[a:b], lo, hi, closed))
-    return parts
+def _merge_pass(results: list[tuple[np.ndarray | None, list[np.ndarray]]]) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    hists = [h for h, _p in results]
+    hist = None
+    if hists[0] is not None:
+        stack = np.stack(hists)
+        hist = stack.sum(axis=0)
+        hist[:, -2] = stack[:, :, -2].min(axis=0)
+        hist[:, -1] = stack[:, :, -1].max(axis=0)
+    parts = [np.concatenate(p) for p in zip(*[p for _h, p in results])]
+    return hist, parts
 
 
 def _n_bins(n_intervals: int) -> int:
@@ -147,25 +254,27 @@ def _n_bins(n_intervals: int) -> int:
 
 
 def group_order_statistics(
-    v: da.Array,
-    gid: da.Array,
+    grouping: Grouping,
     queries: Sequence[tuple[int, int]],
     *,
     counts: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
+    centers: np.ndarray | None = None,
     max_gather: int | None = None,
 ) -> np.ndarray:
     """Exact values of 0-based ranks within groups, out of core.
 
     Parameters
     ----------
-    v, gid
-        Dask arrays of values and group ids (``-1``: ignored), same shape and chunks.
+    grouping
+        The values and their groups.
     queries
         ``(group, rank)`` pairs, ``0 <= rank < counts[group]``.
     counts, lo, hi
         Per group: number of values, and bounds with ``lo <= every value <= hi``.
+    centers
+        If given, work on ``|value - centers[group]|`` instead of the values.
     max_gather
         Largest number of values gathered in memory at once (default
         :data:`xdem.stats.MAX_GATHER`).
@@ -186,54 +295,42 @@ def group_order_statistics(
         gather: list[_Interval] = []
         refine: list[_Interval] = []
         used = 0
-        for key, (n, _) in sorted(open_.items(), key=lambda kv: kv[1][0]):
+        for key, (n, queued) in sorted(open_.items(), key=lambda kv: kv[1][0]):
             if key[1] == key[2]:  # a single possible value
-                for q, _k in open_[key][1]:
+                for q, _k in queued:
                     result[q] = key[1]
             elif used + n <= budget:
                 gather.append(key)
                 used += n
             else:
                 refine.append(key)
-        graphs: list = []
-        if refine:
-            nb = _n_bins(len(refine))
-            edges = np.stack([np.linspace(key[1], key[2], nb + 1) for key in refine])
-            nby, nbx = v.numblocks
-            per = da.map_blocks(
-                _hist_kernel, v, gid, intervals=tuple(refine), edges=edges, new_axis=[2, 3],
-                chunks=((1,) * nby, (1,) * nbx, (len(refine),), (nb + 2,)), dtype=np.float64,
-                meta=np.empty((0, 0, 0, 0), np.float64),
-            )
-            graphs += [per[..., :nb].sum(axis=(0, 1)), per[..., nb].min(axis=(0, 1)), per[..., nb + 1].max(axis=(0, 1))]
-        if gather:
-            vb, gb = v.to_delayed().ravel(), gid.to_delayed().ravel()
-            graphs += [dask.delayed(_gather_kernel)(a, b, tuple(gather)) for a, b in zip(vb, gb)]
-        computed = dask.compute(*graphs) if graphs else ()
+        if not (gather or refine):
+            break
+        nb = _n_bins(len(refine))
+        edges = np.stack([np.linspace(key[1], key[2], nb + 1) for key in refine]) if refine else None
+        res = _tree_reduce(
+            grouping, _pass_kernel, _merge_pass, centers=centers, refine=tuple(refine), edges=edges,
+            gather=tuple(gather),
+        )
+        hist, parts = _unwrap(dask.compute(res)[0])
         new_open: dict[_Interval, tuple[int, list[tuple[int, int]]]] = {}
-        if refine:
-            hist, mins, maxs = computed[:3]
-            computed = computed[3:]
-            for i, key in enumerate(refine):
-                g, _lo, _hi, closed = key
-                if mins[i] == maxs[i]:  # every value of the interval is equal
-                    for q, _k in open_[key][1]:
-                        result[q] = mins[i]
-                    continue
-                cum = np.cumsum(hist[i])
-                for q, k in open_[key][1]:
-                    j = int(np.searchsorted(cum, k, side="right"))
-                    before = int(cum[j - 1]) if j > 0 else 0
-                    last = j == nb - 1
-                    sub = (g, float(edges[i, j]), float(edges[i, j + 1]), closed and last)
-                    new_open.setdefault(sub, (int(hist[i, j]), []))[1].append((q, k - before))
-        if gather:
-            for i, key in enumerate(gather):
-                vals = np.concatenate([part[i] for part in computed])
-                ranks = sorted({k for _q, k in open_[key][1]})
-                part = np.partition(vals, ranks)
-                for q, k in open_[key][1]:
-                    result[q] = part[k]
+        for i, key in enumerate(refine):
+            g, _lo, _hi, closed = key
+            if hist[i, nb] == hist[i, nb + 1]:  # every value of the interval is equal
+                for q, _k in open_[key][1]:
+                    result[q] = hist[i, nb]
+                continue
+            cum = np.cumsum(hist[i, :nb])
+            for q, k in open_[key][1]:
+                j = int(np.searchsorted(cum, k, side="right"))
+                before = int(cum[j - 1]) if j > 0 else 0
+                sub = (g, float(edges[i, j]), float(edges[i, j + 1]), closed and j == nb - 1)
+                new_open.setdefault(sub, (int(hist[i, j]), []))[1].append((q, k - before))
+        for i, key in enumerate(gather):
+            ranks = sorted({k for _q, k in open_[key][1]})
+            part = np.partition(parts[i], ranks)
+            for q, k in open_[key][1]:
+                result[q] = part[k]
         open_ = new_open
     return result
 

@@ -25,6 +25,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from xdem import stats as _stats
 from xdem.errors import EmptyBinWarning, InputError, NotEnoughDataError
@@ -46,8 +47,23 @@ def _data(x: Any) -> Any:
     return x if isinstance(x, (np.ndarray, da.Array)) else getattr(x, "data", x)
 
 
+def _check_same_grid(dh: Any, name: str, var: Any) -> None:
+    """InputError if two DataArrays of the same shape have different x/y coordinates."""
+    if not all(isinstance(a, xr.DataArray) and {"x", "y"} <= set(a.coords) for a in (dh, var)):
+        return
+    for c in ("x", "y"):
+        a, b = np.asarray(dh[c].values, dtype=np.float64), np.asarray(var[c].values, dtype=np.float64)
+        if a.shape == b.shape and not np.allclose(a, b, rtol=0, atol=1e-6 * max(1.0, float(np.ptp(a)) / max(a.size, 1))):
+            raise InputError(
+                f"{name} is not on the grid of dh (different {c} coordinates); "
+                "bring it onto dh's grid first, e.g. with xdem.io.grid.align_pair or .rio.reproject_match(dh)"
+            )
+
+
 def _align(dh: Any, variables: Mapping[str, Any]) -> tuple[da.Array, dict[str, da.Array]]:
     """dh and the variables as 2-D dask arrays on one chunking (dh's, else a variable's)."""
+    for name, var in variables.items():
+        _check_same_grid(dh, name, var)
     raw = {"dh": _data(dh), **{k: _data(v) for k, v in variables.items()}}
     shape = None
     for name, arr in raw.items():
@@ -136,42 +152,18 @@ def _resolve_edges(dh: da.Array, variables: dict[str, da.Array], bins: Mapping[s
     return {name: edges[name] for name in names}
 
 
-def _gid_kernel(dh: np.ndarray, *variables: np.ndarray, edges: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Flat bin id of each pixel (C order over the variables), ``-1`` if invalid or outside.
-
-    Bins are left-closed ``[e_i, e_i+1)`` except the last, which also holds its upper edge
-    (as in :func:`numpy.histogram`).
-    """
-    ok = np.isfinite(np.asarray(dh, dtype=np.float64))
-    gid = np.zeros(np.shape(dh), dtype=np.int64)
-    for var, e in zip(variables, edges):
-        x = np.asarray(var, dtype=np.float64)
-        n = e.size - 1
-        idx = np.searchsorted(e, x, side="right") - 1
-        idx = np.where(x == e[-1], n - 1, idx)
-        ok &= np.isfinite(x) & (idx >= 0) & (idx < n)
-        gid = gid * n + np.clip(idx, 0, n - 1)
-    return np.where(ok, gid, -1)
-
-
-def _dev_kernel(v: np.ndarray, gid: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
-    """``|v - centers[gid]|`` in float64 (NaN where gid < 0)."""
-    g = np.asarray(gid)
-    c = np.where(g >= 0, centers[np.clip(g, 0, None)], np.nan)
-    return np.abs(np.asarray(v, dtype=np.float64) - c)
-
-
 # ----------------------------------------------------------------------- engine
 def _grouped_table(
-    v: da.Array, gid: da.Array, n_groups: int, stats: list[str], pcts: list[float], *,
+    grouping: _grouped.Grouping, stats: list[str], pcts: list[float], *,
     subsample: float | int | None, random_state: int | None, max_gather: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Statistic name -> per-group values."""
-    mom = _grouped.group_moments(v, gid, n_groups)
+    n_groups = grouping.n_groups
+    mom = _grouped.group_moments(grouping)
     n = mom[:, 0]
     if not n.any():
         raise NotEnoughDataError(
-            f"no valid pixel among {v.size} (dh and every variable finite, inside the bins); "
+            f"no valid pixel among {grouping.arrays[0].size} (dh and every variable finite, inside the bins); "
             "check the nodata values, the bins and that the rasters overlap"
         )
     has = n > 0
@@ -188,7 +180,7 @@ def _grouped_table(
     if not want_q:
         return table
     if subsample is not None:
-        table.update(_sampled_quantiles(v, gid, n_groups, stats, pcts, subsample=subsample, random_state=random_state))
+        table.update(_sampled_quantiles(grouping, stats, pcts, subsample=subsample, random_state=random_state))
         return table
     groups = np.flatnonzero(has)
     keys = ["median"] + [f"p{p:g}" for p in pcts]
@@ -203,7 +195,7 @@ def _grouped_table(
             plan.append((g, key, len(queries), t))
             queries += [(int(g), k0), (int(g), k1)]
     vals = _grouped.group_order_statistics(
-        v, gid, queries, counts=n, lo=mom[:, 4], hi=mom[:, 5], max_gather=max_gather
+        grouping, queries, counts=n, lo=mom[:, 4], hi=mom[:, 5], max_gather=max_gather
     )
     for key in keys:
         table[key] = np.full(n_groups, np.nan)
@@ -212,7 +204,6 @@ def _grouped_table(
         table[key][g] = (a + b) / 2 if key == "median" else _grouped.combine_ranks(a, b, t)
     if "nmad" in stats:
         med = np.nan_to_num(table["median"])
-        dev = da.map_blocks(_dev_kernel, v, gid, centers=med, dtype=np.float64, meta=np.empty((0, 0), np.float64))
         hi = np.maximum(mom[:, 5] - med, med - mom[:, 4])
         dqueries, dplan = [], []
         for g in groups:
@@ -220,7 +211,7 @@ def _grouped_table(
             dplan.append((g, len(dqueries)))
             dqueries += [(int(g), k0), (int(g), k1)]
         dvals = _grouped.group_order_statistics(
-            dev, gid, dqueries, counts=n, lo=np.zeros(n_groups), hi=hi, max_gather=max_gather
+            grouping, dqueries, counts=n, lo=np.zeros(n_groups), hi=hi, centers=med, max_gather=max_gather
         )
         nm = np.full(n_groups, np.nan)
         for g, i in dplan:
@@ -230,11 +221,14 @@ def _grouped_table(
 
 
 def _sampled_quantiles(
-    v: da.Array, gid: da.Array, n_groups: int, stats: list[str], pcts: list[float], *,
+    grouping: _grouped.Grouping, stats: list[str], pcts: list[float], *,
     subsample: float | int, random_state: int | None,
 ) -> dict[str, np.ndarray]:
+    n_groups = grouping.n_groups
+    gid = _grouped.gid_array(grouping)
     s = sample_valid(
-        gid >= 0, {"v": v, "gid": gid}, subsample=subsample, random_state=random_state, what="binned statistics"
+        gid >= 0, {"v": grouping.arrays[0], "gid": gid}, subsample=subsample, random_state=random_state,
+        what="binned statistics",
     )
     g = s["gid"].astype(np.int64)
     out = {"sample_count": np.bincount(g, minlength=n_groups).astype(np.int64), "median": np.full(n_groups, np.nan)}
@@ -336,12 +330,8 @@ def binned_statistics(
     edges = _resolve_edges(dh_arr, var_arrs, bins or {})
     names = list(var_arrs)
     shape = tuple(e.size - 1 for e in edges.values())
-    n_groups = int(np.prod(shape))
-    gid = da.map_blocks(
-        _gid_kernel, dh_arr, *var_arrs.values(), edges=tuple(edges.values()), dtype=np.int64,
-        meta=np.empty((0, 0), np.int64),
-    )
-    table = _grouped_table(dh_arr, gid, n_groups, stats, pcts, subsample=subsample, random_state=random_state)
+    grouping = _grouped.Grouping((dh_arr, *var_arrs.values()), tuple(edges.values()))
+    table = _grouped_table(grouping, stats, pcts, subsample=subsample, random_state=random_state)
     return _to_frame(table, stats, names, edges, shape, subsample is not None)
 
 
@@ -436,11 +426,12 @@ def robust_summary(
     (2.0, 2.0, 3)
     """
     dh_arr, _ = _align(dh, {})
-    gid = da.map_blocks(_gid_kernel, dh_arr, edges=(), dtype=np.int64, meta=np.empty((0, 0), np.int64))
     stats = ["count", "median", "nmad", "mean", "std", "rmse", "min", "max"] + [f"p{p:g}" for p in percentiles]
     parsed, pcts = _parse_statistics(stats)
     try:
-        table = _grouped_table(dh_arr, gid, 1, parsed, pcts, subsample=subsample, random_state=random_state)
+        table = _grouped_table(
+            _grouped.Grouping((dh_arr,), ()), parsed, pcts, subsample=subsample, random_state=random_state
+        )
     except NotEnoughDataError:
         raise NotEnoughDataError(
             f"all {dh_arr.size} pixels are nodata/NaN (0 valid); check the nodata value or the band"
