@@ -297,3 +297,25 @@ def test_pipeline_subsample_and_random_state_reach_every_step():
     doc = json.loads(pipe.to_json())
     again = xdem.coreg.Coreg.from_json(json.dumps(doc))
     assert isinstance(again, CoregPipeline) and again.to_translations() == pipe.to_translations()
+
+
+def test_slope_aspect_from_windows_equal_terrain_rasters():
+    """Nuth & Kääb takes slope/aspect at the sampled pixels from gathered windows; they must
+    equal xdem.terrain's full rasters there (edges included)."""
+    from xdem.coreg._windows import gather_windows, terrain_at_windows
+
+    ref, _, _ = example_pair(holes=3, chunks=96)
+    arr = ref.values.copy()
+    arr[50:53, 70:75] = np.nan
+    dem = ref.copy(data=dask.array.from_array(arr, chunks=96))
+    rng = np.random.default_rng(0)
+    rows = np.r_[rng.integers(0, 400, 3000), 0, 399, 51, 49]
+    cols = np.r_[rng.integers(0, 400, 3000), 0, 399, 72, 70]
+    for method in ("horn", "zevenbergthorne"):
+        win = gather_windows(dem.data, rows, cols, 2)
+        slope, aspect = terrain_at_windows(win, 2, res_x=1.0, res_y=1.0, method=method)
+        s_full = xdem.terrain.slope(dem, method=method).values[rows, cols]
+        a_full = xdem.terrain.aspect(dem, method=method).values[rows, cols]
+        np.testing.assert_allclose(slope, s_full, rtol=1e-5, atol=1e-5, equal_nan=True)
+        np.testing.assert_allclose(aspect, a_full, rtol=1e-5, atol=1e-4, equal_nan=True)
+        assert np.isnan(slope[-4:-1]).all()  # DEM corners and a pixel next to the hole

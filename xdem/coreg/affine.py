@@ -20,10 +20,11 @@ from affine import Affine
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
+from xdem.coreg._windows import gather_windows, sample_with_terrain
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.sampling import sample_valid
 
-__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
+__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix", "gather_windows"]
 
 
 def translation_matrix(shift_x: float, shift_y: float, shift_z: float) -> np.ndarray:
@@ -198,54 +199,6 @@ def _nuth_kaab_step(
     return float(east), float(north), len(rows)
 
 
-def _windows_block(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
-    """Windows ``(n, 2h+2, 2h+2)`` of an overlapped block around local centres."""
-    size = 2 * half + 2
-    view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
-    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
-
-
-def gather_windows(arr: da.Array, rows: np.ndarray, cols: np.ndarray, half: int) -> np.ndarray:
-    """Read windows of ``2*half+2`` pixels around integer centres, in one compute.
-
-    Window ``k`` starts at pixel ``(rows[k] - half, cols[k] - half)``. Each chunk (with an
-    overlap of ``half + 1`` pixels) is read once; centres outside the grid give NaN windows.
-    Memory is bounded by the number of points, not the DEM size.
-    """
-    depth = half + 1
-    ny, nx = arr.shape
-    size = 2 * half + 2
-    out = np.full((len(rows), size, size), np.nan, dtype=np.float32)
-    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
-    if not inside.any():
-        return out
-    ov = da.overlap.overlap(arr.astype(np.float32), depth={0: depth, 1: depth}, boundary=np.nan)
-    r_edges = np.cumsum((0,) + arr.chunks[0])
-    c_edges = np.cumsum((0,) + arr.chunks[1])
-    br = np.searchsorted(r_edges, rows, side="right") - 1
-    bc = np.searchsorted(c_edges, cols, side="right") - 1
-    blocks = ov.to_delayed()
-    import dask
-
-    idx_all = np.flatnonzero(inside)
-    key = br[idx_all] * len(c_edges) + bc[idx_all]
-    order = np.argsort(key, kind="stable")
-    idx_sorted, key_sorted = idx_all[order], key[order]
-    starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
-    ends = np.r_[starts[1:], len(key_sorted)]
-    tasks, groups = [], []
-    for s0, s1 in zip(starts, ends):
-        ids = idx_sorted[s0:s1]
-        i, j = br[ids[0]], bc[ids[0]]
-        lrow = rows[ids] - r_edges[i] + depth
-        lcol = cols[ids] - c_edges[j] + depth
-        tasks.append(dask.delayed(_windows_block)(blocks[i, j], lrow, lcol, half))
-        groups.append(ids)
-    for ids, win in zip(groups, dask.compute(*tasks)):
-        out[ids] = win
-    return out
-
-
 @register
 class NuthKaab(AffineCoreg):
     """Horizontal and vertical shift by Nuth & Kääb (2011), fitted on a subsample.
@@ -259,14 +212,15 @@ class NuthKaab(AffineCoreg):
     shift is applied once, by a single resampling.
 
     Passes over the full data in ``fit``: two to draw the subsample (valid-pixel histogram,
-    then the sampled values of the reference, its slope and aspect), then one read of small
-    windows of the to-be-aligned DEM around the sampled pixels, plus one more only when the
-    shift leaves those windows (more than about 2 pixels from where they were read): usually
-    2 to 4 passes, whatever ``max_iterations``. Iterations run on the gathered windows in
-    memory (bounded by ``subsample``, about 150 bytes per point).
+    then the sampled pixels), one to read small windows (6 x 6 pixels) of both DEMs around
+    the sampled pixels, plus one more only each time the shift leaves those windows (more
+    than about 2 pixels from where they were read): usually 3 or 4 passes, whatever
+    ``max_iterations``. Iterations run on the gathered windows in memory (bounded by
+    ``subsample``: about 300 bytes per point).
 
-    Slope and aspect of the reference come from :func:`xdem.terrain.get_terrain_attribute`
-    (Horn by default). Pixels with a slope below ``min_slope`` degrees do not enter the
+    Slope and aspect of the reference are computed at the sampled pixels only, from their
+    3 x 3 neighbourhoods in the windows, with the kernels of :mod:`xdem.terrain` (Horn by
+    default): the values equal :func:`xdem.terrain.slope` and :func:`xdem.terrain.aspect`. Pixels with a slope below ``min_slope`` degrees do not enter the
     horizontal fit. If too few sloped pixels or aspect directions remain, the horizontal
     shift is not estimated: a :class:`~xdem.errors.FlatTerrainWarning` is emitted,
     ``horizontal_constrained_`` is False and ``shift_x_ = shift_y_ = 0``. Not converging
@@ -353,47 +307,17 @@ class NuthKaab(AffineCoreg):
             raise InputError(f"bin_count must be >= 3, got {self.bin_count}")
 
     def _fit(self, data: FitData) -> None:
-        from xdem.terrain import get_terrain_attribute
-
         self._check_params()
         check_projected(data.ref, "Nuth & Kääb")
         dx, dy = get_resolution(data.ref)
-        t = get_transform(data.ref)
-        slope, aspect = get_terrain_attribute(data.ref, ["slope", "aspect"], method=self.terrain_method)
-        s = sample_valid(
-            data.valid(), {"ref": data.ref.data, "slope": slope.data, "aspect": aspect.data},
-            subsample=self.subsample, random_state=self.random_state, min_count=self._min_points, what="Nuth & Kääb",
+        ss = sample_with_terrain(
+            data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
+            what="Nuth & Kääb", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
         )
-        passes = 2
-        rows, cols = s["row"], s["col"]
-        sloped = np.isfinite(s["slope"]) & np.isfinite(s["aspect"]) & (s["slope"] >= self.min_slope)
-        tan_slope = np.tan(np.radians(s["slope"]))
-        asp = np.radians(s["aspect"])
-        ysign = 1.0 if t.e < 0 else -1.0
-        xsign = 1.0 if t.a > 0 else -1.0
-        before, after = footprint(self.resampling)
-        h = self._half
-        cache: dict[str, Any] = {}
-
-        def evaluate(sx: float, sy: float) -> np.ndarray:
-            """tba at the sampled pixels moved by (sx, sy): aligned = tba(x - sx, y - sy)."""
-            nonlocal passes
-            drow, dcol = ysign * sy / dy, -xsign * sx / dx
-            ok = cache and all(
-                before <= p - c + h < 2 * h + 1 - after for p, c in ((drow, cache["R"]), (dcol, cache["C"]))
-            )
-            if not ok:
-                cache["R"], cache["C"] = int(round(drow)), int(round(dcol))
-                cache["win"] = gather_windows(data.tba.data, rows + cache["R"], cols + cache["C"], h)
-                passes += 1
-            from xdem.kernels.interp import interp_windows_kernel
-
-            n = len(rows)
-            return interp_windows_kernel(
-                cache["win"], np.full(n, drow - cache["R"] + h), np.full(n, dcol - cache["C"] + h),
-                resampling=self.resampling,
-            )
-
+        s, evaluate = ss.sample, ss.sampler
+        sloped = np.isfinite(ss.slope) & np.isfinite(ss.aspect) & (ss.slope >= self.min_slope)
+        tan_slope = np.tan(np.radians(ss.slope))
+        asp = np.radians(ss.aspect)
         sx = sy = 0.0
         history: list[list[float]] = []
         converged = False
@@ -457,4 +381,4 @@ class NuthKaab(AffineCoreg):
         self.horizontal_constrained_ = bool(constrained)
         self.count_ = int(n_fit)
         self.history_ = history
-        self.passes_ = int(passes)
+        self.passes_ = int(ss.passes)

@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from xdem.coreg.affine import _check_resampling, gather_windows, shift_dem
+from xdem.coreg._windows import sample_with_terrain
+from xdem.coreg.affine import _check_resampling, shift_dem
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
     check_poly_order, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
@@ -38,47 +39,8 @@ from xdem.coreg.deramp import (
 from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform
-from xdem.kernels.interp import footprint, interp_windows_kernel
-from xdem.sampling import sample_valid
 
 __all__ = ["NuthKaabDeramp"]
-
-
-class _WindowSampler:
-    """Values of ``tba`` moved by ``(sx, sy)`` at the sampled pixels, from cached windows.
-
-    Windows of ``2 h + 2`` pixels are read once around the sampled pixels (one compute) and
-    read again only when the shift leaves them.
-    """
-
-    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2):
-        self.arr = tba.data
-        self.rows, self.cols = rows, cols
-        self.resampling = resampling
-        self.half = half
-        t = get_transform(tba)
-        self.dx, self.dy = get_resolution(tba)
-        self.ysign = 1.0 if t.e < 0 else -1.0
-        self.xsign = 1.0 if t.a > 0 else -1.0
-        self.before, self.after = footprint(resampling)
-        self.R = self.C = None
-        self.win: np.ndarray | None = None
-        self.reads = 0
-
-    def __call__(self, sx: float, sy: float) -> np.ndarray:
-        h = self.half
-        drow, dcol = self.ysign * sy / self.dy, -self.xsign * sx / self.dx
-        ok = self.win is not None and all(
-            self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, self.R), (dcol, self.C))
-        )
-        if not ok:
-            self.R, self.C = int(round(drow)), int(round(dcol))
-            self.win = gather_windows(self.arr, self.rows + self.R, self.cols + self.C, h)
-            self.reads += 1
-        n = len(self.rows)
-        return interp_windows_kernel(
-            self.win, np.full(n, drow - self.R + h), np.full(n, dcol - self.C + h), resampling=self.resampling
-        )
 
 
 def _solve_rejecting(design: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -186,17 +148,15 @@ class NuthKaabDeramp(Coreg):
             raise InputError(f"tolerance must be > 0 (pixels), got {self.tolerance}")
 
     def _fit(self, data: FitData) -> None:
-        from xdem.terrain import get_terrain_attribute
-
         self._check_params()
         check_projected(data.ref, "NuthKaabDeramp")
         dx, dy = get_resolution(data.ref)
-        slope, aspect = get_terrain_attribute(data.ref, ["slope", "aspect"], method=self.terrain_method)
-        s = sample_valid(
-            data.valid(), {"ref": data.ref.data, "slope": slope.data, "aspect": aspect.data},
-            subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
-            what="NuthKaabDeramp",
+        ss = sample_with_terrain(
+            data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
+            what="NuthKaabDeramp", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
         )
+        s, sampler = ss.sample, ss.sampler
+        s["slope"], s["aspect"] = ss.slope, ss.aspect
         tan_s = np.tan(np.radians(s["slope"]))
         asp = np.radians(s["aspect"])
         sloped = np.isfinite(tan_s) & np.isfinite(asp) & (s["slope"] >= float(self.min_slope))
@@ -214,7 +174,6 @@ class NuthKaabDeramp(Coreg):
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         design = np.column_stack([gx, gy, poly])
-        sampler = _WindowSampler(data.tba, s["row"], s["col"], self.resampling, self._half)
         sx = sy = 0.0
         history: list[list[float]] = []
         converged = False
@@ -264,7 +223,7 @@ class NuthKaabDeramp(Coreg):
         self.horizontal_constrained_ = bool(constrained)
         self.count_ = int(ok.sum())
         self.history_ = history
-        self.passes_ = 2 + sampler.reads
+        self.passes_ = ss.passes
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         if not resample:

@@ -1,0 +1,187 @@
+"""Small windows gathered around sampled pixels: the in-memory working set of the
+shift-estimating methods (:class:`~xdem.coreg.NuthKaab`, :class:`~xdem.coreg.NuthKaabDeramp`).
+
+Instead of re-reading whole rasters at every iteration, these methods read, once, a window
+of ``2 h + 2`` pixels around each sampled pixel (one pass), evaluate the to-be-aligned DEM
+at any shift by interpolation inside the windows, and read again only when the shift leaves
+them. The slope and aspect of the reference at the sampled pixels come from the same
+windows (the 3 x 3 neighbourhood of each pixel), so no full-size terrain raster is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.coreg.base import FitData
+from xdem.io.grid import get_resolution, get_transform
+from xdem.kernels.interp import footprint, interp_windows_kernel
+from xdem.sampling import Sample, sample_valid
+
+__all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
+
+
+def _windows_block(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
+    """Windows ``(n, 2h+2, 2h+2)`` of an overlapped block around local centres."""
+    size = 2 * half + 2
+    view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
+    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
+
+
+def gather_windows(
+    arrays: da.Array | Sequence[da.Array], rows: np.ndarray, cols: np.ndarray, half: int
+) -> np.ndarray | list[np.ndarray]:
+    """Read windows of ``2*half+2`` pixels around integer centres, in one compute.
+
+    Window ``k`` starts at pixel ``(rows[k] - half, cols[k] - half)``. Each chunk (with an
+    overlap of ``half + 1`` pixels) is read once, for all ``arrays`` together (they must
+    share one grid and chunking); centres outside the grid give NaN windows. Memory is
+    bounded by the number of points, not the DEM size.
+
+    Returns one ``(n, 2h+2, 2h+2)`` float32 array, or a list of them when given a sequence.
+    """
+    single = isinstance(arrays, da.Array)
+    arrs = [arrays] if single else list(arrays)
+    depth = half + 1
+    ny, nx = arrs[0].shape
+    size = 2 * half + 2
+    outs = [np.full((len(rows), size, size), np.nan, dtype=np.float32) for _ in arrs]
+    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
+    if inside.any():
+        r_edges = np.cumsum((0,) + arrs[0].chunks[0])
+        c_edges = np.cumsum((0,) + arrs[0].chunks[1])
+        blocks = [
+            da.overlap.overlap(a.astype(np.float32), depth={0: depth, 1: depth}, boundary=np.nan).to_delayed()
+            for a in arrs
+        ]
+        br = np.searchsorted(r_edges, rows, side="right") - 1
+        bc = np.searchsorted(c_edges, cols, side="right") - 1
+        idx_all = np.flatnonzero(inside)
+        key = br[idx_all] * len(c_edges) + bc[idx_all]
+        order = np.argsort(key, kind="stable")
+        idx_sorted, key_sorted = idx_all[order], key[order]
+        starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+        ends = np.r_[starts[1:], len(key_sorted)]
+        tasks, groups = [], []
+        for s0, s1 in zip(starts, ends):
+            ids = idx_sorted[s0:s1]
+            i, j = br[ids[0]], bc[ids[0]]
+            lrow = rows[ids] - r_edges[i] + depth
+            lcol = cols[ids] - c_edges[j] + depth
+            tasks.append([dask.delayed(_windows_block)(b[i, j], lrow, lcol, half) for b in blocks])
+            groups.append(ids)
+        for ids, wins in zip(groups, dask.compute(*tasks)):
+            for out, win in zip(outs, wins):
+                out[ids] = win
+    return outs[0] if single else outs
+
+
+def terrain_at_windows(
+    windows: np.ndarray, half: int, *, res_x: float, res_y: float, method: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slope and aspect (degrees) at the centre pixel of each window.
+
+    The 3 x 3 neighbourhoods are laid side by side in one ``3 x 3n`` mosaic and passed to
+    :func:`xdem.terrain.kernels.slope_aspect_kernel`, whose interior value at column
+    ``3k`` is that of window ``k`` (a 3 x 3 kernel never mixes two windows there): the
+    values equal those of :func:`xdem.terrain.slope`/:func:`~xdem.terrain.aspect`.
+    """
+    from xdem.terrain.kernels import slope_aspect_kernel
+
+    nb = windows[:, half - 1 : half + 2, half - 1 : half + 2].astype(np.float64)
+    mosaic = nb.transpose(1, 0, 2).reshape(3, -1)
+    slope, aspect = slope_aspect_kernel(mosaic, res_x=res_x, res_y=res_y, method=method)
+    return np.degrees(slope[0, 0::3]), np.degrees(aspect[0, 0::3])
+
+
+class WindowSampler:
+    """Values of ``tba`` moved by ``(sx, sy)`` at the sampled pixels, from cached windows.
+
+    ``sampler(sx, sy)`` returns ``tba(x - sx, y - sy)`` at every sampled pixel. Windows are
+    re-read (one pass) only when the shift leaves the cached ones; ``reads`` counts them.
+    """
+
+    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2):
+        self.arr = tba.data
+        self.rows, self.cols = rows, cols
+        self.resampling = resampling
+        self.half = half
+        t = get_transform(tba)
+        self.dx, self.dy = get_resolution(tba)
+        self.ysign = 1.0 if t.e < 0 else -1.0
+        self.xsign = 1.0 if t.a > 0 else -1.0
+        self.before, self.after = footprint(resampling)
+        self.R: int | None = None
+        self.C: int | None = None
+        self.win: np.ndarray | None = None
+        self.reads = 0
+
+    def prime(self, windows: np.ndarray) -> None:
+        """Use ``windows`` (gathered at zero shift, centred on the sampled pixels)."""
+        self.R, self.C, self.win = 0, 0, windows
+
+    def __call__(self, sx: float, sy: float) -> np.ndarray:
+        h = self.half
+        drow, dcol = self.ysign * sy / self.dy, -self.xsign * sx / self.dx
+        ok = self.win is not None and all(
+            self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, self.R), (dcol, self.C))
+        )
+        if not ok:
+            self.R, self.C = int(round(drow)), int(round(dcol))
+            self.win = gather_windows(self.arr, self.rows + self.R, self.cols + self.C, h)
+            self.reads += 1
+        n = len(self.rows)
+        return interp_windows_kernel(
+            self.win, np.full(n, drow - self.R + h), np.full(n, dcol - self.C + h), resampling=self.resampling
+        )
+
+
+@dataclass
+class SlopedSample:
+    """A subsample with the reference's slope and aspect (degrees) and a primed sampler."""
+
+    sample: Sample
+    slope: np.ndarray
+    aspect: np.ndarray
+    sampler: WindowSampler
+
+    @property
+    def passes(self) -> int:
+        """Computes so far plus the sampler's later reads: 2 (draw) + 1 (windows) + reads."""
+        return 3 + self.sampler.reads
+
+
+def sample_with_terrain(
+    data: FitData,
+    *,
+    subsample: float | int,
+    random_state: int | None,
+    min_count: int,
+    what: str,
+    resampling: str,
+    terrain_method: str,
+    half: int = 2,
+) -> SlopedSample:
+    """Draw the subsample, then read reference and to-be-aligned windows in one pass.
+
+    Three passes over the data: the two of :func:`xdem.sampling.sample_valid` and one
+    window read (both DEMs together). Slope and aspect come from the reference windows.
+    """
+    s = sample_valid(
+        data.valid(), {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
+        min_count=min_count, what=what,
+    )
+    win_ref, win_tba = gather_windows([data.ref.data, data.tba.data], s["row"], s["col"], half)
+    t = get_transform(data.ref)
+    dx, dy = get_resolution(data.ref)
+    slope, aspect = terrain_at_windows(
+        win_ref, half, res_x=dx if t.a > 0 else -dx, res_y=dy if t.e < 0 else -dy, method=terrain_method
+    )
+    sampler = WindowSampler(data.tba, s["row"], s["col"], resampling, half)
+    sampler.prime(win_tba)
+    return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
