@@ -236,7 +236,10 @@ def _pass_kernel(
     return hist, parts
 
 
-def _merge_pass(results: list[tuple[np.ndarray | None, list[np.ndarray]]]) -> tuple[np.ndarray | None, list[np.ndarray]]:
+_PassResult = tuple[np.ndarray | None, list[np.ndarray]]
+
+
+def _merge_pass(results: list[_PassResult]) -> _PassResult:
     hists = [h for h, _p in results]
     hist = None
     if hists[0] is not None:

@@ -53,7 +53,8 @@ def _check_same_grid(dh: Any, name: str, var: Any) -> None:
         return
     for c in ("x", "y"):
         a, b = np.asarray(dh[c].values, dtype=np.float64), np.asarray(var[c].values, dtype=np.float64)
-        if a.shape == b.shape and not np.allclose(a, b, rtol=0, atol=1e-6 * max(1.0, float(np.ptp(a)) / max(a.size, 1))):
+        tol = 1e-6 * max(1.0, float(np.ptp(a)) / max(a.size, 1))  # a millionth of a pixel
+        if a.shape == b.shape and not np.allclose(a, b, rtol=0, atol=tol):
             raise InputError(
                 f"{name} is not on the grid of dh (different {c} coordinates); "
                 "bring it onto dh's grid first, e.g. with xdem.io.grid.align_pair or .rio.reproject_match(dh)"
@@ -76,7 +77,9 @@ def _align(dh: Any, variables: Mapping[str, Any]) -> tuple[da.Array, dict[str, d
         elif arr.shape != shape:
             raise InputError(f"{name} has shape {arr.shape} but dh has {shape}; put every variable on the grid of dh")
     chunks = next((a.chunks for a in raw.values() if isinstance(a, da.Array)), shape)
-    out = {k: (a.rechunk(chunks) if isinstance(a, da.Array) else da.from_array(a, chunks=chunks)) for k, a in raw.items()}
+    out = {
+        k: (a.rechunk(chunks) if isinstance(a, da.Array) else da.from_array(a, chunks=chunks)) for k, a in raw.items()
+    }
     dh_arr = out.pop("dh")
     return dh_arr, out
 
@@ -124,7 +127,9 @@ def _resolve_edges(dh: da.Array, variables: dict[str, da.Array], bins: Mapping[s
         b = bins.get(name, 10)
         if np.isscalar(b):
             if isinstance(b, bool) or int(b) != b or int(b) < 1:
-                raise InputError(f"bins[{name!r}] must be a positive integer or an increasing array of edges, got {b!r}")
+                raise InputError(
+                    f"bins[{name!r}] must be a positive integer or an increasing array of edges, got {b!r}"
+                )
             need_range.append(name)
         else:
             e = np.asarray(b, dtype=np.float64)

@@ -382,7 +382,8 @@ def fit_sum_model_variogram(
             best, best_rss = popt, rss
     if best is None:
         raise XdemError(f"the variogram fit of {names} did not converge; try other models or more lag classes")
-    comps = sorted(((names[i], float(best[2 * i]), float(best[2 * i + 1])) for i in range(len(names))), key=lambda c: c[1])
+    comps = [(names[i], float(best[2 * i]), float(best[2 * i + 1])) for i in range(len(names))]
+    comps.sort(key=lambda c: c[1])
     params = pd.DataFrame(comps, columns=["model", "range", "sill"])
     params.attrs["rss"] = best_rss
     return model_function(comps), params
