@@ -85,7 +85,7 @@ def resolve_count(subsample: float | int, n_valid: int) -> int:
 
     A count larger than ``n_valid`` means "all valid pixels".
     """
-    if isinstance(subsample, bool) or not np.isscalar(subsample) or subsample <= 0:
+    if isinstance(subsample, bool) or not isinstance(subsample, (int, float, np.integer, np.floating)) or subsample <= 0:
         raise InputError(f"subsample must be a fraction in (0, 1] or a count > 1, got {subsample!r}")
     if subsample <= 1:
         return int(min(n_valid, max(1, round(float(subsample) * n_valid)))) if n_valid else 0
@@ -111,16 +111,25 @@ def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, bloc
     return hist[None, None, :]
 
 
+def cut_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
+    """Windows ``(n, 2h+2, 2h+2)`` (float32) of ``block`` starting at ``(lrow - h, lcol - h)``."""
+    size = 2 * half + 2
+    view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
+    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
+
+
 def _candidates_block(
-    valid: np.ndarray, *arrays: np.ndarray, names: tuple[str, ...], edge: float, ncols: int,
-    random_state: int | None, row0: int, col0: int,
+    valid: np.ndarray, *arrays: np.ndarray, names: tuple[str, ...], win_names: tuple[str, ...], half: int,
+    edge: float, ncols: int, random_state: int | None, row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
     u = pixel_uniform(row0, col0, valid.shape, ncols, random_state)
     keep = valid & (u < edge)
     r, c = np.nonzero(keep)
     out = {"u": u[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0}
-    for name, arr in zip(names, arrays):
+    for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
+    for name, arr in zip(win_names, arrays[len(names) :]):  # overlapped by half + 1
+        out[name] = cut_windows(np.asarray(arr), r + half + 1, c + half + 1, half)
     return out
 
 
@@ -133,6 +142,8 @@ def sample_valid(
     min_count: int = 1,
     what: str = "the fit",
     extra_counts: Mapping[str, da.Array] | None = None,
+    windows: Mapping[str, da.Array] | None = None,
+    half: int = 2,
 ) -> Sample:
     """Draw a reproducible subsample of the valid pixels and gather arrays there.
 
@@ -155,6 +166,12 @@ def sample_valid(
     extra_counts
         Name -> 2-D boolean dask arrays whose True pixels are counted exactly during the
         first pass (no extra pass); the counts are in ``Sample.counts``.
+    windows
+        Name -> 2-D dask arrays from which a window of ``2*half+2`` pixels starting at
+        ``(row - half, col - half)`` around every drawn pixel is cut in the second pass (no
+        extra pass); NaN outside the grid. Returned as ``(n, 2h+2, 2h+2)`` float32 arrays.
+    half
+        Half-size of those windows.
 
     Returns
     -------
@@ -190,24 +207,36 @@ def sample_valid(
     b = int(np.searchsorted(cum, n))  # first bin where the cumulative count reaches n
     edge = 1.0 if n >= n_valid else (b + 1) / _NBINS
     names = tuple(arrays)
+    win_names = tuple(windows or {})
+    if set(win_names) & set(names):
+        raise InputError(f"a name is both sampled and windowed: {sorted(set(win_names) & set(names))}")
+    win_arrays = [
+        da.overlap.overlap(
+            da.asarray(windows[k]).rechunk(valid.chunks).astype(np.float32),
+            depth={0: half + 1, 1: half + 1}, boundary=np.nan,
+        )
+        for k in win_names
+    ]
     row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
     col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
     vblocks = valid.to_delayed()
-    ablocks = [arrays[k].to_delayed() for k in names]
+    ablocks = [arrays[k].to_delayed() for k in names] + [w.to_delayed() for w in win_arrays]
     tasks = []
     for i in range(valid.numblocks[0]):
         for j in range(valid.numblocks[1]):
             tasks.append(
                 dask.delayed(_candidates_block)(
-                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, edge=edge, ncols=nx,
+                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, win_names=win_names, half=half,
+                    edge=edge, ncols=nx,
                     random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
                 )
             )
     parts = dask.compute(*tasks)
-    merged = {k: np.concatenate([p[k] for p in parts]) for k in ("u", "row", "col") + names}
+    keys = ("u", "row", "col") + names + win_names
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     order = np.argsort(merged["u"], kind="stable")[:n]
     order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
-    out = Sample({k: merged[k][order] for k in ("row", "col") + names})
+    out = Sample({k: merged[k][order] for k in keys[1:]})
     out.n_valid = n_valid
     out.counts = {k: int(v) for k, v in extra.items()}
     return out

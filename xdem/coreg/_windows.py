@@ -21,16 +21,9 @@ import xarray as xr
 from xdem.coreg.base import FitData
 from xdem.io.grid import get_resolution, get_transform
 from xdem.kernels.interp import footprint, interp_windows_kernel
-from xdem.sampling import Sample, sample_valid
+from xdem.sampling import Sample, cut_windows, sample_valid
 
 __all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
-
-
-def _windows_block(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
-    """Windows ``(n, 2h+2, 2h+2)`` of an overlapped block around local centres."""
-    size = 2 * half + 2
-    view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
-    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
 
 
 def gather_windows(
@@ -73,7 +66,7 @@ def gather_windows(
             i, j = br[ids[0]], bc[ids[0]]
             lrow = rows[ids] - r_edges[i] + depth
             lcol = cols[ids] - c_edges[j] + depth
-            tasks.append([dask.delayed(_windows_block)(b[i, j], lrow, lcol, half) for b in blocks])
+            tasks.append([dask.delayed(cut_windows)(b[i, j], lrow, lcol, half) for b in blocks])
             groups.append(ids)
         for ids, wins in zip(groups, dask.compute(*tasks)):
             for out, win in zip(outs, wins):
@@ -152,8 +145,8 @@ class SlopedSample:
 
     @property
     def passes(self) -> int:
-        """Computes so far plus the sampler's later reads: 2 (draw) + 1 (windows) + reads."""
-        return 3 + self.sampler.reads
+        """Computes so far plus the sampler's later reads: 2 (draw and windows) + reads."""
+        return 2 + self.sampler.reads
 
 
 def sample_with_terrain(
@@ -167,16 +160,16 @@ def sample_with_terrain(
     terrain_method: str,
     half: int = 2,
 ) -> SlopedSample:
-    """Draw the subsample, then read reference and to-be-aligned windows in one pass.
+    """Draw the subsample and cut windows of both DEMs around it: two passes over the data.
 
-    Three passes over the data: the two of :func:`xdem.sampling.sample_valid` and one
-    window read (both DEMs together). Slope and aspect come from the reference windows.
+    The windows are cut in the second pass of :func:`xdem.sampling.sample_valid`. Slope and
+    aspect come from the reference windows.
     """
     s = sample_valid(
         data.valid(), {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
-        min_count=min_count, what=what,
+        min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data}, half=half,
     )
-    win_ref, win_tba = gather_windows([data.ref.data, data.tba.data], s["row"], s["col"], half)
+    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
     t = get_transform(data.ref)
     dx, dy = get_resolution(data.ref)
     slope, aspect = terrain_at_windows(

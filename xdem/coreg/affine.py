@@ -211,11 +211,11 @@ class NuthKaab(AffineCoreg):
     shift is then ``vshift_reduc_func(dh)`` at the final horizontal shift. The accumulated
     shift is applied once, by a single resampling.
 
-    Passes over the full data in ``fit``: two to draw the subsample (valid-pixel histogram,
-    then the sampled pixels), one to read small windows (6 x 6 pixels) of both DEMs around
-    the sampled pixels, plus one more only each time the shift leaves those windows (more
-    than about 2 pixels from where they were read): usually 3 or 4 passes, whatever
-    ``max_iterations``. Iterations run on the gathered windows in memory (bounded by
+    Passes over the full data in ``fit``: two to draw the subsample (a valid-pixel
+    histogram, then the sampled pixels with small windows, 6 x 6 pixels, of both DEMs cut
+    around them in the same pass), plus one more only each time the shift leaves those
+    windows (more than about 2 pixels from where they were cut): usually 2 or 3 passes,
+    whatever ``max_iterations``. Iterations run on the gathered windows in memory (bounded by
     ``subsample``: about 300 bytes per point).
 
     Slope and aspect of the reference are computed at the sampled pixels only, from their

@@ -1,0 +1,72 @@
+"""The reproducible subsample: chunk independence, counts and fractions, windows, counts."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from xdem.coreg._windows import gather_windows
+from xdem.errors import InputError, NotEnoughDataError
+from xdem.sampling import pixel_uniform, resolve_count, sample_valid
+
+
+@pytest.fixture(scope="module")
+def field():
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(230, 170))
+    z[rng.random(z.shape) < 0.3] = np.nan
+    return z
+
+
+def test_pixel_uniform_depends_only_on_global_index_and_seed():
+    full = pixel_uniform(0, 0, (50, 40), 40, 9)
+    assert np.array_equal(full[10:20, 5:30], pixel_uniform(10, 5, (10, 25), 40, 9))
+    assert not np.array_equal(full, pixel_uniform(0, 0, (50, 40), 40, 10))
+    assert 0.0 <= full.min() and full.max() < 1.0
+    assert abs(full.mean() - 0.5) < 0.02
+
+
+@pytest.mark.parametrize("subsample", [500, 0.25, 10**9])
+def test_same_pixels_for_any_chunking_and_scheduler(field, subsample):
+    results = []
+    for chunks in (32, (50, 170), 230):
+        for scheduler in ("threads", "synchronous"):
+            z = da.from_array(field, chunks=chunks)
+            with dask.config.set(scheduler=scheduler):
+                results.append(sample_valid(da.isfinite(z), {"z": z}, subsample=subsample, random_state=1))
+    n_valid = int(np.isfinite(field).sum())
+    expected = resolve_count(subsample, n_valid)
+    for r in results:
+        assert len(r["z"]) == expected and r.n_valid == n_valid
+        assert np.array_equal(r["row"], results[0]["row"]) and np.array_equal(r["col"], results[0]["col"])
+        np.testing.assert_array_equal(r["z"], field[r["row"], r["col"]])
+
+
+def test_resolve_count_fraction_count_and_bad_values():
+    assert resolve_count(0.5, 100) == 50 and resolve_count(1.0, 100) == 100
+    assert resolve_count(30, 100) == 30 and resolve_count(1000, 100) == 100
+    for bad in (0, -1, True, "10"):
+        with pytest.raises(InputError):
+            resolve_count(bad, 100)
+
+
+def test_too_few_valid_pixels_names_the_counts():
+    z = da.full((20, 20), np.nan, chunks=7)
+    with pytest.raises(NotEnoughDataError, match="found 0 of 400"):
+        sample_valid(da.isfinite(z), {"z": z}, subsample=10, random_state=0, what="the test")
+
+
+def test_windows_cut_in_the_draw_equal_gathered_windows_and_extra_counts_are_exact(field):
+    z = da.from_array(field, chunks=(41, 57))
+    other = da.from_array(field[::-1].copy(), chunks=(41, 57))
+    mask = da.isfinite(other)
+    s = sample_valid(da.isfinite(z), {"z": z}, subsample=800, random_state=2, windows={"w": other}, half=2,
+                     extra_counts={"both": da.isfinite(z) & mask})
+    ref = gather_windows(other, s["row"], s["col"], 2)
+    np.testing.assert_array_equal(s["w"], ref)
+    assert s["w"].shape == (len(s["z"]), 6, 6)
+    assert s.counts["both"] == int((np.isfinite(field) & np.isfinite(field[::-1])).sum())
+    # the window of pixel k starts at (row - 2, col - 2): its (2, 2) element is the pixel itself
+    np.testing.assert_array_equal(s["w"][:, 2, 2], field[::-1][s["row"], s["col"]].astype(np.float32))
