@@ -43,5 +43,18 @@ chromium-check:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
+# Builds the documentation offline into docs/_build/html, warnings being errors; runs the
+# gallery examples (add SPHINXOPTS="-D plot_gallery=0" to skip running them).
+DOCS_STAMP := $(VENV)/.docs-stamp
+SPHINXOPTS ?=
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	MPLBACKEND=Agg $(BIN)/sphinx-build -W -b html docs docs/_build/html $(SPHINXOPTS)
+	@echo "Documentation: $(abspath docs/_build/html/index.html)"
+
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info
+	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info docs/_build docs/auto_examples docs/sg_execution_times.rst

@@ -126,7 +126,9 @@ class Deramp(Coreg):
         Coefficients ``c_k`` (metres), in the order of ``terms_``.
     terms_ : list of [i, j]
         Exponents of ``u`` and ``v``.
-    center_ : [x_c, y_c] and scale_ : float
+    center_ : list of float
+        Centre ``[x_c, y_c]`` of the reference grid (CRS units).
+    scale_ : float
         Normalisation: ``u = (x - x_c) / scale_``, ``v = (y - y_c) / scale_`` (CRS units).
     count_ : int
         Points in the fit.

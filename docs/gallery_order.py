@@ -1,0 +1,37 @@
+"""Order of the gallery examples within each section (used by ``sphinx_gallery_conf``).
+
+Examples go from the first steps to the more advanced; a new example not listed here comes
+after the listed ones, by file name.
+"""
+
+from __future__ import annotations
+
+import os
+
+ORDER = [
+    # basic/
+    "plot_open_inspect.py",
+    "plot_nuth_kaab.py",
+    "plot_pipeline_biascorr.py",
+    "plot_terrain.py",
+    "plot_dh_statistics.py",
+    # advanced/
+    "plot_out_of_core_cluster.py",
+    "plot_write_cog.py",
+    "plot_save_reapply.py",
+]
+
+
+class ExampleOrder:
+    """Sort key of sphinx-gallery's ``within_subsection_order``: the position in :data:`ORDER`."""
+
+    def __init__(self, src_dir: str) -> None:
+        self.src_dir = src_dir
+
+    def __call__(self, filename: str) -> str:
+        name = os.path.basename(filename)
+        rank = ORDER.index(name) if name in ORDER else len(ORDER)
+        return f"{rank:04d}-{name}"
+
+    def __repr__(self) -> str:
+        return "<ExampleOrder>"
