@@ -91,7 +91,7 @@ def test_pages_exist(built):
 
 def test_api_page_documents_the_public_api(built):
     api = (built["out"] / "api.html").read_text(encoding="utf-8")
-    for name in ("xdem.open_dem", "xdem.write_cog", "xdem.io.grid.align_pair", "xdem.coreg.NuthKaab",
+    for name in ("xdem.open_dem", "xdem.write_cog", "xdem.align_pair", "xdem.coreg.NuthKaab",
                  "xdem.coreg.VerticalShift", "xdem.coreg.CoregPipeline", "xdem.coreg.Deramp",
                  "xdem.coreg.NuthKaabDeramp", "xdem.terrain.slope", "xdem.terrain.get_terrain_attribute",
                  "xdem.spatialstats.sample_empirical_variogram", "xdem.stats.robust_summary",
