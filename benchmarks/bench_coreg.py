@@ -1,0 +1,489 @@
+"""Benchmark ``xdem coreg`` at scale against the read-once-write-once floor (a GDAL COG copy).
+
+For each size (default 4000^2 ... 40000^2; synthetic pairs with a known shift AND tilt, made out of
+core and cached under ``benchmarks/_cache/coreg_<size>``), each in a fresh subprocess measured by
+:func:`_measure.measure` (wall time, peak RSS summed over the process tree sampled every 0.2 s,
+bytes read from storage, CPU seconds):
+
+* **xdem**: ``xdem coreg REF TBA -o OUT --method <method> --quiet --json-out J`` for each method
+  (default ``nuthkaab+deramp``, the sequential pipeline of the issue, and ``nuthkaab_deramp``,
+  the joint shift + tilt fit); the recovered shift is read from ``J`` and compared with
+  ``truth.json``;
+* **floor**: ``rasterio.shutil.copy(TBA, out, driver="COG", ...)`` with the options of
+  :func:`xdem.write_cog` (DEFLATE, PREDICTOR=3, 512 px blocks, NUM_THREADS=ALL_CPUS, the same
+  GDAL cache) and ``OVERVIEWS=IGNORE_EXISTING`` (overviews recomputed as for any new data):
+  the least any tool must do to read the DEM once and write a COG once.
+
+The inputs are read once beforehand so every run finds them in the page cache. The table is
+printed and written to ``docs/performance.md`` (section ``coreg``) with the machine description.
+
+Run: ``python benchmarks/bench_coreg.py [--sizes 4000 20000] [--method nuthkaab+deramp nuthkaab_deramp]
+[--no-doc] [--generate-only] [--graph-size 40000] [--profile 20000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import CACHE_DIR, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
+
+SIZES = [4000, 8000, 16000, 20000, 32000, 40000]
+METHODS = ["nuthkaab+deramp", "nuthkaab_deramp"]
+#: terrain moved by (dx, dy, dz) m into tba (2 m pixels): the shift to apply is (-dx, -dy, -dz)
+SHIFT = (3.3, -2.1, 1.5)
+#: planar bias added to tba, m/m about the grid centre (2 cm/km east, -1 cm/km north)
+TILT = (2e-5, -1e-5)
+SEED = 0
+RESOLUTION = 2.0
+TARGET_RSS = 1.5 * 2**30
+TARGET_RATIO = 1.5
+TARGET_SHIFT_M = 0.01
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+
+
+def _link_or_write_ref(size: int, dst: Path) -> None:
+    """The reference only depends on (size, seed, resolution): hard-link a cached one if any."""
+    from xdem.examples.synthetic import fractal_terrain  # noqa: PLC0415
+    from xdem.io.cog import write_cog  # noqa: PLC0415
+
+    for cand in (CACHE_DIR / f"pair_{size}_s{SEED}", CACHE_DIR / f"pair_{size}_s{SEED}_tilt"):
+        try:
+            t = json.loads((cand / "truth.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if t.get("shape") == [size, size] and t.get("seed") == SEED and t.get("resolution") == RESOLUTION:
+            tmp = dst.with_name(".xdem-tmp-ref-link.tif")
+            tmp.unlink(missing_ok=True)
+            os.link(cand / "ref.tif", tmp)
+            os.replace(tmp, dst)
+            return
+    write_cog(fractal_terrain(size, seed=SEED, resolution=RESOLUTION), dst, overwrite=True)
+
+
+def coreg_pair(size: int) -> dict:
+    """The shifted and tilted pair of ``size`` x ``size`` pixels (made once, then cached).
+
+    Same files and ``truth.json`` as ``xdem.examples.synthetic.generate_pair(folder, size=size,
+    shift=SHIFT, tilt=TILT, seed=SEED)``, but the reference (which does not depend on the shift
+    or tilt) is hard-linked from another benchmark's cached pair when one exists.
+    """
+    from xdem.examples import synthetic as syn  # noqa: PLC0415
+    from xdem.io.cog import write_cog  # noqa: PLC0415
+
+    folder = CACHE_DIR / f"coreg_{size}"
+    folder.mkdir(parents=True, exist_ok=True)
+    shape = (size, size)
+    truth = syn._truth(shape, resolution=RESOLUTION, seed=SEED, origin=syn.DEFAULT_ORIGIN, crs=syn.DEFAULT_CRS,
+                       shift=SHIFT, tilt=TILT)
+    paths = {k: folder / f"{k}.tif" for k in ("ref", "tba")}
+    try:
+        cached = json.loads((folder / "truth.json").read_text())
+    except (OSError, ValueError):
+        cached = None
+    if cached is not None and {k: cached.get(k) for k in truth} == truth and all(p.exists() for p in paths.values()):
+        return {**truth, "ref": str(paths["ref"]), "tba": str(paths["tba"])}
+    (folder / "truth.json").unlink(missing_ok=True)  # written last: marks a complete pair
+    if not paths["ref"].exists():
+        _link_or_write_ref(size, paths["ref"])
+    tilt4 = (TILT[0], TILT[1], truth["tilt"]["x_center"], truth["tilt"]["y_center"])
+    tba = syn._terrain(shape, name="tba", shift=SHIFT, tilt=tilt4, resolution=RESOLUTION, seed=SEED, chunks=2048,
+                       origin=syn.DEFAULT_ORIGIN, crs=syn.DEFAULT_CRS, dtype="float32")
+    write_cog(tba, paths["tba"], overwrite=True)
+    tmp = folder / ".xdem-tmp-truth.json"
+    tmp.write_text(json.dumps(truth, indent=2) + "\n")
+    os.replace(tmp, folder / "truth.json")
+    return {**truth, "ref": str(paths["ref"]), "tba": str(paths["tba"])}
+
+
+def _warm(*paths: str) -> None:
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(64 * 2**20):
+                pass
+
+
+# --------------------------------------------------------------------------------------------
+# subprocess bodies
+
+
+FLOOR = """
+import json, sys, time, rasterio, rasterio.shutil
+from xdem.io.cog import GDAL_CACHE_MB
+t0 = time.perf_counter()
+with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+    rasterio.shutil.copy(sys.argv[1], sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
+                         OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
+print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+def _fit_small_models() -> dict:
+    """Fitted models (as dicts) on the 4000^2 pair, to apply to a larger lazily-opened DEM."""
+    import xdem  # noqa: PLC0415
+    from xdem.cli.coreg import build_coreg, resolve_methods  # noqa: PLC0415
+
+    pair = coreg_pair(4000)
+    out = {}
+    for m in METHODS:
+        model = build_coreg(resolve_methods(m), {})
+        model.fit(xdem.open_dem(pair["ref"]), xdem.open_dem(pair["tba"]))
+        out[m] = model.to_dict()
+    return out
+
+
+def graph_size(size: int) -> dict:
+    """Seconds to open a ``size`` x ``size`` pair, build the lazy ``apply`` graph (a model fitted
+    on 4000^2 applied to the big DEM), the first-pass graph of the fit (valid-pixel histogram of
+    the subsample), and the number of tasks: must be seconds, not minutes.
+
+    Uses the cached pair if it exists, else an empty (sparse) tiled GeoTIFF of that size: graph
+    construction reads only the metadata.
+    """
+    import dask.array as da  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import rasterio  # noqa: PLC0415
+    from affine import Affine  # noqa: PLC0415
+
+    import xdem  # noqa: PLC0415
+    from xdem.coreg.base import coreg_from_dict  # noqa: PLC0415
+    from xdem.sampling import _hist_block  # noqa: PLC0415
+
+    folder = CACHE_DIR / f"coreg_{size}"
+    if (folder / "truth.json").exists():
+        ref_path, tba_path, kind = folder / "ref.tif", folder / "tba.tif", "cached pair"
+    else:
+        ref_path = tba_path = CACHE_DIR / f"sparse_{size}.tif"
+        kind = "empty sparse GeoTIFF"
+        if not ref_path.exists():
+            with rasterio.open(ref_path, "w", driver="GTiff", width=size, height=size, count=1, dtype="float32",
+                               crs="EPSG:32633", transform=Affine(2.0, 0, 500000.0, 0, -2.0, 5200000.0),
+                               tiled=True, blockxsize=512, blockysize=512, nodata=np.nan, BIGTIFF="YES",
+                               SPARSE_OK=True):
+                pass
+    models = _fit_small_models()
+    res: dict = {"size": size, "input": kind}
+    t0 = time.perf_counter()
+    ref, tba = xdem.open_dem(ref_path), xdem.open_dem(tba_path)
+    res["open_s"] = time.perf_counter() - t0
+    res["chunks"] = [max(ref.chunks[0]), max(ref.chunks[1])]
+    res["blocks"] = int(ref.data.npartitions)
+    for m, doc in models.items():
+        t0 = time.perf_counter()
+        aligned = coreg_from_dict(doc).apply(tba)
+        graph = aligned.data.__dask_graph__()
+        res[f"apply_{m}_s"] = time.perf_counter() - t0
+        res[f"apply_{m}_tasks"] = len(graph)
+    t0 = time.perf_counter()
+    valid = da.isfinite(ref.data) & da.isfinite(tba.data)
+    hist = da.map_blocks(_hist_block, valid, ncols=size, random_state=0, dtype=np.int64, new_axis=2,
+                         chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (4096,))).sum(axis=(0, 1))
+    res["fit_pass1_tasks"] = len(hist.__dask_graph__())
+    res["fit_pass1_s"] = time.perf_counter() - t0
+    return res
+
+
+def profile(size: int, method: str) -> dict:
+    """In-process breakdown of ``xdem coreg`` on the cached pair: the CLI's steps timed one by
+    one, every dask compute timed (with its number of tasks), ``write_cog``'s two passes timed,
+    and task time summed by task name (dask's ``Profiler``) with CPU/memory (``ResourceProfiler``).
+    """
+    import dask  # noqa: PLC0415
+    from dask.callbacks import Callback  # noqa: PLC0415
+    from dask.diagnostics import Profiler, ResourceProfiler  # noqa: PLC0415
+
+    import xdem  # noqa: PLC0415
+    import xdem.io.cog as cog  # noqa: PLC0415
+    from xdem.cli.coreg import build_coreg, resolve_methods, sampled_stats  # noqa: PLC0415
+
+    pair = coreg_pair(size)
+    _warm(pair["ref"], pair["tba"])
+    computes: list[dict] = []
+
+    class Timer(Callback):
+        def _start(self, dsk):  # noqa: ANN001
+            self._t0, self._n = time.perf_counter(), len(dsk)
+
+        def _finish(self, dsk, state, errored):  # noqa: ANN001
+            computes.append({"s": time.perf_counter() - self._t0, "tasks": self._n})
+
+    passes: dict[str, float] = {}
+
+    def timed(name, fn):  # noqa: ANN001, ANN202
+        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                passes[name] = passes.get(name, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    cog._store_blocks = timed("write: blocks to temp GTiff", cog._store_blocks)
+    cog._copy_to_cog = timed("write: GDAL COG copy", cog._copy_to_cog)
+    out = CACHE_DIR / "coreg_out" / f"profile_{size}.tif"
+    out.parent.mkdir(exist_ok=True)
+    steps: dict[str, dict] = {}
+    with Profiler() as prof, ResourceProfiler(dt=0.5) as rprof, Timer(), dask.config.set(scheduler="threads"):
+        t_all = time.perf_counter()
+        for name in ("fit", "apply (graph)", "write", "stats"):
+            n0, t0 = len(computes), time.perf_counter()
+            if name == "fit":
+                ref, tba = xdem.open_dem(pair["ref"]), xdem.open_dem(pair["tba"])
+                model = build_coreg(resolve_methods(method), {})
+                model.fit(ref, tba)
+            elif name == "apply (graph)":
+                aligned = model.apply(tba)
+            elif name == "write":
+                xdem.write_cog(aligned, out, overwrite=True)
+            else:
+                sampled_stats(ref, tba, xdem.open_dem(out))
+            steps[name] = {"s": time.perf_counter() - t0, "computes": computes[n0:]}
+        total = time.perf_counter() - t_all
+    out.unlink(missing_ok=True)
+    by_name: dict[str, float] = {}
+    for r in prof.results:
+        key = r.key[0] if isinstance(r.key, tuple) else r.key
+        prefix = str(key).rsplit("-", 1)[0]
+        by_name[prefix] = by_name.get(prefix, 0.0) + (r.end_time - r.start_time)
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:12]
+    mem = max((r.mem for r in rprof.results), default=0.0)
+    cpu = [r.cpu for r in rprof.results]
+    return {
+        "size": size, "method": method, "total_s": total, "steps": steps, "passes": passes,
+        "task_seconds_by_name": top, "task_seconds_total": sum(by_name.values()),
+        "resource_peak_mem_mb": mem, "mean_cpu_percent": sum(cpu) / len(cpu) if cpu else None,
+        "load_avg": os.getloadavg()[0],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# the benchmark
+
+
+def _shift_error(doc: dict, truth: dict) -> dict:
+    sx = sum(s.get("shift_x", 0.0) or 0.0 for s in doc["steps"])
+    sy = sum(s.get("shift_y", 0.0) or 0.0 for s in doc["steps"])
+    sz = sum(s.get("shift_z", 0.0) or 0.0 for s in doc["steps"])
+    ex, ey = sx - truth["shift_x"], sy - truth["shift_y"]
+    return {"shift_x": sx, "shift_y": sy, "shift_z": sz, "err_x": ex, "err_y": ey, "err_xy": math.hypot(ex, ey)}
+
+
+def _run(name: str, cmd: list[str]) -> dict:
+    r = measure(cmd)
+    if r["returncode"] != 0:
+        raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
+    print(f"  {name}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {fmt_bytes(r['peak_rss_bytes'])}, "
+          f"read {fmt_bytes(r['read_bytes'])}, load {r['load_avg'][0]:.1f}->{r['load_avg'][1]:.1f}", flush=True)
+    return r
+
+
+def bench_size(size: int, methods: list[str], *, floor: bool = True) -> dict:
+    """Floor and every method on one size; returns one row."""
+    t0 = time.perf_counter()
+    pair = coreg_pair(size)
+    print(f"[{size}^2] pair ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    out_dir = CACHE_DIR / "coreg_out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _warm(pair["ref"], pair["tba"])
+    row: dict = {"size": size, "methods": {}}
+    if floor:
+        dst = out_dir / "floor.tif"
+        r = _run("floor", [sys.executable, "-c", FLOOR, pair["tba"], str(dst)])
+        dst.unlink(missing_ok=True)
+        row["floor"] = {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "read_bytes", "load_avg")}
+    for m in methods:
+        out, j = out_dir / "aligned.tif", out_dir / "coreg.json"
+        r = _run(m, [sys.executable, "-m", "xdem", "coreg", pair["ref"], pair["tba"], "-o", str(out), "--method", m,
+                     "--quiet", "--json-out", str(j), "--overwrite"])
+        doc = json.loads(j.read_text())
+        out.unlink(missing_ok=True)
+        err = _shift_error(doc, pair)
+        print(f"  {m}: shift ({err['shift_x']:+.4f}, {err['shift_y']:+.4f}) vs truth "
+              f"({pair['shift_x']:+.4f}, {pair['shift_y']:+.4f}): error {err['err_xy']:.4f} m; timing {doc['timing']}",
+              flush=True)
+        row["methods"][m] = {**{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "read_bytes", "load_avg")},
+                             **err, "timing": doc["timing"], "chunks": doc.get("chunks"), "stats": doc.get("stats")}
+    return row
+
+
+RESULTS = CACHE_DIR / "coreg_results.json"
+
+
+def _load_results() -> dict:
+    try:
+        return json.loads(RESULTS.read_text())
+    except (OSError, ValueError):
+        return {"rows": {}, "graph": None, "profile": None}
+
+
+def _save_results(res: dict) -> None:
+    tmp = RESULTS.with_name(".tmp-coreg_results.json")
+    tmp.write_text(json.dumps(res, indent=1))
+    os.replace(tmp, RESULTS)
+
+
+def format_table(rows: list[dict]) -> str:
+    lines = [
+        "| size | method | xdem wall (s) | floor wall (s) | ratio | CPU ratio | xdem peak RSS | floor peak RSS "
+        "| xdem read | fit / write / stats (s) | shift error (m) | load |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for row in rows:
+        fl = row.get("floor")
+        for m, r in row["methods"].items():
+            t = r["timing"]
+            ratio = f"{r['wall_s'] / fl['wall_s']:.2f}" if fl else "n/a"
+            cratio = f"{r['cpu_s'] / fl['cpu_s']:.2f}" if fl else "n/a"
+            flw = f"{fl['wall_s']:.1f}" if fl else "n/a"
+            lines.append(
+                f"| {row['size']}^2 | `{m}` | {r['wall_s']:.1f} | {flw} | {ratio} | {cratio} | "
+                f"{fmt_bytes(r['peak_rss_bytes'])} | {fmt_bytes(fl['peak_rss_bytes']) if fl else 'n/a'} | "
+                f"{fmt_bytes(r['read_bytes'])} | {t['fit_s']:.0f} / {t['write_s']:.0f} / {t['stats_s']:.0f} | "
+                f"{r['err_xy']:.3f} | {max(r['load_avg']):.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    """One line per (size, method): each target met or missed, and by how much."""
+    out = []
+    for row in rows:
+        fl = row.get("floor")
+        for m, r in row["methods"].items():
+            parts = []
+            rss = r["peak_rss_bytes"]
+            if row["size"] in (20000, 40000) or rss > TARGET_RSS:
+                parts.append(f"peak RSS {fmt_bytes(rss)} {'<=' if rss <= TARGET_RSS else '> (MISSED)'} 1.5 GiB")
+            if row["size"] == 20000 and fl:
+                ratio = r["wall_s"] / fl["wall_s"]
+                parts.append(f"wall {ratio:.2f}x floor {'<=' if ratio <= TARGET_RATIO else '> (MISSED)'} {TARGET_RATIO}x")
+            ok = r["err_xy"] <= TARGET_SHIFT_M
+            parts.append(f"shift error {r['err_xy']:.4f} m {'<=' if ok else '> (MISSED)'} {TARGET_SHIFT_M} m")
+            out.append(f"{row['size']}^2 `{m}`: " + "; ".join(parts))
+    return out
+
+
+def format_graph(g: dict | None) -> str:
+    if not g:
+        return "Not measured."
+    applies = "; ".join(
+        f"`{m}` apply graph {g[f'apply_{m}_s']:.2f} s ({g[f'apply_{m}_tasks']} tasks)" for m in METHODS
+        if f"apply_{m}_s" in g
+    )
+    return (f"{g['size']}^2 ({g['input']}, {g['blocks']} chunks of {g['chunks'][0]}^2): open both DEMs "
+            f"{g['open_s']:.2f} s; {applies}; first fit pass (subsample histogram) graph {g['fit_pass1_s']:.2f} s "
+            f"({g['fit_pass1_tasks']} tasks).")
+
+
+def format_profile(p: dict | None) -> str:
+    if not p:
+        return "Not measured."
+    lines = [f"In-process, threads scheduler, `{p['method']}` at {p['size']}^2 (load average {p['load_avg']:.1f}): "
+             f"total {p['total_s']:.0f} s, mean CPU {p['mean_cpu_percent'] or 0:.0f} % (of {os.cpu_count()} cores: "
+             f"{100 * os.cpu_count()} % is all of them), process memory peak {p['resource_peak_mem_mb']:.0f} MB.", "",
+             "| step | seconds | dask computes (seconds, tasks) |", "|---|---:|---|"]
+    for name, st in p["steps"].items():
+        cs = ", ".join(f"{c['s']:.0f} s/{c['tasks']}" for c in st["computes"]) or "-"
+        lines.append(f"| {name} | {st['s']:.1f} | {cs} |")
+    for name, s in p["passes"].items():
+        lines.append(f"| &nbsp;&nbsp;{name} | {s:.1f} | |")
+    lines += ["", "Task time summed over threads, by task name (top 12 of "
+              f"{p['task_seconds_total']:.0f} s):", ""]
+    lines += [f"- `{k}`: {v:.0f} s" for k, v in p["task_seconds_by_name"]]
+    return "\n".join(lines)
+
+
+#: Hand-written findings, refreshed after each measurement campaign (see docs/performance.md).
+NOTES = ""
+
+
+def write_report(res: dict) -> None:
+    from xdem.io.cog import GDAL_CACHE_MB  # noqa: PLC0415
+
+    rows = [res["rows"][k] for k in sorted(res["rows"], key=int)]
+    table = format_table(rows)
+    body = f"""`python benchmarks/bench_coreg.py` ({time.strftime('%Y-%m-%d')}). Inputs: synthetic float32 pairs
+(`xdem.examples.synthetic`, fractal terrain, 2 m pixels, deflate COGs with 512 px tiles) where tba is the
+terrain moved by (dx, dy, dz) = {SHIFT} m plus a tilt of {TILT} m/m about the grid centre; the shift to
+apply is ({-SHIFT[0]}, {-SHIFT[1]}, {-SHIFT[2]}) m. **xdem**: `xdem coreg REF TBA -o OUT --method <method> --quiet
+--json-out J` in a fresh process (default threads scheduler, default chunks, sampled before/after statistics).
+**floor**: a GDAL COG copy of TBA, `rasterio.shutil.copy(TBA, OUT, driver="COG", COMPRESS="DEFLATE",
+PREDICTOR=3, BLOCKSIZE=512, NUM_THREADS="ALL_CPUS", OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER")` under
+`GDAL_CACHEMAX={GDAL_CACHE_MB}` MB: the output options of `xdem.write_cog` (overviews recomputed, as for any
+new data): the least work to read a DEM once and write it once as a COG. Peak RSS is summed over the process
+tree, sampled every 0.2 s; reads are bytes fetched from storage (inputs are read beforehand, so both find them
+in the page cache and `xdem read` is mostly temporary-file traffic). Shift error: horizontal distance between the
+fitted and true translation (sum over the steps). Ratio is wall time over the floor's; the CPU-time ratio is
+steadier when the machine is loaded (the `load` column is the highest 1-minute load average seen).
+
+Machine: {machine_description()}.
+
+{table}
+
+Targets (2 cores, 24 GB): peak RSS <= 1.5 GiB at 20000^2 and 40000^2; wall time <= 1.5x the floor at
+20000^2; shift within 0.01 m at every size.
+
+{chr(10).join('- ' + v for v in verdicts(rows))}
+
+**Graph construction** (no data read; must take seconds): {format_graph(res.get('graph'))}
+
+**Where the time goes.** {format_profile(res.get('profile'))}
+{NOTES}"""
+    update_doc_section("coreg", body)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="square DEM sides in pixels")
+    parser.add_argument("--method", nargs="+", default=METHODS, help="xdem coreg --method values to measure")
+    parser.add_argument("--no-floor", action="store_true", help="skip the GDAL COG copy (reuse a stored one)")
+    parser.add_argument("--no-doc", action="store_true", help="do not update docs/performance.md")
+    parser.add_argument("--generate-only", action="store_true", help="only make the cached pairs")
+    parser.add_argument("--graph-size", type=int, default=None, help="also time graph construction at this size")
+    parser.add_argument("--profile", type=int, default=None, help="also profile one run in-process at this size")
+    parser.add_argument("--profile-method", default="nuthkaab+deramp")
+    parser.add_argument("--doc-only", action="store_true", help="rewrite the docs section from stored results")
+    args = parser.parse_args(argv)
+    if args.generate_only:
+        for size in args.sizes:
+            t0 = time.perf_counter()
+            coreg_pair(size)
+            print(f"[{size}^2] pair ready in {time.perf_counter() - t0:.0f} s", flush=True)
+        return
+    res = _load_results()
+    if not args.doc_only:
+        for size in args.sizes:
+            row = bench_size(size, args.method, floor=not args.no_floor)
+            old = res["rows"].get(str(size), {})
+            if args.no_floor and "floor" in old:
+                row["floor"] = old["floor"]
+            row["methods"] = {**old.get("methods", {}), **row["methods"]}
+            res["rows"][str(size)] = row
+            _save_results(res)
+        if args.graph_size:
+            res["graph"] = graph_size(args.graph_size)
+            print(format_graph(res["graph"]), flush=True)
+            _save_results(res)
+        if args.profile:
+            res["profile"] = profile(args.profile, args.profile_method)
+            print(format_profile(res["profile"]), flush=True)
+            _save_results(res)
+    rows = [res["rows"][k] for k in sorted(res["rows"], key=int)]
+    print(format_table(rows))
+    print("\n".join(verdicts(rows)))
+    if not args.no_doc:
+        write_report(res)
+
+
+if __name__ == "__main__":
+    main()
