@@ -101,6 +101,7 @@ def bench(sizes: list[int], *, chunks: str = "auto", repeat: int = 2, write_doc:
         })
     table = format_table(rows)
     print(table)
+    (CACHE_DIR / "write_cog_results.json").write_text(json.dumps(rows, indent=1))
     if write_doc:
         write_report(rows, table, chunks=chunks, repeat=repeat)
     return rows
@@ -142,6 +143,26 @@ Machine: {machine_description()}.
 {table}
 
 {chr(10).join('- ' + v for v in verdicts)}
+
+How `write_cog` works and why (tuning measured at 8000^2 on the same, loaded, machine; CPU seconds
+are the steadier figure):
+
+- Pass 1 stores the dask blocks into a tiled temporary GTiff (each task opens it `r+` under a
+  lock that holds across threads and processes, or a `distributed.Lock`); pass 2 is GDAL's COG
+  driver copying it with compression and overviews. Pass 2 is GDAL's own work and dominates.
+- Temporary GTiff compression, pass 1 / pass 2 CPU seconds (temp size): **none 2.0 / 12.8 (256 MiB)**,
+  ZSTD level 1 10.5 / 14.1 (187 MiB), LZW 5.7 / 17.5 (231 MiB). Uncompressed is chosen: writing it is a
+  memory copy and pass 2 reads it without decoding. Cost: raw-size temporary disk space
+  (1.6 GB for 20000^2 float32) in the output folder.
+- The floor must recompute overviews: a COG copy that reuses the input's overviews (`OVERVIEWS=AUTO`)
+  took 7.1 s CPU against 15.7 s with `IGNORE_EXISTING` (GDAL's default CUBIC overview resampling;
+  AVERAGE 13.3 s, NEAREST 11.0 s). `write_cog` keeps GDAL's default resampling. Against the
+  overview-reusing copy, which is not a fair floor, `write_cog` measured 2.0x (8000^2).
+- Why `write_cog` beats the floor: GDAL decodes a deflate source twice (once to build the overviews,
+  once to copy the full resolution), while `write_cog` decodes its input once in pass 1 and GDAL then
+  reads the uncompressed temporary file twice.
+- Memory: dask chunks of 2048^2 (4 tiles of 512 a side, `open_dem`'s default), 2 threads, GDAL cache
+  64 MB per block write and 256 MB for the COG pass: peak RSS does not depend on the DEM size.
 """
     update_doc_section("write_cog", body)
 
