@@ -153,12 +153,13 @@ are the steadier figure):
 - Temporary GTiff compression, pass 1 / pass 2 CPU seconds (temp size): **none 2.0 / 12.8 (256 MiB)**,
   ZSTD level 1 10.5 / 14.1 (187 MiB), LZW 5.7 / 17.5 (231 MiB). Uncompressed is chosen: writing it is a
   memory copy and pass 2 reads it without decoding. Cost: raw-size temporary disk space
-  (1.6 GB for 20000^2 float32) in the output folder.
+  (1.6 GB for 20000^2 float32) in the output folder; when the folder has less than 1.5x that
+  free, the temp file is ZSTD-compressed instead (`TEMP_COMPRESS_LOW_DISK`).
 - The floor must recompute overviews: a COG copy that reuses the input's overviews (`OVERVIEWS=AUTO`)
   took 7.1 s CPU against 15.7 s with `IGNORE_EXISTING` (GDAL's default CUBIC overview resampling;
   AVERAGE 13.3 s, NEAREST 11.0 s). `write_cog` keeps GDAL's default resampling. Against the
   overview-reusing copy, which is not a fair floor, `write_cog` measured 2.0x (8000^2).
-- Why `write_cog` beats the floor: GDAL decodes a deflate source twice (once to build the overviews,
+- Why `write_cog` beats the floor (our reading of the CPU times, not traced): GDAL decodes a deflate source twice (once to build the overviews,
   once to copy the full resolution), while `write_cog` decodes its input once in pass 1 and GDAL then
   reads the uncompressed temporary file twice.
 - Memory: dask chunks of 2048^2 (4 tiles of 512 a side, `open_dem`'s default), 2 threads, GDAL cache

@@ -278,3 +278,26 @@ def test_does_not_load_whole_array(tmp_path: Path) -> None:
     assert cb.tasks >= 96
     assert cb.largest <= chunk * chunk * 8  # never more than one chunk in a single task result
     assert cb.largest * 50 < data.nbytes
+
+
+def test_compressed_temp_when_disk_is_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil as _shutil
+
+    import xdem.io.cog as cog
+
+    seen = []
+    real_copy = cog._copy_to_cog
+
+    def spy(tmp, out, **kw):
+        with rasterio.open(tmp) as src:
+            seen.append(src.compression)
+        real_copy(tmp, out, **kw)
+
+    usage = _shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(cog.shutil, "disk_usage", lambda p: usage._replace(free=1000))
+    monkeypatch.setattr(cog, "_copy_to_cog", spy)
+    z = _holes((200, 150), np.float32, seed=5)
+    out = write_cog(_dem(z, chunks=(45, 70)), tmp_path / "z.tif", blocksize=32)  # partial tiles rewritten
+    assert seen and seen[0] is not None and seen[0].name == "zstd"
+    np.testing.assert_array_equal(_read(out)[0], np.where(np.isnan(z), np.float32(-9999), z))
+    assert _no_temp(tmp_path)

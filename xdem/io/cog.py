@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 import uuid
 from collections.abc import Iterator
@@ -35,12 +36,15 @@ import xarray as xr
 from xdem.errors import InputError, OutputError
 from xdem.io.sources import find_sources
 
-__all__ = ["write_cog", "TEMP_COMPRESS", "GDAL_CACHE_MB"]
+__all__ = ["write_cog", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
 
 #: Compression of the intermediate tiled GTiff. Uncompressed was measured fastest end to end
 #: (see docs/performance.md): writing it is a memory copy and the COG pass reads it without
-#: decoding; it costs raw-size temporary disk space.
+#: decoding; it costs raw-size temporary disk space. When the output folder lacks that space,
+#: :data:`TEMP_COMPRESS_LOW_DISK` is used instead.
 TEMP_COMPRESS: str | None = None
+#: Temp compression used when the raw temp file would not comfortably fit on disk.
+TEMP_COMPRESS_LOW_DISK = "ZSTD"
 #: GDAL block cache used by both passes, in MB.
 GDAL_CACHE_MB = 256
 _TEMP_PREFIX = ".xdem-tmp-"
@@ -277,6 +281,18 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         rasterio.shutil.copy(tmp, out, driver="COG", **options)
 
 
+def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict[str, Any]:
+    """Creation options of the temp GTiff: uncompressed unless the folder is short of space."""
+    raw = shape[0] * shape[1] * dtype.itemsize
+    compress = TEMP_COMPRESS
+    if compress is None and shutil.disk_usage(folder).free < 1.5 * raw:  # + the COG and its overviews
+        compress = TEMP_COMPRESS_LOW_DISK
+    if not compress:
+        return {"BIGTIFF": "IF_NEEDED"}
+    return {"compress": compress, "ZSTD_LEVEL": 1, "ZLEVEL": 1, "predictor": 3 if dtype.kind == "f" else 2,
+            "BIGTIFF": "IF_SAFER"}
+
+
 def _validate(out: str) -> None:
     from rio_cogeo.cogeo import cog_validate  # noqa: PLC0415
 
@@ -368,16 +384,14 @@ def write_cog(
         "tiled": True,
         "blockxsize": blocksize,
         "blockysize": blocksize,
-        "BIGTIFF": "IF_SAFER" if TEMP_COMPRESS else "IF_NEEDED",
     }
-    if TEMP_COMPRESS:
-        profile.update(compress=TEMP_COMPRESS, ZLEVEL=1, ZSTD_LEVEL=1)
+    profile.update(_temp_options(dem.shape, dtype, out.parent))
     with _temp_files(out.parent, out.name) as prefix:
         tmp, tmp_cog = prefix + "blocks.tif", prefix + out.name
         try:
             _store_blocks(data, tmp, profile=profile, progress=progress)
             _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=predictor, blocksize=blocksize)
-        except rasterio.errors.RasterioIOError as exc:
+        except (rasterio.errors.RasterioIOError, OSError) as exc:
             raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # free the disk space before validating
