@@ -40,6 +40,14 @@ _pool: ThreadPoolExecutor | None = None
 _futures: dict[Path, Future] = {}
 
 
+def _listing() -> list[str]:
+    return sorted(p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*") if "__pycache__" not in p.parts)
+
+
+#: Files of examples/ before any example ran: examples must not write there.
+_BEFORE = _listing()
+
+
 def _run(script: Path) -> dict:
     """Run one example in a fresh working directory and TMPDIR; return what happened."""
     with tempfile.TemporaryDirectory(prefix="xdem-gallery-test-") as base:
@@ -95,7 +103,6 @@ def test_example_is_a_gallery_script(script):
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.relative_to(EXAMPLES).as_posix() for p in SCRIPTS])
 def test_example_runs(script):
-    before = sorted(p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*") if "__pycache__" not in p.parts)
     res = _result(script)
     tail = "\n".join(res["stderr"].splitlines()[-25:])
     assert res["returncode"] is not None, f"{script.name} did not finish within {TIMEOUT_S} s:\n{tail}"
@@ -104,5 +111,5 @@ def test_example_runs(script):
     assert res["stdout"].strip(), f"{script.name} printed nothing"
     assert not res["left_in_cwd"], f"{script.name} wrote into its working directory: {res['left_in_cwd']}"
     assert not res["left_in_tmp"], f"{script.name} left temporary folders behind: {res['left_in_tmp']}"
-    after = sorted(p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*") if "__pycache__" not in p.parts)
-    assert after == before, f"{script.name} wrote into examples/: {sorted(set(after) - set(before))}"
+    after = _listing()
+    assert after == _BEFORE, f"an example wrote into examples/: {sorted(set(after) - set(_BEFORE))}"
