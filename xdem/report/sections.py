@@ -30,7 +30,8 @@ def find_stats(summary: dict | None) -> tuple[str, dict] | None:
     """``(prefix, {"before": {...}, "after": {...}})`` of the summary's dh statistics, if any."""
     if not summary:
         return None
-    for prefix, b, a in (("stats", "stats.before", "stats.after"), ("", "stats_before", "stats_after"), ("", "before", "after")):
+    candidates = (("stats", "stats.before", "stats.after"), ("", "stats_before", "stats_after"), ("", "before", "after"))
+    for prefix, b, a in candidates:
         before, after = _get(summary, b), _get(summary, a)
         if isinstance(before, dict) or isinstance(after, dict):
             out = {}
@@ -144,7 +145,8 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
         except Exception:  # non-affine pipeline: no single matrix
             matrix = None
     if matrix:
-        rows = [[label_cell(f"row {i}")] + [cell(v, f"{mkey}.{i}.{j}") for j, v in enumerate(r)] for i, r in enumerate(matrix)]
+        rows = [[label_cell(f"row {i}")] + [cell(v, f"{mkey}.{i}.{j}") for j, v in enumerate(r)]
+                for i, r in enumerate(matrix)]
         parts.append("<h3>Affine matrix applied to the to-be-aligned DEM</h3>")
         parts.append(table([""] + [f"col {j}" for j in range(len(matrix[0]))], rows))
     parts.append(note("Shifts are the translation APPLIED to the to-be-aligned DEM: aligned(x, y) = "
@@ -170,8 +172,10 @@ def _slope_section(data: ReportData) -> str:
             lo, hi = df["slope_lower"].iloc[i], df["slope_upper"].iloc[i]
             last = i == len(df) - 1
             label = f"[{lo:g}, {hi:g}{']' if last else ')'}"
-            rows.append([label_cell(label)] + [cell(_py(df[c].iloc[i]), f"report.slope_classes.{name}.{i}.{c}") for c in cols])
-        parts.append(table(["Slope class (degrees)"] + [f"{c} ({data.units})" if c not in ("count", "sample_count") else str(c) for c in cols], rows))
+            key = f"report.slope_classes.{name}.{i}"
+            rows.append([label_cell(label)] + [cell(_py(df[c].iloc[i]), f"{key}.{c}") for c in cols])
+        header = [str(c) if c in ("count", "sample_count") else f"{c} ({data.units})" for c in cols]
+        parts.append(table(["Slope class (degrees)", *header], rows))
     parts.append(note(f"Slope of the reference DEM (Horn, degrees). Exact statistics over every pixel valid in both DEMs "
                       f"(xdem.spatialstats.stats_by_slope_class); dh in {data.units}; RMSE = sqrt(mean(dh²))."))
     return "".join(parts)
