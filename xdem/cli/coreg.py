@@ -297,8 +297,9 @@ def _print_summary(doc: dict) -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Aligned DEM to write (Cloud-Optimized GeoTIFF, on the grid of TBA).")
 @click.option("--method", default="nuthkaab", show_default=True,
-              help="vshift, nuthkaab, deramp, directionalbias, terrainbias, biascorr, or any registered method; "
-                   "join with + for a pipeline, e.g. nuthkaab+vshift.")
+              help="vshift, nuthkaab, nuthkaab_deramp, deramp, directionalbias, terrainbias, biascorr, or any "
+                   "registered method; join with + for a pipeline, e.g. nuthkaab+vshift. Recommended when the DEM may "
+                   "be tilted as well as shifted (stereo DEMs): nuthkaab_deramp, which fits both jointly.")
 @click.option("--poly-order", type=click.IntRange(min=0), default=None, help="Polynomial order (e.g. deramp).")
 @click.option("--angle", type=float, default=None, help="Track angle in degrees (directionalbias).")
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
