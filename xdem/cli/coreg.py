@@ -277,7 +277,8 @@ def _print_summary(doc: dict) -> None:
         echo(f"  {_fmt_step(step)}")
     if doc.get("stats"):
         b, a = doc["stats"]["before"], doc["stats"]["after"]
-        echo("dh = tba - ref on stable pixels (exact, on the reference grid):")
+        how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
+        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}; exact counts):")
         echo(f"  {'':8}{'median':>12}{'NMAD':>12}{'count':>12}")
         for label, s in (("before", b), ("after", a)):
             echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['count']:>12d}")
