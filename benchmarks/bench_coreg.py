@@ -420,24 +420,30 @@ NOTES = """
   step (`nuthkaab+deramp` = 2 steps = 4 passes, 81 s; joint = 2 passes, 37 s) and the default
   before/after statistics read three DEMs twice (32 s; `--no-stats` skips them). Best case of the
   present design (joint fit + `--no-stats`) is about (37 + 51) / 56 = 1.6x.
-- *Where the fit's time goes* (profile below, task time summed over threads): the subsample's first
-  pass (a per-pixel hash + histogram, the `sum` tasks) was the single costliest task type, more than
-  decoding the inputs (`open_rasterio-getitem`). Fixed: the hash is now computed in place and the
-  histogram bin taken from the hash's top bits (`xdem/sampling.py`, same bits, ~3x faster per block;
-  CPU of the 20000^2 `nuthkaab+deramp` run 333 s -> 316 s). Decoding DEFLATE inputs and the GDAL COG
-  copy are then the main costs; neither is xdem code.
-- *Peak RSS (target 1.5 GiB at 20000^2 and 40000^2): missed*, 1.9-2.2 GiB at 20000^2, and it grows with
+- *Where the time goes at 20000^2* (profile above): fit 82 s = 4 passes (Nuth & Kääb: subsample
+  histogram 11 s + windows 22 s; deramp on the shifted tba: 20 s + 25 s; ~4 s of numpy iterations);
+  write 57 s = 18 s storing blocks in the temporary GTiff + 38 s GDAL COG copy (compression and
+  overviews; less than the floor's 56 s because it reads an uncompressed file); stats 33 s (2 passes).
+  By task type, decoding the inputs (`open_rasterio-getitem` and the fused `getitem-open_rasterio-*`)
+  dominates. Before the fix below, the subsample's first pass (per-pixel hash + histogram, the `sum`
+  tasks) was the costliest task type (474 of 1474 task-seconds in a profile under load); the hash is
+  now computed in place and the histogram bin taken from the hash's top 12 bits (`xdem/sampling.py`,
+  same bits, ~3x faster per block), leaving 44 of 250 task-seconds. The in-process peak memory per step
+  is cumulative (the allocator keeps what the fit used), so read it as "up to this step".
+- *Peak RSS (target 1.5 GiB at 20000^2 and 40000^2): missed*, 1.86-2.20 GiB at 20000^2 (1.82 in an earlier
+  run), i.e. 25-45 % over, and it grows with
   the DEM width (1.1-1.2 GiB at 4000^2 and 8000^2, 1.5-1.7 at 16000^2). Cause, measured in isolation:
   the subsample's second pass cuts windows around the sampled pixels from `da.overlap` copies of
   both DEMs; dask keeps several block-rows of chunks alive while it builds the overlapped blocks
   (`sample_valid` alone: 0.8 GiB without windows, 2.2 GiB with them at 20000^2 with 2048^2 chunks;
-  1.6 GiB with 1024^2 chunks; 1.2 GiB at 8000^2). The write and statistics passes stay near 1.2 GiB.
-  So 40000^2 (20 chunks per row) would exceed the target further. Fix needed (not done here): cut
-  the windows without `da.overlap` holding neighbour rows, e.g. read each block's halo directly,
-  or process the second pass in bands of block-rows. Workaround today: `--chunks 1024`.
+  1.6 GiB with 1024^2 chunks; 1.2 GiB at 8000^2). In-process at 8000^2 the fit peaked at 1.4 GiB
+  while the write and the statistics stayed at 1.15-1.2 GiB. So 40000^2 (20 chunks per row) would
+  exceed the target further. Fix needed (not done here): cut the windows without `da.overlap` holding
+  neighbour rows (e.g. read each block's halo directly, or run the second pass in bands of block-rows).
+  Smaller chunks (`--chunks 1024`) lower that pass (1.6 GiB alone) but do not bring it under 1.5 GiB.
 - *Shift*: the joint `nuthkaab_deramp` recovers the shift within 2 mm at every size measured;
-  the sequential `nuthkaab+deramp` is biased by the tilt (4 cm at 4000^2 and 8000^2, 1.2 cm at
-  20000^2: misses 0.01 m), as expected: Nuth & Kääb fits the shift before the tilt is removed.
+  the sequential `nuthkaab+deramp` is biased by the tilt (4 cm at 4000^2 and 8000^2, 2 mm at 16000^2,
+  1.2 cm at 20000^2: misses 0.01 m at three of four sizes), as expected: Nuth & Kääb fits the shift before the tilt is removed.
 - *40000^2 and 32000^2*: not measured end to end. Generating a 40000^2 pair takes ~100 min on this
   machine under the load of the day (the 20000^2 tba alone took 13 min), which did not fit the time
   box; graph construction at 40000^2 was measured (above: under a second).
