@@ -1,8 +1,8 @@
 """Run every benchmark in sequence (the ``make bench`` entry point).
 
 Each ``benchmarks/bench_*.py`` runs in its own process with its default sizes, or with small
-sizes under ``--quick`` (a check that the benchmarks run, in a few minutes; the numbers are not
-the documented ones). Results go to ``docs/performance.md`` (and ``docs/terrain.md``), each script
+sizes under ``--quick`` (a check that the benchmarks run, in a few minutes; the docs are then left
+alone, since those numbers are not the documented ones). Results go to ``docs/performance.md`` (and ``docs/terrain.md``), each script
 replacing only its own ``## section``; ``--no-doc`` leaves the docs alone.
 
 Run: ``python benchmarks/run.py [--quick] [--only coreg write_cog] [--no-doc]``.
@@ -40,7 +40,7 @@ def scripts(only: list[str] | None = None) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes only (a few minutes)")
+    parser.add_argument("--quick", action="store_true", help="small sizes only (a few minutes), docs untouched")
     parser.add_argument("--only", nargs="+", default=None, help="benchmark names, e.g. coreg write_cog")
     parser.add_argument("--no-doc", action="store_true", help="do not update the docs")
     args = parser.parse_args(argv)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, str(path)]
         if args.quick:
             cmd += QUICK.get(name, ["--sizes", "2000"])
-        if args.no_doc:
+        if args.no_doc or args.quick:
             cmd.append("--no-doc")
         print(f"=== {name}: {' '.join(cmd[1:])}", flush=True)
         t0 = time.perf_counter()
