@@ -40,6 +40,15 @@ def _check_resampling(resampling: str) -> str:
     return resampling
 
 
+def check_iteration_params(*, resampling: str, max_iterations: int, tolerance: float) -> None:
+    """Validate the hyper-parameters shared by the iterative shift estimators."""
+    _check_resampling(resampling)
+    if int(max_iterations) < 1:
+        raise InputError(f"max_iterations must be >= 1, got {max_iterations}")
+    if not tolerance > 0:
+        raise InputError(f"tolerance must be > 0 (pixels), got {tolerance}")
+
+
 def shift_dem(
     dem: xr.DataArray,
     *,
@@ -298,11 +307,7 @@ class NuthKaab(AffineCoreg):
         self.terrain_method = terrain_method
 
     def _check_params(self) -> None:
-        _check_resampling(self.resampling)
-        if int(self.max_iterations) < 1:
-            raise InputError(f"max_iterations must be >= 1, got {self.max_iterations}")
-        if not self.tolerance > 0:
-            raise InputError(f"tolerance must be > 0 (pixels), got {self.tolerance}")
+        check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self.tolerance)
         if int(self.bin_count) < 3:
             raise InputError(f"bin_count must be >= 3, got {self.bin_count}")
 

@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._windows import sample_with_terrain
-from xdem.coreg.affine import _check_resampling, shift_dem
+from xdem.coreg.affine import check_iteration_params, shift_dem
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
     check_poly_order, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
@@ -141,11 +141,7 @@ class NuthKaabDeramp(Coreg):
 
     def _check_params(self) -> None:
         check_poly_order(self.poly_order)
-        _check_resampling(self.resampling)
-        if int(self.max_iterations) < 1:
-            raise InputError(f"max_iterations must be >= 1, got {self.max_iterations}")
-        if not self.tolerance > 0:
-            raise InputError(f"tolerance must be > 0 (pixels), got {self.tolerance}")
+        check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self.tolerance)
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
