@@ -27,7 +27,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 
-__all__ = ["pixel_uniform", "resolve_count", "sample_valid", "gather_points", "Sample", "DEFAULT_SEED"]
+__all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_SEED"]
 
 #: Seed used when ``random_state=None``: results are reproducible by default.
 DEFAULT_SEED = 0
@@ -256,17 +256,3 @@ def sample_valid(
     out.n_valid = n_valid
     out.counts = {k: int(v) for k, v in extra.items()}
     return out
-
-
-def gather_points(arr: da.Array, rows: np.ndarray, cols: np.ndarray, *, fill: float = np.nan) -> da.Array:
-    """Lazy values of ``arr`` at integer pixels (``vindex``); out-of-grid pixels get ``fill``.
-
-    Returns a dask array of shape ``rows.shape``; compute it (together with others in one
-    ``dask.compute``) to read only the needed chunks once.
-    """
-    ny, nx = arr.shape
-    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
-    rr = np.clip(rows, 0, ny - 1)
-    cc = np.clip(cols, 0, nx - 1)
-    vals = arr.vindex[rr.ravel(), cc.ravel()].reshape(rows.shape).astype(np.float64)
-    return da.where(da.from_array(inside, chunks=vals.chunks), vals, fill)

@@ -20,11 +20,11 @@ from affine import Affine
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
-from xdem.coreg._windows import gather_windows, sample_with_terrain
+from xdem.coreg._windows import sample_with_terrain
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.sampling import sample_valid
 
-__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix", "gather_windows"]
+__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
 
 
 def translation_matrix(shift_x: float, shift_y: float, shift_z: float) -> np.ndarray:

@@ -197,14 +197,11 @@ class Coreg:
 
     def fit_prepared(self, data: FitData) -> Coreg:
         """Fit on an already prepared :class:`FitData` (used by pipelines)."""
-        if self.needs_vars and not data.bias_vars and not self._makes_own_vars():
+        if self.needs_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
         self._reset()
         self._fit(data)
         return self
-
-    def _makes_own_vars(self) -> bool:
-        return False
 
     def apply(self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True) -> xr.DataArray:
         """Apply the fitted correction to ``dem``; lazy, computes nothing.
