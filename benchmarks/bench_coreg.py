@@ -157,7 +157,7 @@ def graph_size(size: int) -> dict:
 
     import xdem  # noqa: PLC0415
     from xdem.coreg.base import coreg_from_dict  # noqa: PLC0415
-    from xdem.sampling import _hist_block  # noqa: PLC0415
+    from xdem.sampling import _hist_bits, _hist_block  # noqa: PLC0415
 
     folder = CACHE_DIR / f"coreg_{size}"
     if (folder / "truth.json").exists():
@@ -186,8 +186,9 @@ def graph_size(size: int) -> dict:
         res[f"apply_{m}_tasks"] = len(graph)
     t0 = time.perf_counter()
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
-    hist = da.map_blocks(_hist_block, valid, ncols=size, random_state=0, dtype=np.int64, new_axis=2,
-                         chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (4096,))).sum(axis=(0, 1))
+    bits = _hist_bits(size * size)
+    hist = da.map_blocks(_hist_block, valid, ncols=size, random_state=0, bits=bits, dtype=np.int32, new_axis=2,
+                         chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (1 << bits,))).sum(axis=(0, 1))
     res["fit_pass1_tasks"] = len(hist.__dask_graph__())
     res["fit_pass1_s"] = time.perf_counter() - t0
     return res

@@ -281,7 +281,7 @@ def test_pipeline_merges_affine_steps_into_one_resampling():
     ref, tba, _ = example_pair(chunks=128)
     pipe = (NuthKaab() + NuthKaab(max_iterations=3)).fit(ref, tba)
     out = pipe.apply(tba)
-    layers = [k for k in out.data.dask.layers if k.startswith("shift_block_kernel")]
+    layers = [k for k in out.data.dask.layers if k.startswith("shift-overlap")]
     assert len(layers) == 1
     merged = shift_dem(tba, shift_x=pipe.to_translations()[0], shift_y=pipe.to_translations()[1],
                        shift_z=pipe.to_translations()[2])

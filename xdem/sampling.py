@@ -8,18 +8,26 @@ valid mask: never on the chunking, the scheduler, or whether the input is numpy 
 Drawing it takes two passes over the inputs, each a map-then-reduce with small per-block
 results:
 
-1. per block, a histogram (4096 bins) of the numbers of the valid pixels;
+1. per block, a histogram (65536 bins of the hash's top 16 bits) of the valid pixels;
 2. per block, the candidates below the histogram edge that holds the ``n``-th number,
-   with the values of the requested arrays at those pixels.
+   with the values of the requested arrays at those pixels, and optionally small windows
+   of other arrays around them.
 
-The ``n`` candidates with the smallest numbers are then kept (ties are impossible: the
+The ``n`` candidates with the smallest hashes are then kept (ties are impossible: the
 hash is a bijection on 64 bits).
+
+Both passes are purely block-wise (no ``overlap``): a window that crosses a chunk border
+is cut in pieces, each block giving the part it holds, and the pieces are joined in
+memory. Memory is bounded by the chunk size and the number of sampled points, whatever
+the size of the DEM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Callable
+
+import math
 
 import dask
 import dask.array as da
@@ -31,7 +39,14 @@ __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_
 
 #: Seed used when ``random_state=None``: results are reproducible by default.
 DEFAULT_SEED = 0
-_NBINS = 4096
+#: Histogram of pass 1: 2**bits bins with about this many pixels each at most (the extra
+#: candidates gathered in pass 2 are at most one bin's worth), between 2**12 and 2**18 bins.
+_PIXELS_PER_BIN = 2**14
+
+
+def _hist_bits(npix: int) -> int:
+    """Bits of the pass-1 histogram for a grid of ``npix`` pixels (depends on the grid only)."""
+    return int(min(18, max(12, math.ceil(math.log2(max(npix, 1) / _PIXELS_PER_BIN)))))
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -119,11 +134,11 @@ class Sample(dict):
     counts: dict[str, int] = {}
 
 
-def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, block_info=None) -> np.ndarray:
+def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, bits: int = 12, block_info=None) -> np.ndarray:
     loc = block_info[0]["array-location"]
     h = _pixel_hash(loc[0][0], loc[1][0], valid.shape, ncols, random_state)
-    # bin of u = (h >> 11) / 2**53 among _NBINS = 2**12 equal bins: its top 12 bits, no float
-    hist = np.bincount((h[valid] >> np.uint64(64 - 12)).astype(np.intp), minlength=_NBINS)
+    # bin of u = (h >> 11) / 2**53 among 2**bits equal bins: the hash's top bits, no float
+    hist = np.bincount((h[valid] >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits).astype(np.int32)
     return hist[None, None, :]
 
 
@@ -131,21 +146,60 @@ def cut_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int
     """Windows ``(n, 2h+2, 2h+2)`` (float32) of ``block`` starting at ``(lrow - h, lcol - h)``."""
     size = 2 * half + 2
     view = np.lib.stride_tricks.sliding_window_view(block, (size, size))
-    return np.ascontiguousarray(view[lrow - half, lcol - half]).astype(np.float32)
+    return view[lrow - half, lcol - half].astype(np.float32, copy=False)
+
+
+def partial_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
+    """Windows as :func:`cut_windows`, for centres up to ``half + 1`` pixels outside ``block``;
+    NaN where a window leaves the block (another block holds that part)."""
+    pad = 2 * half + 1
+    padded = np.full((block.shape[0] + 2 * pad, block.shape[1] + 2 * pad), np.nan, dtype=np.float32)
+    padded[pad:-pad, pad:-pad] = block
+    return cut_windows(padded, np.asarray(lrow) + pad, np.asarray(lcol) + pad, half)
+
+
+def join_windows(keys: np.ndarray, parts: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Join window pieces: for each key of ``wanted`` (sorted, unique), the element-wise
+    ``fmax`` of every piece with that key (pieces of one window never overlap, so this puts
+    each pixel where its block left it). Every wanted key must have at least one piece."""
+    sel = np.flatnonzero(np.isin(keys, wanted))
+    sel = sel[np.argsort(keys[sel], kind="stable")]
+    sk = keys[sel]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if len(sk) else np.zeros(0, dtype=np.intp)
+    if len(starts) != len(wanted) or not np.array_equal(sk[starts], wanted):
+        raise AssertionError("a sampled window is missing some of its pieces")
+    if len(sel) == len(starts):
+        return parts[sel]
+    return np.fmax.reduceat(parts[sel], starts, axis=0)
 
 
 def _candidates_block(
     valid: np.ndarray, *arrays: np.ndarray, names: tuple[str, ...], win_names: tuple[str, ...], half: int,
-    edge: float, ncols: int, random_state: int | None, row0: int, col0: int,
+    limit: int, nrows: int, ncols: int, random_state: int | None, row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
-    u = pixel_uniform(row0, col0, valid.shape, ncols, random_state)
-    keep = valid & (u < edge)
+    ny, nx = valid.shape
+    if win_names:  # hashes of the block and of a margin: the centres whose windows reach into it
+        er0, er1 = max(row0 - half - 1, 0), min(row0 + ny + half, nrows)
+        ec0, ec1 = max(col0 - half - 1, 0), min(col0 + nx + half, ncols)
+        hx = _pixel_hash(er0, ec0, (er1 - er0, ec1 - ec0), ncols, random_state)
+        h = hx[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx]
+    else:
+        h = _pixel_hash(row0, col0, valid.shape, ncols, random_state)
+    keep = valid & (h < np.uint64(limit)) if limit < 2**64 else np.asarray(valid, dtype=bool)
     r, c = np.nonzero(keep)
-    out = {"u": u[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0}
+    out = {"h": h[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0}
     for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
-    for name, arr in zip(win_names, arrays[len(names) :]):  # overlapped by half + 1
-        out[name] = cut_windows(np.asarray(arr), r + half + 1, c + half + 1, half)
+    if win_names:
+        # centres of windows: this block's candidates, and margin pixels that may be another
+        # block's candidates (their validity is decided there; unused pieces are dropped)
+        cand = hx < np.uint64(limit) if limit < 2**64 else np.ones(hx.shape, dtype=bool)
+        cand[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx] = keep
+        wr, wc = np.nonzero(cand)
+        lrow, lcol = wr + (er0 - row0), wc + (ec0 - col0)
+        out["wkey"] = (wr.astype(np.int64) + er0) * ncols + (wc.astype(np.int64) + ec0)
+        for name, arr in zip(win_names, arrays[len(names) :]):
+            out[name] = partial_windows(np.asarray(arr), lrow, lcol, half)
     return out
 
 
@@ -205,12 +259,13 @@ def sample_valid(
     valid = da.asarray(valid)
     ny, nx = valid.shape
     arrays = {k: da.asarray(v).rechunk(valid.chunks) for k, v in arrays.items()}
+    bits = _hist_bits(ny * nx)
     hist = da.map_blocks(
-        _hist_block, valid, ncols=nx, random_state=random_state, dtype=np.int64,
-        chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (_NBINS,)), new_axis=2,
+        _hist_block, valid, ncols=nx, random_state=random_state, dtype=np.int32,
+        chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (1 << bits,)), new_axis=2, bits=bits,
     )
     extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
-    hist, extra = dask.compute(hist.sum(axis=(0, 1)), extra)
+    hist, extra = dask.compute(hist.sum(axis=(0, 1), dtype=np.int64), extra)
     n_valid = int(hist.sum())
     if n_valid < min_count:
         raise NotEnoughDataError(
@@ -221,18 +276,12 @@ def sample_valid(
     n = resolve_count(subsample, n_valid)
     cum = np.cumsum(hist)
     b = int(np.searchsorted(cum, n))  # first bin where the cumulative count reaches n
-    edge = 1.0 if n >= n_valid else (b + 1) / _NBINS
+    limit = 2**64 if n >= n_valid else (b + 1) << (64 - bits)  # hash bound of the candidates
     names = tuple(arrays)
     win_names = tuple(windows or {})
     if set(win_names) & set(names):
         raise InputError(f"a name is both sampled and windowed: {sorted(set(win_names) & set(names))}")
-    win_arrays = [
-        da.overlap.overlap(
-            da.asarray(windows[k]).rechunk(valid.chunks).astype(np.float32),
-            depth={0: half + 1, 1: half + 1}, boundary=np.nan,
-        )
-        for k in win_names
-    ]
+    win_arrays = [da.asarray(windows[k]).rechunk(valid.chunks) for k in win_names]  # type: ignore[index]
     row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
     col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
     vblocks = valid.to_delayed()
@@ -243,16 +292,21 @@ def sample_valid(
             tasks.append(
                 dask.delayed(_candidates_block)(
                     vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, win_names=win_names, half=half,
-                    edge=edge, ncols=nx,
+                    limit=limit, nrows=ny, ncols=nx,
                     random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
                 )
             )
     parts = dask.compute(*tasks)
-    keys = ("u", "row", "col") + names + win_names
+    keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    order = np.argsort(merged["u"], kind="stable")[:n]
+    order = np.argsort(merged["h"], kind="stable")[:n]
     order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
     out = Sample({k: merged[k][order] for k in keys[1:]})
+    if win_names:
+        wkeys = np.concatenate([p["wkey"] for p in parts])
+        wanted = out["row"] * nx + out["col"]  # sorted: rows then columns
+        for k in win_names:
+            out[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
     out.n_valid = n_valid
     out.counts = {k: int(v) for k, v in extra.items()}
     return out

@@ -21,7 +21,7 @@ import xarray as xr
 from xdem.coreg.base import FitData
 from xdem.io.grid import get_resolution, get_transform
 from xdem.kernels.interp import footprint, interp_windows_kernel
-from xdem.sampling import Sample, cut_windows, sample_valid
+from xdem.sampling import Sample, partial_windows, sample_valid
 
 __all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
 
@@ -31,46 +31,40 @@ def gather_windows(
 ) -> np.ndarray | list[np.ndarray]:
     """Read windows of ``2*half+2`` pixels around integer centres, in one compute.
 
-    Window ``k`` starts at pixel ``(rows[k] - half, cols[k] - half)``. Each chunk (with an
-    overlap of ``half + 1`` pixels) is read once, for all ``arrays`` together (they must
-    share one grid and chunking); centres outside the grid give NaN windows. Memory is
-    bounded by the number of points, not the DEM size.
+    Window ``k`` starts at pixel ``(rows[k] - half, cols[k] - half)``. Each chunk holding a
+    part of some window is read once, for all ``arrays`` together (they must share one grid
+    and chunking), and gives the parts it holds (:func:`xdem.sampling.partial_windows`),
+    joined in memory: no ``overlap``, so memory is bounded by the chunk size and the number
+    of points, not the DEM size. Window pixels outside the grid are NaN.
 
     Returns one ``(n, 2h+2, 2h+2)`` float32 array, or a list of them when given a sequence.
     """
     single = isinstance(arrays, da.Array)
     arrs = [arrays] if single else list(arrays)
-    depth = half + 1
-    ny, nx = arrs[0].shape
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     size = 2 * half + 2
     outs = [np.full((len(rows), size, size), np.nan, dtype=np.float32) for _ in arrs]
-    inside = (rows >= 0) & (rows < ny) & (cols >= 0) & (cols < nx)
-    if inside.any():
-        r_edges = np.cumsum((0,) + arrs[0].chunks[0])
-        c_edges = np.cumsum((0,) + arrs[0].chunks[1])
-        blocks = [
-            da.overlap.overlap(a.astype(np.float32), depth={0: depth, 1: depth}, boundary=np.nan).to_delayed()
-            for a in arrs
-        ]
-        br = np.searchsorted(r_edges, rows, side="right") - 1
-        bc = np.searchsorted(c_edges, cols, side="right") - 1
-        idx_all = np.flatnonzero(inside)
-        key = br[idx_all] * len(c_edges) + bc[idx_all]
-        order = np.argsort(key, kind="stable")
-        idx_sorted, key_sorted = idx_all[order], key[order]
-        starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
-        ends = np.r_[starts[1:], len(key_sorted)]
-        tasks, groups = [], []
-        for s0, s1 in zip(starts, ends):
-            ids = idx_sorted[s0:s1]
-            i, j = br[ids[0]], bc[ids[0]]
-            lrow = rows[ids] - r_edges[i] + depth
-            lcol = cols[ids] - c_edges[j] + depth
-            tasks.append([dask.delayed(cut_windows)(b[i, j], lrow, lcol, half) for b in blocks])
+    r_edges = np.cumsum((0,) + arrs[0].chunks[0])
+    c_edges = np.cumsum((0,) + arrs[0].chunks[1])
+    blocks = [a.to_delayed() for a in arrs]
+    # block rows/columns reached by each window: rows r - half ... r + half + 1
+    bi0 = np.clip(np.searchsorted(r_edges, rows - half, side="right") - 1, 0, len(r_edges) - 2)
+    bi1 = np.clip(np.searchsorted(r_edges, rows + half + 1, side="right") - 1, 0, len(r_edges) - 2)
+    bj0 = np.clip(np.searchsorted(c_edges, cols - half, side="right") - 1, 0, len(c_edges) - 2)
+    bj1 = np.clip(np.searchsorted(c_edges, cols + half + 1, side="right") - 1, 0, len(c_edges) - 2)
+    reach = (rows + half + 1 >= 0) & (rows - half < r_edges[-1]) & (cols + half + 1 >= 0) & (cols - half < c_edges[-1])
+    tasks, groups = [], []
+    for i in range(len(r_edges) - 1):
+        for j in range(len(c_edges) - 1):
+            ids = np.flatnonzero(reach & (bi0 <= i) & (i <= bi1) & (bj0 <= j) & (j <= bj1))
+            if len(ids) == 0:
+                continue
+            lrow, lcol = rows[ids] - r_edges[i], cols[ids] - c_edges[j]
+            tasks.append([dask.delayed(partial_windows)(b[i, j], lrow, lcol, half) for b in blocks])
             groups.append(ids)
-        for ids, wins in zip(groups, dask.compute(*tasks)):
-            for out, win in zip(outs, wins):
-                out[ids] = win
+    for ids, wins in zip(groups, dask.compute(*tasks)):
+        for out, win in zip(outs, wins):
+            out[ids] = np.fmax(out[ids], win)
     return outs[0] if single else outs
 
 

@@ -22,6 +22,7 @@ from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotE
 from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
 from xdem.coreg._windows import sample_with_terrain
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
+from xdem.overlap import map_overlap_nan
 from xdem.sampling import sample_valid
 
 __all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
@@ -91,9 +92,9 @@ def shift_dem(
             0: min(int(math.ceil(abs(drow))) + max(before, after) + 1, max(data.shape[0] - 1, 0)),
             1: min(int(math.ceil(abs(dcol))) + max(before, after) + 1, max(data.shape[1] - 1, 0)),
         }
-        out_data = da.map_overlap(
-            shift_block_kernel, data, depth=depth, boundary=np.nan, trim=True, dtype=data.dtype,
-            meta=np.array((), dtype=data.dtype), drow=drow, dcol=dcol, resampling=resampling,
+        out_data = map_overlap_nan(
+            shift_block_kernel, data, depth=(depth[0], depth[1]), dtype=data.dtype, name="shift",
+            drow=drow, dcol=dcol, resampling=resampling,
         )
     if shift_z:
         out_data = out_data + np.asarray(shift_z, dtype=data.dtype)

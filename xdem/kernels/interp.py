@@ -59,17 +59,6 @@ def _accumulate(terms: list[tuple[np.ndarray | float, np.ndarray]], shape: tuple
     return out
 
 
-def _shifted(block: np.ndarray, dr: int, dc: int) -> np.ndarray:
-    """``out[i, j] = block[i + dr, j + dc]``, NaN where that falls outside the block."""
-    ny, nx = block.shape
-    out = np.full(block.shape, np.nan, dtype=np.float64)
-    r0, r1 = max(0, -dr), min(ny, ny - dr)
-    c0, c1 = max(0, -dc), min(nx, nx - dc)
-    if r1 > r0 and c1 > c0:
-        out[r0:r1, c0:c1] = block[r0 + dr : r1 + dr, c0 + dc : c1 + dc]
-    return out
-
-
 def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resampling: str = "bilinear") -> np.ndarray:
     """Resample a block at positions shifted by ``(drow, dcol)`` pixels.
 
@@ -77,23 +66,35 @@ def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resamplin
     ``j + dcol``; NaN where the footprint leaves the block or touches a NaN with non-zero
     weight. Meant for ``map_overlap`` with ``depth >= ceil(|shift|) + footprint``.
 
+    The weighted terms are accumulated one at a time into a single float64 buffer, from
+    views of ``block`` (no shifted copies): the kernel holds about three block-sized
+    arrays whatever the interpolation.
+
     Examples
     --------
     >>> b = np.arange(16.0).reshape(4, 4)
     >>> float(shift_block_kernel(b, drow=0.5, dcol=0.0)[1, 1])
     7.0
     """
+    ny, nx = block.shape
     kr, kc = math.floor(drow), math.floor(dcol)
     fr, fc = drow - kr, dcol - kc
-    terms = []
-    for orow, wr in weights_1d(fr, resampling):
-        if wr == 0.0:
-            continue
-        for ocol, wc in weights_1d(fc, resampling):
-            if wc == 0.0:
-                continue
-            terms.append((wr * wc, _shifted(block, kr + orow, kc + ocol)))
-    return _accumulate(terms, block.shape).astype(block.dtype, copy=False)
+    rows = [(kr + o, w) for o, w in weights_1d(fr, resampling) if w != 0.0]
+    cols = [(kc + o, w) for o, w in weights_1d(fc, resampling) if w != 0.0]
+    # output rows i whose every term i + dr stays inside the block, same for columns
+    r0, r1 = max(0, -min(d for d, _ in rows)), min(ny, ny - max(d for d, _ in rows))
+    c0, c1 = max(0, -min(d for d, _ in cols)), min(nx, nx - max(d for d, _ in cols))
+    out = np.full(block.shape, np.nan, dtype=block.dtype)
+    if r1 <= r0 or c1 <= c0:
+        return out
+    acc = np.zeros((r1 - r0, c1 - c0), dtype=np.float64)
+    tmp = np.empty_like(acc)
+    for dr, wr in rows:
+        for dc, wc in cols:
+            np.multiply(block[r0 + dr : r1 + dr, c0 + dc : c1 + dc], float(wr * wc), out=tmp)
+            acc += tmp
+    out[r0:r1, c0:c1] = acc
+    return out
 
 
 def interp_windows_kernel(

@@ -21,11 +21,11 @@ from typing import Any, Sequence
 import dask.array as da
 import numpy as np
 import xarray as xr
-from dask.array.overlap import ensure_minimum_chunksize
 
 from xdem.errors import InputError
 from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.io.open import open_dem
+from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
 
 __all__ = [
@@ -164,32 +164,11 @@ def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, 
     """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
     depth = max(_depth(n, opts) for n in names)
     dtype = np.dtype(data.dtype)
-    if any(min(c) < depth for c in data.chunks):  # map_overlap needs chunks at least `depth` wide
-        data = data.rechunk(tuple(ensure_minimum_chunksize(depth, c) for c in data.chunks))
     kernel = partial(
         _terrain_block_kernel, names=names, pad=depth, res_x=res_x, res_y=res_y, out_dtype=dtype, opts=opts, stacked=stacked
     )
-    if stacked:
-        return da.map_overlap(
-            kernel,
-            data,
-            depth=depth,
-            boundary=np.nan,
-            trim=False,
-            new_axis=0,
-            chunks=((len(names),),) + data.chunks,
-            dtype=dtype,
-            meta=np.empty((0, 0, 0), dtype=dtype),
-        )
-    return da.map_overlap(
-        kernel,
-        data,
-        depth=depth,
-        boundary=np.nan,
-        trim=False,
-        chunks=data.chunks,
-        dtype=dtype,
-        meta=np.empty((0, 0), dtype=dtype),
+    return map_overlap_nan(
+        kernel, data, depth=depth, dtype=dtype, trim=False, leading=len(names) if stacked else None, name="terrain"
     )
 
 
