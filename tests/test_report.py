@@ -27,39 +27,14 @@ import xdem.coreg
 import xdem.examples
 from xdem.cli import main
 from xdem.errors import NotEnoughDataError, OutputError, OverlapError
+from helpers import MaxResult
+
 from xdem.report import write_report
 from xdem.report import figures as F
 from xdem.report.data import coarsen_mean, decimated_maps, decimation_factor
 from xdem.report.html import fmt
 
 SECTIONS = ("statistics", "maps", "histograms", "nuth-kaab", "parameters", "slope-classes", "processing")
-
-
-def _ndarrays(obj):
-    if isinstance(obj, np.ndarray):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _ndarrays(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _ndarrays(v)
-
-
-class MaxResult(Callback):
-    """Dask callback recording the largest task result (bytes, by ``dask.sizeof``) and the
-    largest 2-D array among task results."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.max_bytes = 0
-        self.max_2d_bytes = 0
-        self.tasks = 0
-
-    def _posttask(self, key, result, dsk, state, worker_id):  # noqa: D102
-        self.tasks += 1
-        self.max_bytes = max(self.max_bytes, sizeof(result))
-        self.max_2d_bytes = max([self.max_2d_bytes] + [a.nbytes for a in _ndarrays(result) if a.ndim >= 2])
 
 
 def _keys(text: str) -> dict[str, str]:

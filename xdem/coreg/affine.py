@@ -12,6 +12,7 @@ import math
 import warnings
 from typing import Any, Callable, ClassVar
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -128,7 +129,13 @@ class AffineCoreg(Coreg):
 class VerticalShift(AffineCoreg):
     """Vertical shift: a statistic (median by default) of ``dh = tba - ref``.
 
-    Fit makes two passes over the pair (see :func:`xdem.sampling.sample_valid`).
+    With ``subsample=1`` (the default: every valid pixel) and the median or the mean, the
+    statistic is exact and computed out of core (the median: a count/min/max pass, then
+    :func:`xdem.stats.median`'s histogram refinement, 2 to 4 passes in all; the mean: one pass), so memory stays bounded on any DEM size. With a
+    smaller subsample, or another callable, the values of a reproducible subsample are
+    gathered (two passes, :func:`xdem.sampling.sample_valid`); a callable with
+    ``subsample=1`` gathers every valid pixel in memory (8 bytes each), so give it a count
+    on large DEMs.
 
     Parameters
     ----------
@@ -163,14 +170,45 @@ class VerticalShift(AffineCoreg):
         self.random_state = random_state
 
     def _fit(self, data: FitData) -> None:
+        func = self.vshift_reduc_func
+        self.shift_x_ = 0.0
+        self.shift_y_ = 0.0
+        if _all_pixels(self.subsample) and func in _EXACT_REDUCERS:
+            # every valid pixel: an exact out-of-core statistic, nothing gathered in memory
+            from xdem import stats  # noqa: PLC0415
+
+            valid = data.valid()
+            dh = da.where(valid, data.tba.data.astype(np.float64) - data.ref.data.astype(np.float64), np.nan)
+            mean = _EXACT_REDUCERS[func] == "mean"
+            if mean:
+                count, total = dask.compute(valid.sum(), da.nansum(dh))
+            else:
+                st = stats._run_stats(dh, ())  # (count, min, max): the median's first pass
+                count = st[0]
+            if count < 1:
+                raise NotEnoughDataError(
+                    f"VerticalShift needs at least 1 valid pixels but found 0 of {valid.size} (valid = finite in both "
+                    "DEMs and inside the inlier mask); check the overlap, the nodata value and the inlier mask"
+                )
+            value = float(total) / int(count) if mean else stats.median(dh, _stats=st)
+            self.shift_z_ = -float(value)
+            self.count_ = int(count)
+            return
         s = sample_valid(
             data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
             random_state=self.random_state, min_count=1, what="VerticalShift",
         )
-        self.shift_x_ = 0.0
-        self.shift_y_ = 0.0
-        self.shift_z_ = -float(self.vshift_reduc_func(s["dh"]))
+        self.shift_z_ = -float(func(s["dh"]))
         self.count_ = int(len(s["dh"]))
+
+
+def _all_pixels(subsample: float | int) -> bool:
+    """Whether ``subsample`` means every valid pixel (the fraction 1)."""
+    return isinstance(subsample, (float, int, np.floating, np.integer)) and not isinstance(subsample, bool) and subsample == 1
+
+
+#: Statistics computed exactly out of core when every pixel is used.
+_EXACT_REDUCERS: dict[Any, str] = {np.median: "median", np.nanmedian: "median", np.mean: "mean", np.nanmean: "mean"}
 
 
 # ---------------------------------------------------------------------------------------------
