@@ -70,3 +70,46 @@ def test_windows_cut_in_the_draw_equal_gathered_windows_and_extra_counts_are_exa
     assert s.counts["both"] == int((np.isfinite(field) & np.isfinite(field[::-1])).sum())
     # the window of pixel k starts at (row - 2, col - 2): its (2, 2) element is the pixel itself
     np.testing.assert_array_equal(s["w"][:, 2, 2], field[::-1][s["row"], s["col"]].astype(np.float32))
+
+
+def _brute_force(valid: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The definition of the draw, in numpy: the n valid pixels with the smallest hashes."""
+    from xdem.sampling import _pixel_hash
+
+    h = _pixel_hash(0, 0, valid.shape, valid.shape[1], seed)
+    r, c = np.nonzero(valid)
+    keep = np.sort(np.argsort(h[r, c], kind="stable")[:n])  # nonzero order = sorted by (row, col)
+    return r[keep], c[keep]
+
+
+@pytest.mark.parametrize("subsample", [500, 0.25, 3000])
+@pytest.mark.parametrize("valid_fraction", [1.0, 0.7, 0.05])
+def test_draw_equals_its_definition_in_one_pass_or_two(field, subsample, valid_fraction):
+    rng = np.random.default_rng(11)
+    valid = rng.random(field.shape) < valid_fraction
+    v = da.from_array(valid, chunks=(47, 61))
+    s = sample_valid(v, {}, subsample=subsample, random_state=4)
+    n = resolve_count(subsample, int(valid.sum()))
+    rows, cols = _brute_force(valid, n, 4)
+    np.testing.assert_array_equal(s["row"], rows)
+    np.testing.assert_array_equal(s["col"], cols)
+    # a fraction, or a count with every pixel valid, needs one pass; a count with few valid
+    # pixels needs a second pass once the exact number of valid pixels is known
+    if isinstance(subsample, float) or valid_fraction == 1.0:
+        assert s.passes == 1
+    elif valid_fraction < 0.1:
+        assert s.passes == 2
+    else:
+        assert s.passes in (1, 2)
+
+
+def test_windows_equal_slices_of_the_padded_array(field):
+    other = field[::-1].copy()
+    s = sample_valid(da.isfinite(da.from_array(field, chunks=(41, 57))), {}, subsample=2000, random_state=6,
+                     windows={"w": da.from_array(other, chunks=(41, 57))}, half=2)
+    padded = np.pad(other, 5, constant_values=np.nan).astype(np.float32)
+    for k in range(0, len(s["row"]), 7):
+        r, c = s["row"][k] + 5, s["col"][k] + 5
+        np.testing.assert_array_equal(s["w"][k], padded[r - 2 : r + 4, c - 2 : c + 4])
+    # windows crossing chunk borders and the grid edge are among them
+    assert ((s["row"] % 41 < 2) | (s["col"] % 57 < 2)).any() and ((s["row"] < 2) | (s["col"] < 2)).any()

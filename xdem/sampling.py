@@ -5,21 +5,20 @@ Every pixel gets a pseudo-random number in ``[0, 1)`` from a counter-based hash
 ``n`` valid pixels with the smallest numbers. It depends only on the seed, the grid and the
 valid mask: never on the chunking, the scheduler, or whether the input is numpy or dask.
 
-Drawing it takes two passes over the inputs, each a map-then-reduce with small per-block
-results:
+Drawing it is a map-then-reduce with small per-block results, usually in ONE pass over
+the inputs: every block returns its number of valid pixels and the valid pixels whose hash
+is below a bound chosen so that, with a margin, at least ``n`` of them exist over the grid
+(the values of the requested arrays, and optionally small windows of other arrays, are
+taken there at the same time). The ``n`` smallest hashes are kept (ties are impossible: the
+hash is a bijection on 64 bits). When the valid pixels are too few for the first bound
+(less than about 80 % of the grid valid and a count asked for), the exact number of valid
+pixels is now known and a second pass with a bound computed from it completes the draw:
+the result is the same either way, only the number of passes differs (``Sample.passes``).
 
-1. per block, a histogram (65536 bins of the hash's top 16 bits) of the valid pixels;
-2. per block, the candidates below the histogram edge that holds the ``n``-th number,
-   with the values of the requested arrays at those pixels, and optionally small windows
-   of other arrays around them.
-
-The ``n`` candidates with the smallest hashes are then kept (ties are impossible: the
-hash is a bijection on 64 bits).
-
-Both passes are purely block-wise (no ``overlap``): a window that crosses a chunk border
-is cut in pieces, each block giving the part it holds, and the pieces are joined in
-memory. Memory is bounded by the chunk size and the number of sampled points, whatever
-the size of the DEM.
+Every pass is purely block-wise (no ``overlap``): a window that crosses a chunk border is
+cut in pieces, each block giving the part it holds, and the pieces are joined in memory.
+Memory is bounded by the chunk size and the number of sampled points, whatever the size
+of the DEM.
 """
 
 from __future__ import annotations
@@ -39,14 +38,11 @@ __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_
 
 #: Seed used when ``random_state=None``: results are reproducible by default.
 DEFAULT_SEED = 0
-#: Histogram of pass 1: 2**bits bins with about this many pixels each at most (the extra
-#: candidates gathered in pass 2 are at most one bin's worth), between 2**12 and 2**18 bins.
-_PIXELS_PER_BIN = 2**14
-
-
-def _hist_bits(npix: int) -> int:
-    """Bits of the pass-1 histogram for a grid of ``npix`` pixels (depends on the grid only)."""
-    return int(min(18, max(12, math.ceil(math.log2(max(npix, 1) / _PIXELS_PER_BIN)))))
+#: Candidates asked from the first pass beyond a requested COUNT, as a fraction of it: the
+#: draw needs one pass when at least 1 / (1 + this) of the pixels are valid.
+OVERSAMPLE = 0.25
+#: Binomial margin on the candidates' number, in standard deviations.
+_SIGMAS = 6.0
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -132,14 +128,7 @@ class Sample(dict):
 
     n_valid: int = 0
     counts: dict[str, int] = {}
-
-
-def _hist_block(valid: np.ndarray, *, ncols: int, random_state: int | None, bits: int = 12, block_info=None) -> np.ndarray:
-    loc = block_info[0]["array-location"]
-    h = _pixel_hash(loc[0][0], loc[1][0], valid.shape, ncols, random_state)
-    # bin of u = (h >> 11) / 2**53 among 2**bits equal bins: the hash's top bits, no float
-    hist = np.bincount((h[valid] >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits).astype(np.int32)
-    return hist[None, None, :]
+    passes: int = 0
 
 
 def cut_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
@@ -187,7 +176,8 @@ def _candidates_block(
         h = _pixel_hash(row0, col0, valid.shape, ncols, random_state)
     keep = valid & (h < np.uint64(limit)) if limit < 2**64 else np.asarray(valid, dtype=bool)
     r, c = np.nonzero(keep)
-    out = {"h": h[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0}
+    out = {"h": h[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0,
+           "n_valid": np.int64(np.count_nonzero(valid))}
     for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
     if win_names:
@@ -201,6 +191,39 @@ def _candidates_block(
         for name, arr in zip(win_names, arrays[len(names) :]):
             out[name] = partial_windows(np.asarray(arr), lrow, lcol, half)
     return out
+
+
+def _bound(frac: float, n: int) -> int:
+    """Hash bound (exclusive) below which a uniform hash falls with probability ``frac``
+    plus a binomial margin of :data:`_SIGMAS` standard deviations over ``n`` pixels."""
+    if frac >= 1.0 or n <= 0:
+        return 2**64
+    p = frac + _SIGMAS * math.sqrt(frac * (1.0 - frac) / n) + 1.0 / n
+    return 2**64 if p >= 1.0 else int(p * 2**64)
+
+
+def _draw(
+    valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
+    win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, extra: Mapping[str, da.Array],
+) -> tuple[tuple[dict, ...], dict]:
+    """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums)."""
+    ny, nx = valid.shape
+    row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
+    col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
+    vblocks = valid.to_delayed()
+    ablocks = [arrays[k].to_delayed() for k in names] + [w.to_delayed() for w in win_arrays]
+    tasks = []
+    for i in range(valid.numblocks[0]):
+        for j in range(valid.numblocks[1]):
+            tasks.append(
+                dask.delayed(_candidates_block)(
+                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, win_names=win_names, half=half,
+                    limit=limit, nrows=ny, ncols=nx,
+                    random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
+                )
+            )
+    extra_out, *parts = dask.compute(dict(extra), *tasks)
+    return tuple(parts), extra_out
 
 
 def sample_valid(
@@ -238,7 +261,7 @@ def sample_valid(
         first pass (no extra pass); the counts are in ``Sample.counts``.
     windows
         Name -> 2-D dask arrays from which a window of ``2*half+2`` pixels starting at
-        ``(row - half, col - half)`` around every drawn pixel is cut in the second pass (no
+        ``(row - half, col - half)`` around every drawn pixel is cut in the same pass (no
         extra pass); NaN outside the grid. Returned as ``(n, 2h+2, 2h+2)`` float32 arrays.
     half
         Half-size of those windows.
@@ -246,7 +269,9 @@ def sample_valid(
     Returns
     -------
     Sample
-        Dict of 1-D arrays: ``row``, ``col`` and one entry per name of ``arrays``.
+        Dict of 1-D arrays: ``row``, ``col`` and one entry per name of ``arrays`` (and of
+        ``windows``); ``passes`` is the number of passes made (1, or 2 when fewer than
+        about 80 % of the pixels are valid and ``subsample`` is a count).
 
     Examples
     --------
@@ -258,45 +283,32 @@ def sample_valid(
     """
     valid = da.asarray(valid)
     ny, nx = valid.shape
+    npix = ny * nx
     arrays = {k: da.asarray(v).rechunk(valid.chunks) for k, v in arrays.items()}
-    bits = _hist_bits(ny * nx)
-    hist = da.map_blocks(
-        _hist_block, valid, ncols=nx, random_state=random_state, dtype=np.int32,
-        chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (1 << bits,)), new_axis=2, bits=bits,
-    )
-    extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
-    hist, extra = dask.compute(hist.sum(axis=(0, 1), dtype=np.int64), extra)
-    n_valid = int(hist.sum())
-    if n_valid < min_count:
-        raise NotEnoughDataError(
-            f"{what} needs at least {min_count} valid pixels but found {n_valid} of {ny * nx} "
-            "(valid = finite in both DEMs, inside the inlier mask, and method-specific criteria); "
-            "check the overlap, the nodata value and the inlier mask"
-        )
-    n = resolve_count(subsample, n_valid)
-    cum = np.cumsum(hist)
-    b = int(np.searchsorted(cum, n))  # first bin where the cumulative count reaches n
-    limit = 2**64 if n >= n_valid else (b + 1) << (64 - bits)  # hash bound of the candidates
     names = tuple(arrays)
     win_names = tuple(windows or {})
     if set(win_names) & set(names):
         raise InputError(f"a name is both sampled and windowed: {sorted(set(win_names) & set(names))}")
     win_arrays = [da.asarray(windows[k]).rechunk(valid.chunks) for k in win_names]  # type: ignore[index]
-    row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
-    col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
-    vblocks = valid.to_delayed()
-    ablocks = [arrays[k].to_delayed() for k in names] + [w.to_delayed() for w in win_arrays]
-    tasks = []
-    for i in range(valid.numblocks[0]):
-        for j in range(valid.numblocks[1]):
-            tasks.append(
-                dask.delayed(_candidates_block)(
-                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, win_names=win_names, half=half,
-                    limit=limit, nrows=ny, ncols=nx,
-                    random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
-                )
-            )
-    parts = dask.compute(*tasks)
+    extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
+    resolve_count(subsample, 1)  # validate early
+    # pass 1: a bound expected to give enough valid candidates if most pixels are valid
+    frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) * (1.0 + OVERSAMPLE) / max(npix, 1))
+    parts, extra = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, npix), random_state, extra)
+    n_valid = int(sum(int(p["n_valid"]) for p in parts))
+    if n_valid < min_count:
+        raise NotEnoughDataError(
+            f"{what} needs at least {min_count} valid pixels but found {n_valid} of {npix} "
+            "(valid = finite in both DEMs, inside the inlier mask, and method-specific criteria); "
+            "check the overlap, the nodata value and the inlier mask"
+        )
+    n = resolve_count(subsample, n_valid)
+    passes = 1
+    while sum(len(p["h"]) for p in parts) < n:
+        # too few valid pixels for that bound: one more pass, with a bound from the exact count
+        frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
+        parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {})
+        passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     order = np.argsort(merged["h"], kind="stable")[:n]
@@ -309,4 +321,5 @@ def sample_valid(
             out[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
     out.n_valid = n_valid
     out.counts = {k: int(v) for k, v in extra.items()}
+    out.passes = passes
     return out

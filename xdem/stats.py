@@ -326,7 +326,7 @@ def sampled_dh_stats(
 ) -> dict[str, dict]:
     """Statistics of ``dh = other - ref`` for several DEMs on one reproducible subsample.
 
-    One draw (:func:`xdem.sampling.sample_valid`, two passes over the data whatever the
+    One draw (:func:`xdem.sampling.sample_valid`, one or two passes over the data whatever the
     number of ``others``) picks pixels that are finite in ``ref`` and stable; every
     ``other`` is read at the same pixels, so "before" and "after" are compared on the same
     terrain. ``count`` is exact (all valid stable pixels, counted in the first pass);

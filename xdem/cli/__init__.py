@@ -33,9 +33,33 @@ class _XdemGroup(click.Group):
 @click.version_option(__version__, prog_name="xdem")
 def main() -> None:
     """xdem: coregister digital elevation models of any size, out of core, on dask."""
-    # GDAL's block cache defaults to 5% of RAM per process (1.2 GB on 24 GB): bound it for
-    # every command, unless the user chose a value (worker processes inherit it).
-    os.environ.setdefault("GDAL_CACHEMAX", "256")
+    bound_process_memory()
+
+
+#: GDAL block cache of the CLI's processes, in MB, unless GDAL_CACHEMAX is set. Chunks are
+#: whole multiples of the files' tiles, so each tile is decoded once and a cache only holds
+#: the COG pass's working set: 64 MB was measured as fast as 256 MB for that pass
+#: (8000^2: 6.7-7.3 s against 7.4 s) and saves 190 MB of resident memory.
+GDAL_CACHE_MB = 64
+#: glibc allocations at least this large are served by mmap and returned to the system when
+#: freed (glibc otherwise raises this threshold up to 32 MB after the first large free and
+#: keeps freed chunk-sized arrays in its heaps: about 200 MB more resident at 8000^2).
+MMAP_THRESHOLD = 1 << 20
+
+
+def bound_process_memory() -> None:
+    """Bound what a CLI process keeps resident: GDAL's block cache (its default is 5 % of RAM,
+    1.2 GB on 24 GB) and glibc's retention of freed chunk-sized arrays. Worker processes
+    inherit ``GDAL_CACHEMAX`` from the environment."""
+    os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))
+    if sys.platform.startswith("linux"):
+        import ctypes  # noqa: PLC0415
+
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (also disables the dynamic threshold)
+        except (OSError, AttributeError):  # not glibc: nothing to tune
+            pass
 
 
 def _register() -> None:

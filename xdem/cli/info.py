@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +122,6 @@ def _print_stats(s: dict) -> None:
 @click.option("--no-stats", is_flag=True, help="Only print metadata (no pass over the data).")
 def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats: bool) -> None:
     """Print the metadata of DEM and its exact median, NMAD, min, max and valid fraction."""
-    # Bound GDAL's block cache (default 5 % of RAM) unless the user chose a value.
-    os.environ.setdefault("GDAL_CACHEMAX", "256")
     ck = "auto" if chunks is None else chunks
     if as_json:
         click.echo(json.dumps(describe(dem, band=band, chunks=ck, stats=not no_stats), indent=2))

@@ -139,8 +139,9 @@ class SlopedSample:
 
     @property
     def passes(self) -> int:
-        """Computes so far plus the sampler's later reads: 2 (draw and windows) + reads."""
-        return 2 + self.sampler.reads
+        """Computes so far: the draw with its windows (1, or 2 when few pixels are valid,
+        :func:`xdem.sampling.sample_valid`) plus the sampler's later reads."""
+        return self.sample.passes + self.sampler.reads
 
 
 def sample_with_terrain(
@@ -154,9 +155,10 @@ def sample_with_terrain(
     terrain_method: str,
     half: int = 2,
 ) -> SlopedSample:
-    """Draw the subsample and cut windows of both DEMs around it: two passes over the data.
+    """Draw the subsample and cut windows of both DEMs around it: one pass over the data
+    (two when few pixels are valid).
 
-    The windows are cut in the second pass of :func:`xdem.sampling.sample_valid`. Slope and
+    The windows are cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`). Slope and
     aspect come from the reference windows.
     """
     s = sample_valid(

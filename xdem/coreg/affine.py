@@ -133,7 +133,7 @@ class VerticalShift(AffineCoreg):
     statistic is exact and computed out of core (the median: a count/min/max pass, then
     :func:`xdem.stats.median`'s histogram refinement, 2 to 4 passes in all; the mean: one pass), so memory stays bounded on any DEM size. With a
     smaller subsample, or another callable, the values of a reproducible subsample are
-    gathered (two passes, :func:`xdem.sampling.sample_valid`); a callable with
+    gathered (one pass, two when few pixels are valid: :func:`xdem.sampling.sample_valid`); a callable with
     ``subsample=1`` gathers every valid pixel in memory (8 bytes each), so give it a count
     on large DEMs.
 
@@ -259,11 +259,11 @@ class NuthKaab(AffineCoreg):
     shift is then ``vshift_reduc_func(dh)`` at the final horizontal shift. The accumulated
     shift is applied once, by a single resampling.
 
-    Passes over the full data in ``fit``: two to draw the subsample (a valid-pixel
-    histogram, then the sampled pixels with small windows, 6 x 6 pixels, of both DEMs cut
-    around them in the same pass), plus one more only each time the shift leaves those
-    windows (more than about 2 pixels from where they were cut): usually 2 or 3 passes,
-    whatever ``max_iterations``. Iterations run on the gathered windows in memory (bounded by
+    Passes over the full data in ``fit``: one to draw the subsample and cut small windows,
+    6 x 6 pixels, of both DEMs around the sampled pixels (two when less than about 80 % of
+    the pixels are valid, :func:`xdem.sampling.sample_valid`), plus one more only each time
+    the shift leaves those windows (more than about 2 pixels from where they were cut):
+    usually 1 or 2 passes, whatever ``max_iterations``. Iterations run on the gathered windows in memory (bounded by
     ``subsample``: about 300 bytes per point).
 
     Slope and aspect of the reference are computed at the sampled pixels only, from their

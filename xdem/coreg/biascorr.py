@@ -7,8 +7,8 @@ themselves. :class:`~xdem.coreg.Deramp` (a polynomial of the coordinates) lives 
 
 Every one models the bias on ``dh = tba - ref`` and applies ``corrected = tba - bias(vars)``.
 
-Fit = map then reduce: one reproducible subsample of the valid pixels (two passes over the
-data, :func:`xdem.sampling.sample_valid`) gathers ``dh`` and the variables; the binning and
+Fit = map then reduce: one reproducible subsample of the valid pixels (one pass over the
+data, two when few pixels are valid: :func:`xdem.sampling.sample_valid`) gathers ``dh`` and the variables; the binning and
 fitting are then done in numpy on that sample, so the result does not depend on the
 chunking. Apply = one lazy ``map_blocks``; nothing is computed.
 
@@ -256,6 +256,7 @@ class BiasCorr(Coreg):
             valid, {"dh": data.tba.data - data.ref.data, **arrays}, subsample=self.subsample,
             random_state=self.random_state, min_count=10, what=type(self).__name__,
         )
+        self.passes_ = int(s.passes)
         values = {k: s[k] for k in arrays}
         values.update(self._derived_sample(data, s["row"], s["col"]))
         with single_thread_blas():

@@ -107,7 +107,7 @@ class Deramp(Coreg):
     The model is ``dh(x, y) = sum_k c_k u^i_k v^j_k`` with ``i_k + j_k <= poly_order`` (total
     degree; see the module notes for the exact terms) in coordinates normalised by the
     reference grid, and the correction is ``corrected = tba - surface(x, y)``. The fit takes
-    a reproducible subsample of valid pixels (two passes over the data), solves the linear
+    a reproducible subsample of valid pixels (one pass over the data, two when few are valid), solves the linear
     least-squares problem, then refines it with a robust (soft L1) loss so that outliers
     weigh less. ``apply`` is lazy: one ``map_blocks`` evaluating the surface per chunk.
 
@@ -132,6 +132,8 @@ class Deramp(Coreg):
         Normalisation: ``u = (x - x_c) / scale_``, ``v = (y - y_c) / scale_`` (CRS units).
     count_ : int
         Points in the fit.
+    passes_ : int
+        Passes over the data made by the fit (1, or 2 when few pixels are valid).
 
     Examples
     --------
@@ -154,6 +156,7 @@ class Deramp(Coreg):
             data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
             random_state=self.random_state, min_count=max(len(terms) + 1, 10), what="Deramp",
         )
+        self.passes_ = int(s.passes)
         center, scale = grid_normalisation(data.ref)
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)

@@ -64,9 +64,9 @@ class NuthKaabDeramp(Coreg):
     constant term holds the vertical shift). See the module notes for the model and why a
     sequential ``NuthKaab() + Deramp()`` is biased when ``dh`` has a ramp.
 
-    Passes over the full data in ``fit``: two to draw the subsample and cut small windows
-    of both DEMs around it (as :class:`~xdem.coreg.NuthKaab`), and one more each time the
-    shift leaves them (usually 2 or 3 in all).
+    Passes over the full data in ``fit``: one to draw the subsample and cut small windows
+    of both DEMs around it (two when few pixels are valid, as :class:`~xdem.coreg.NuthKaab`),
+    and one more each time the shift leaves them (usually 1 or 2 in all).
 
     Parameters
     ----------

@@ -85,7 +85,10 @@ class _ProcessLock:
         except ImportError:  # pragma: no cover - Windows
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            # never O_CREAT: the writer creates the file before any task runs, and a task still
+            # running after a failed write (dask does not wait for it) must not re-create it
+            # once the temporary files have been removed
+            fd = os.open(self.path, os.O_RDWR)
             fcntl.flock(fd, fcntl.LOCK_EX)
             self._fd = fd
         except BaseException:
@@ -246,6 +249,8 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool) ->
         lock: Any = Lock(name=f"xdem-write-cog-{os.path.basename(tmp)}")
     else:
         lock = _ProcessLock(tmp + ".lock")
+        with open(lock.path, "a"):
+            pass  # created here, once; tasks only open it
     target = _WindowWriter(tmp, data.shape, np.dtype(profile["dtype"]), lock)
     stored = da.store(data, target, lock=False, compute=False)
     if client is not None:

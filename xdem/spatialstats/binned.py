@@ -11,7 +11,7 @@ Every statistic is exact by default (``subsample=None``):
 
 With ``subsample`` set, the order statistics (median, NMAD, percentiles) are taken from a
 reproducible, chunk-independent subsample of the valid pixels
-(:func:`xdem.sampling.sample_valid`, two passes), while the sum-based statistics stay
+(:func:`xdem.sampling.sample_valid`, one or two passes), while the sum-based statistics stay
 exact on all pixels; a ``sample_count`` column says how many pixels each bin drew.
 """
 

@@ -2,7 +2,7 @@
 
 The empirical variogram is computed by scikit-gstat (:class:`skgstat.Variogram`) on a
 reproducible, chunk-independent subsample of the valid pixels drawn by
-:func:`xdem.sampling.sample_valid` (two passes over the raster; pixel centres from the
+:func:`xdem.sampling.sample_valid` (one or two passes over the raster; pixel centres from the
 geotransform). scikit-gstat builds every pairwise distance, so memory and time grow as
 the square of the number of points per variogram (about 1 s and 0.5 GB for 2,000 points,
 10 s and 1.7 GB for 5,000); several independent variograms (``n_variograms``) can be
