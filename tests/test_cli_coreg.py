@@ -17,6 +17,7 @@ from rio_cogeo.cogeo import cog_validate
 
 import xdem
 import xdem.coreg
+from helpers import count_computes
 from xdem.cli import main
 from xdem.cli._common import check_scheduler, use_scheduler
 from xdem.cli.coreg import build_coreg, resolve_methods
@@ -276,3 +277,28 @@ def test_default_sampled_stats_equal_exact_stats_on_a_small_pair(default_run, pa
         assert sampled[when]["count"] == exact[when]["count"] == sampled[when]["sampled"]
         assert sampled[when]["median"] == pytest.approx(exact[when]["median"], abs=1e-9)
         assert sampled[when]["nmad"] == pytest.approx(exact[when]["nmad"], abs=1e-9)
+
+
+def test_statistics_fused_in_the_write_equal_those_of_the_written_file(pair, tmp_path, monkeypatch):
+    """With REF and TBA on one grid, the CLI computes the sampled statistics in the writing
+    pass, from the aligned blocks before they are written: they must equal the statistics of
+    the written COG read back, on a subsample smaller than the grid."""
+    from xdem.cli import coreg as cli_coreg
+    from xdem.stats import dh_stats_finish
+
+    monkeypatch.setattr(cli_coreg, "STATS_SUBSAMPLE", 20_000)
+    out = tmp_path / "a.tif"
+    model = xdem.coreg.NuthKaab(subsample=20_000).fit(str(pair["ref"]), str(pair["tba"]))
+    ref, tba = xdem.open_dem(pair["ref"], chunks=128), xdem.open_dem(pair["tba"], chunks=128)
+    aligned = model.apply(tba)
+    results: list = []
+    task = cli_coreg._stats_task(ref, tba, aligned, inlier_mask=None, exclude_mask=None, random_state=5)
+    with count_computes() as c:
+        xdem.write_cog(aligned, out, also=[task], results=results)
+    assert c.count == 1  # one pass writes the blocks and draws the statistics
+    fused = dh_stats_finish(results[0])
+    after = cli_coreg.sampled_stats(ref, tba, xdem.open_dem(out, chunks=200), random_state=5)
+    assert 0 < fused["after"]["sampled"] < fused["after"]["count"]  # a real subsample
+    for when in ("before", "after"):
+        for key in ("median", "nmad", "count", "sampled"):
+            assert fused[when][key] == after[when][key], (when, key)

@@ -124,3 +124,51 @@ def test_joint_flat_terrain_and_bad_order():
     assert nkd.coefs_[1] / nkd.scale_ == pytest.approx(0.01, abs=1e-6)
     with pytest.raises(InputError, match="poly_order"):
         NuthKaabDeramp(poly_order=-1)
+
+
+def test_pipeline_deramp_fits_on_the_nuth_kaab_sample_without_a_pass(tilted):
+    """In NuthKaab + Deramp, Deramp reuses Nuth & Kääb's subsample (same subsample and seed):
+    no pass over the data, and the same fit as drawing its own subsample, within the noise of
+    a slightly different set of pixels."""
+    from xdem.coreg import CoregPipeline
+
+    ref, tba, _ = tilted
+    with count_computes() as c:
+        shared = (NuthKaab(random_state=0) + Deramp(random_state=0)).fit(ref, tba)
+    nk, dr = shared.steps
+    assert dr.passes_ == 0 and c.count == nk.passes_
+    own = CoregPipeline([NuthKaab(random_state=0), Deramp(random_state=0)], share_sample=False).fit(ref, tba)
+    assert own.steps[1].passes_ >= 1
+    assert own.steps[0].shift_x_ == nk.shift_x_ and own.steps[0].shift_y_ == nk.shift_y_
+    # the shared pixels lack those valid only after the shift (here a border band, 2.6 % of
+    # the points): the two fitted surfaces (2.4 m of ramp over the DEM) differ by less than
+    # 2 cm anywhere (measured 1.2 cm, at a corner next to that band)
+    x, y = np.meshgrid(ref["x"].values, ref["y"].values)
+    surf = lambda m: sum(  # noqa: E731
+        c * ((x - m.center_[0]) / m.scale_) ** i * ((y - m.center_[1]) / m.scale_) ** j for (i, j), c in zip(m.terms_, m.coefs_)
+    )
+    assert np.abs(surf(dr) - surf(own.steps[1])).max() < 0.02
+    assert 0.95 * own.steps[1].count_ < dr.count_ <= own.steps[1].count_
+    # a Deramp with another seed would not draw that subsample: it draws its own
+    other = (NuthKaab(random_state=0) + Deramp(random_state=1)).fit(ref, tba)
+    assert other.steps[1].passes_ >= 1
+
+
+def test_shared_points_give_the_lazily_corrected_dem(tilted):
+    """SharedPoints.dh() equals (shift_dem(tba) - ref) at the sampled pixels, NaN included."""
+    from xdem.coreg._windows import COLLECT_POINTS
+    from xdem.coreg.affine import shift_dem
+    from xdem.coreg.base import prepare_pair
+
+    ref, tba, _ = tilted
+    data = prepare_pair(ref, tba)
+    data.points = COLLECT_POINTS
+    nk = NuthKaab(random_state=0)
+    nk._reset()
+    nk.fit_prepared(data)
+    pts = nk._shared.moved(nk.to_translations())
+    moved = shift_dem(tba, shift_x=nk.shift_x_, shift_y=nk.shift_y_, shift_z=nk.shift_z_)
+    expected = (moved.values.astype(np.float64) - ref.values.astype(np.float64))[pts.rows, pts.cols]
+    got = pts.dh()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, atol=1e-3, equal_nan=True)  # float32 rounding of the DEM

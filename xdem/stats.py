@@ -28,7 +28,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 
-__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
 
 #: Scale making the median absolute deviation a consistent estimator of a normal std.
 NMAD_FACTOR = 1.4826
@@ -316,6 +316,86 @@ def robust_summary(dem: Any) -> dict:
     }
 
 
+def _dh_block(
+    ref: np.ndarray, stable: np.ndarray, *others: np.ndarray, limit: int, ncols: int, random_state: int | None,
+    row0: int, col0: int,
+) -> dict[str, np.ndarray]:
+    """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels."""
+    from xdem.sampling import _pixel_hash  # noqa: PLC0415
+
+    valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
+    out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
+    keep = valid & (_pixel_hash(row0, col0, ref.shape, ncols, random_state) < np.uint64(limit)) if limit < 2**64 else valid
+    r, c = np.nonzero(keep)
+    out["values"] = np.stack([np.asarray(a)[r, c].astype(np.float64) for a in (ref, *others)])
+    return out
+
+
+def dh_stats_tasks(
+    ref: Any,
+    others: dict[str, Any],
+    *,
+    stable: Any = None,
+    subsample: int = 2_000_000,
+    random_state: int | None = None,
+) -> Any:
+    """The lazy pass of :func:`sampled_dh_stats`: a :func:`dask.delayed` object whose result
+    :func:`dh_stats_finish` turns into the statistics. Compute it together with other work
+    on the same arrays (e.g. ``xdem.write_cog(..., also=[tasks])``) so that their blocks are
+    read once."""
+    from xdem.sampling import resolve_count  # noqa: PLC0415
+
+    ref = _as_2d(_as_dask(ref))
+    ny, nx = ref.shape
+    resolve_count(subsample, 1)  # validate
+    if stable is None:
+        stable = da.ones(ref.shape, dtype=bool, chunks=ref.chunks)
+    stable = da.asarray(stable).rechunk(ref.chunks)
+    names = tuple(others)
+    arrs = [_as_2d(_as_dask(others[k])).rechunk(ref.chunks) for k in names]
+    frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) / (ny * nx))
+    limit = 2**64 if frac >= 1.0 else int(frac * 2**64)
+    rows = np.cumsum((0,) + ref.chunks[0][:-1])
+    cols = np.cumsum((0,) + ref.chunks[1][:-1])
+    blocks = [a.to_delayed() for a in (ref, stable, *arrs)]
+    parts = [
+        dask.delayed(_dh_block)(
+            *[b[i, j] for b in blocks], limit=limit, ncols=nx, random_state=random_state,
+            row0=int(rows[i]), col0=int(cols[j]),
+        )
+        for i in range(ref.numblocks[0])
+        for j in range(ref.numblocks[1])
+    ]
+    return dask.delayed(_dh_merge)(parts, names)
+
+
+def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:
+    return {
+        "names": names,
+        "counts": np.sum([p["counts"] for p in parts], axis=0) if parts else np.zeros(len(names), dtype=np.int64),
+        "values": np.concatenate([p["values"] for p in parts], axis=1),
+    }
+
+
+def dh_stats_finish(merged: dict) -> dict[str, dict]:
+    """Statistics from the result of :func:`dh_stats_tasks`."""
+    out = {}
+    vals = merged["values"]
+    for k, name in enumerate(merged["names"]):
+        dh = vals[k + 1] - vals[0]
+        dh = dh[np.isfinite(dh)]
+        if dh.size == 0:
+            raise NotEnoughDataError(f"no valid elevation difference for '{name}' on the stable pixels of the reference")
+        m = float(np.median(dh))
+        out[name] = {
+            "median": m,
+            "nmad": float(NMAD_FACTOR * np.median(np.abs(dh - m))),
+            "count": int(merged["counts"][k]),
+            "sampled": int(dh.size),
+        }
+    return out
+
+
 def sampled_dh_stats(
     ref: da.Array,
     others: dict[str, da.Array],
@@ -326,12 +406,14 @@ def sampled_dh_stats(
 ) -> dict[str, dict]:
     """Statistics of ``dh = other - ref`` for several DEMs on one reproducible subsample.
 
-    One draw (:func:`xdem.sampling.sample_valid`, one or two passes over the data whatever the
-    number of ``others``) picks pixels that are finite in ``ref`` and stable; every
-    ``other`` is read at the same pixels, so "before" and "after" are compared on the same
-    terrain. ``count`` is exact (all valid stable pixels, counted in the first pass);
-    ``median`` and ``nmad`` are exact on the subsample (``sampled`` pixels): with 2 million
-    pixels their sampling error is about 0.1 % of the NMAD.
+    One pass over the data (:func:`dh_stats_tasks`, whatever the number of ``others``)
+    draws the stable pixels, finite in ``ref``, whose hash (:mod:`xdem.sampling`) falls
+    below ``subsample / pixels of the grid`` (a fraction ``<= 1`` is used as is): about
+    ``subsample`` times the valid fraction of them, at most ``subsample`` on average, the
+    same for any chunking. Every ``other`` is read at the same pixels, so "before" and
+    "after" are compared on the same terrain. ``count`` is exact (all valid stable pixels
+    where ``other`` is finite); ``median`` and ``nmad`` are exact on the subsample
+    (``sampled`` pixels): with 2 million pixels their sampling error is about 0.1 % of the NMAD.
 
     Parameters
     ----------
@@ -342,7 +424,8 @@ def sampled_dh_stats(
     stable
         Boolean dask array, True where a pixel may be used (default: all).
     subsample
-        Fraction (``<= 1``) or count (``> 1``) of valid pixels drawn.
+        Fraction (``<= 1``) of the pixels, or the number of pixels (``> 1``) of a fully
+        valid grid, drawn.
     random_state
         Seed of the draw.
 
@@ -358,29 +441,5 @@ def sampled_dh_stats(
     >>> sampled_dh_stats(r, {"before": r + 2.0})["before"]["median"]
     2.0
     """
-    from xdem.sampling import sample_valid
-
-    ref = _as_2d(_as_dask(ref))
-    valid = da.isfinite(ref)
-    if stable is not None:
-        valid = valid & da.asarray(stable).rechunk(ref.chunks)
-    others = {k: _as_2d(_as_dask(v)).rechunk(ref.chunks) for k, v in others.items()}
-    counts = {k: valid & da.isfinite(v) for k, v in others.items()}
-    s = sample_valid(
-        valid, {"__ref__": ref, **others}, subsample=subsample, random_state=random_state,
-        min_count=1, what="the statistics of dh", extra_counts=counts,
-    )
-    out = {}
-    for name in others:
-        dh = s[name] - s["__ref__"]
-        dh = dh[np.isfinite(dh)]
-        if dh.size == 0:
-            raise NotEnoughDataError(f"no valid elevation difference for '{name}' (0 of {s.n_valid} valid reference pixels)")
-        m = float(np.median(dh))
-        out[name] = {
-            "median": m,
-            "nmad": float(NMAD_FACTOR * np.median(np.abs(dh - m))),
-            "count": s.counts[name],
-            "sampled": int(dh.size),
-        }
-    return out
+    task = dh_stats_tasks(ref, others, stable=stable, subsample=subsample, random_state=random_state)
+    return dh_stats_finish(task.compute())

@@ -200,16 +200,18 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
     return {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]}
 
 
-def sampled_stats(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
-    random_state: int | None = None, subsample: int = 2_000_000,
-) -> dict:
-    """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
-    reproducible subsample of stable valid pixels of the reference grid (two passes over
-    the data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
+#: Pixels of a fully valid grid drawn for the before/after statistics.
+STATS_SUBSAMPLE = 2_000_000
+_STATS_METHOD = (f"median and NMAD on a reproducible subsample of about {STATS_SUBSAMPLE} x (valid fraction) stable "
+                 "valid pixels (the same pixels before and after); exact counts")
+
+
+def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
+                random_state: int | None) -> Any:
+    """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
     from xdem.io.grid import align_pair  # noqa: PLC0415
     from xdem.masks import inlier_mask_like  # noqa: PLC0415
-    from xdem.stats import sampled_dh_stats  # noqa: PLC0415
+    from xdem.stats import dh_stats_tasks  # noqa: PLC0415
 
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, aligned_g = align_pair(ref_g, aligned)
@@ -218,12 +220,21 @@ def sampled_stats(
     stable = inlier_mask_like(inlier_mask, ref_g)
     if exclude_mask is not None:
         stable = stable & inlier_mask_like(exclude_mask, ref_g, exclude=True)
-    res = sampled_dh_stats(
-        ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
-        subsample=subsample, random_state=random_state,
-    )
-    return {"method": f"median and NMAD on a reproducible subsample of up to {subsample} stable valid pixels "
-                      "(the same pixels before and after); exact counts", **res}
+    return dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
+                          subsample=STATS_SUBSAMPLE, random_state=random_state)
+
+
+def sampled_stats(
+    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
+    random_state: int | None = None,
+) -> dict:
+    """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
+    reproducible subsample of stable valid pixels of the reference grid (one pass over the
+    data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
+    from xdem.stats import dh_stats_finish  # noqa: PLC0415
+
+    task = _stats_task(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask, random_state=random_state)
+    return {"method": _STATS_METHOD, **dh_stats_finish(task.compute())}
 
 
 def _report_writer() -> Any:
@@ -320,9 +331,10 @@ def _print_summary(doc: dict) -> None:
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
 @scheduler_option
 @workers_option
-@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (saves two passes over the data).")
+@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing).")
 @click.option("--exact-stats", is_flag=True,
-              help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample (2 passes).")
+              help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
+                   "(computed in the writing pass when REF and TBA share a grid, else one pass).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
 def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
@@ -379,6 +391,7 @@ def coreg(
         sinfo = stack.enter_context(use_scheduler(sched, workers))
         progress = Progress(quiet=quiet, client=sinfo["client"])
         from xdem.io.cog import write_cog  # noqa: PLC0415
+        from xdem.io.grid import same_grid  # noqa: PLC0415
         from xdem.io.open import open_dem  # noqa: PLC0415
 
         ck: Any = chunks if chunks else "auto"
@@ -392,14 +405,25 @@ def coreg(
         t_fit = time.perf_counter() - t0
         aligned = model.apply(tba_d)
         t0 = time.perf_counter()
+        # The sampled statistics are computed in the block-writing pass (the blocks of TBA
+        # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
+        fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d)
+        also = [_stats_task(ref_d, tba_d, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                            random_state=random_state)] if fused else []
+        results: list = []
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
-        with progress.stage(f"writing {out}"):
-            write_cog(aligned, out, overwrite=overwrite, progress=not quiet and sinfo["client"] is not None)
+        with progress.stage(f"writing {out}" + (" (and the statistics of dh)" if fused else "")):
+            write_cog(aligned, out, overwrite=overwrite, progress=not quiet and sinfo["client"] is not None,
+                      also=also, results=results)
         t_write = time.perf_counter() - t0
         t0 = time.perf_counter()
         stats = None
-        if not no_stats:
+        if fused:
+            from xdem.stats import dh_stats_finish  # noqa: PLC0415
+
+            stats = {"method": _STATS_METHOD, **dh_stats_finish(results[0])}
+        elif not no_stats:
             with progress.stage("statistics of dh before and after"):
                 written = open_dem(out, chunks=ck)
                 if exact_stats:

@@ -23,7 +23,10 @@ from xdem.io.grid import get_resolution, get_transform
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 
-__all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
+#: ``FitData.points`` value by which a pipeline asks a step to leave its points in ``_shared``.
+COLLECT_POINTS = "collect"
+
+__all__ = ["COLLECT_POINTS", "gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain", "SharedPoints"]
 
 
 def gather_windows(
@@ -174,3 +177,37 @@ def sample_with_terrain(
     sampler = WindowSampler(data.tba, s["row"], s["col"], resampling, half)
     sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
+
+
+@dataclass
+class SharedPoints:
+    """A Nuth & Kääb subsample that later steps of a pipeline can fit on without a pass.
+
+    ``dh()`` is ``tba`` moved by ``shift`` (the pipeline's merged translation so far, with
+    the interpolation of ``apply``) minus the reference, at the sampled pixels, evaluated from
+    the windows gathered by Nuth & Kääb: the values of the lazily corrected DEM there. A
+    step may use it when it would draw the same subsample (``subsample`` and
+    ``random_state`` equal); its pixels are those of the Nuth & Kääb draw still valid after
+    the shift.
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    ref: np.ndarray
+    sampler: WindowSampler
+    subsample: float | int
+    random_state: int | None
+    shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def moved(self, shift: tuple[float, float, float]) -> "SharedPoints":
+        """The same points for ``tba`` moved by ``shift`` (the merged translation so far)."""
+        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift)
+
+    def serves(self, subsample: float | int, random_state: int | None) -> bool:
+        """Whether a step with these settings would draw this subsample."""
+        return subsample == self.subsample and random_state == self.random_state
+
+    def dh(self) -> np.ndarray:
+        """``dh`` of the corrected DEM at the points (NaN where it is not valid)."""
+        sx, sy, sz = self.shift
+        return self.sampler(sx, sy) + sz - self.ref

@@ -21,7 +21,7 @@ from affine import Affine
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
-from xdem.coreg._windows import sample_with_terrain
+from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrain
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 from xdem.sampling import sample_valid
@@ -426,3 +426,5 @@ class NuthKaab(AffineCoreg):
         self.count_ = int(n_fit)
         self.history_ = history
         self.passes_ = int(ss.passes)
+        if data.points is COLLECT_POINTS:  # a pipeline asks: its next step may fit on these points
+            self._shared = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample, self.random_state)

@@ -57,12 +57,17 @@ class FitData:
         Lazy boolean array, True where a pixel may be used.
     bias_vars
         Name -> DataArray on the same grid (bias corrections only).
+    points
+        Inside a :class:`~xdem.coreg.CoregPipeline`: the subsample drawn by an earlier
+        Nuth & Kääb step, able to give ``dh`` of ``tba`` at its pixels without reading the
+        data again (:class:`xdem.coreg._windows.SharedPoints`), or ``None``.
     """
 
     ref: xr.DataArray
     tba: xr.DataArray
     inlier: da.Array
     bias_vars: dict[str, xr.DataArray]
+    points: Any = None
 
     def valid(self) -> da.Array:
         """Lazy mask: finite in both DEMs and inside the inlier mask."""

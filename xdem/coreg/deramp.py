@@ -24,9 +24,10 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
+from xdem.coreg._windows import SharedPoints
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
-from xdem.errors import InputError
+from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, get_transform
 from xdem.sampling import sample_valid
 
@@ -152,11 +153,21 @@ class Deramp(Coreg):
 
     def _fit(self, data: FitData) -> None:
         terms = surface_terms(self.poly_order)
-        s = sample_valid(
-            data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
-            random_state=self.random_state, min_count=max(len(terms) + 1, 10), what="Deramp",
-        )
-        self.passes_ = int(s.passes)
+        need = max(len(terms) + 1, 10)
+        pts = data.points
+        if isinstance(pts, SharedPoints) and pts.serves(self.subsample, self.random_state):
+            dh = pts.dh()  # a pipeline's Nuth & Kääb subsample: no pass over the data
+            ok = np.isfinite(dh)
+            if int(ok.sum()) < need:
+                raise NotEnoughDataError(f"Deramp needs at least {need} valid pixels but found {int(ok.sum())}")
+            s = {"row": pts.rows[ok], "col": pts.cols[ok], "dh": dh[ok]}
+            self.passes_ = 0
+        else:
+            s = sample_valid(
+                data.valid(), {"dh": data.tba.data - data.ref.data}, subsample=self.subsample,
+                random_state=self.random_state, min_count=need, what="Deramp",
+            )
+            self.passes_ = int(s.passes)
         center, scale = grid_normalisation(data.ref)
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._windows import COLLECT_POINTS, SharedPoints
 from xdem.coreg.affine import shift_dem, translation_matrix
 from xdem.coreg.base import Coreg, FitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
@@ -47,6 +48,14 @@ class CoregPipeline(Coreg):
         Coregistrations, in order (``a + b`` builds ``CoregPipeline([a, b])``).
     subsample, random_state
         Passed to every step that has these parameters, when not ``None``.
+    share_sample
+        Let a step that only needs ``dh`` at sampled pixels (:class:`~xdem.coreg.Deramp`)
+        fit on the subsample of an earlier :class:`~xdem.coreg.NuthKaab` step with the same
+        ``subsample`` and ``random_state``, instead of drawing its own: the values are those of
+        the lazily corrected DEM at those pixels (evaluated from Nuth & Kääb's windows with
+        the interpolation of ``apply``), the pixels those of Nuth & Kääb's draw still valid
+        after the shift, and it costs no pass over the data. ``False``: every step draws its
+        own subsample (one more pass each).
 
     Examples
     --------
@@ -56,10 +65,14 @@ class CoregPipeline(Coreg):
     ['VerticalShift', 'NuthKaab']
     """
 
-    def __init__(self, steps: list[Coreg], *, subsample: float | int | None = None, random_state: int | None = None):
+    def __init__(
+        self, steps: list[Coreg], *, subsample: float | int | None = None, random_state: int | None = None,
+        share_sample: bool = True,
+    ):
         self.steps = list(steps)
         self.subsample = subsample
         self.random_state = random_state
+        self.share_sample = share_sample
 
     @property
     def is_affine(self) -> bool:  # type: ignore[override]
@@ -91,14 +104,26 @@ class CoregPipeline(Coreg):
         self._reset()
         base = data.tba
         pending: list[Coreg] = []
-        for step in self.steps:
+        shared: SharedPoints | None = None
+        since = 0  # the shared points are of the DEM seen by pending[since]
+        for k, step in enumerate(self.steps):
             current = self._apply_affine(base, pending) if pending else base
-            step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars))
+            points: Any = None
+            if shared is not None:
+                points = shared.moved(_merged_translation(pending[since:]))
+            elif self.share_sample and k + 1 < len(self.steps):
+                points = COLLECT_POINTS
+            step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
+                                      points=points))
+            made = step.__dict__.pop("_shared", None)
             if step.is_affine:
+                if made is not None:
+                    shared, since = made, len(pending)  # points of the DEM this step was fitted on
                 pending.append(step)
             else:
                 base = step._apply(current, data.bias_vars, True)
                 pending = []
+                shared = None  # tba is now corrected by a step the points cannot follow
         return self
 
     def _apply_affine(self, dem: xr.DataArray, steps: list[Coreg], resample: bool = True) -> xr.DataArray:
@@ -138,7 +163,8 @@ class CoregPipeline(Coreg):
     def to_dict(self) -> dict[str, Any]:
         return {
             "method": "CoregPipeline",
-            "params": {"subsample": self.subsample, "random_state": self.random_state},
+            "params": {"subsample": self.subsample, "random_state": self.random_state,
+                       "share_sample": self.share_sample},
             "steps": [s.to_dict() for s in self.steps],
         }
 

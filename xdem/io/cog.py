@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +237,10 @@ def _temp_files(folder: Path, name: str) -> Iterator[str]:
 # ---------------------------------------------------------------------------- passes
 
 
-def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool) -> None:
-    """Pass 1: create the tiled temp GTiff and store every dask block into it."""
+def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, also: Sequence[Any] = ()) -> tuple:
+    """Pass 1: create the tiled temp GTiff and store every dask block into it; compute the
+    dask collections ``also`` in the same pass (shared blocks are computed once) and return
+    their results."""
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
         with rasterio.open(tmp, "w", **profile):
             pass  # create only; blocks are written by the tasks
@@ -254,21 +256,23 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool) ->
     target = _WindowWriter(tmp, data.shape, np.dtype(profile["dtype"]), lock)
     stored = da.store(data, target, lock=False, compute=False)
     if client is not None:
-        future = client.compute(stored)
+        futures = client.compute([stored, *also])
         try:
             if progress:
-                dprogress(future)
-            future.result()
+                dprogress(futures)
+            results = client.gather(futures)
         except BaseException:
-            future.cancel()
+            client.cancel(futures)
             raise
-    elif progress:
+        return tuple(results[1:])
+    if progress:
         from dask.diagnostics import ProgressBar  # noqa: PLC0415
 
         with ProgressBar():
-            dask.compute(stored)
+            results = dask.compute(stored, *also)
     else:
-        dask.compute(stored)
+        results = dask.compute(stored, *also)
+    return tuple(results[1:])
 
 
 def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int) -> None:
@@ -315,6 +319,8 @@ def write_cog(
     blocksize: int = 512,
     nodata: float | None = -9999,
     progress: bool = False,
+    also: Sequence[Any] = (),
+    results: list | None = None,
 ) -> Path:
     """Write a 2-D DataArray of any size to a Cloud-Optimized GeoTIFF, out of core.
 
@@ -342,6 +348,11 @@ def write_cog(
     progress
         Show a progress bar (dask's, or ``distributed.progress`` under a client) for the
         block-writing pass.
+    also
+        Dask collections (e.g. ``dask.delayed`` statistics of ``dem``) computed in the same
+        pass as the blocks: blocks they share with ``dem`` are read and computed once.
+    results
+        A list that receives the results of ``also``, in order.
 
     Returns
     -------
@@ -394,7 +405,7 @@ def write_cog(
     with _temp_files(out.parent, out.name) as prefix:
         tmp, tmp_cog = prefix + "blocks.tif", prefix + out.name
         try:
-            _store_blocks(data, tmp, profile=profile, progress=progress)
+            extra = _store_blocks(data, tmp, profile=profile, progress=progress, also=also)
             _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=predictor, blocksize=blocksize)
         except (rasterio.errors.RasterioIOError, OSError) as exc:
             raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
@@ -402,4 +413,6 @@ def write_cog(
             os.unlink(tmp)  # free the disk space before validating
         _validate(tmp_cog)
         os.replace(tmp_cog, out)
+    if results is not None:
+        results[:] = extra
     return out
