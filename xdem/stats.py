@@ -20,7 +20,8 @@ NMAD follows the field's definition: ``1.4826 * median(|x - median(x)|)``.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import dask
 import dask.array as da
@@ -28,7 +29,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 
-__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish", "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
 
 #: Scale making the median absolute deviation a consistent estimator of a normal std.
 NMAD_FACTOR = 1.4826
@@ -343,18 +344,9 @@ def dh_stats_tasks(
     :func:`dh_stats_finish` turns into the statistics. Compute it together with other work
     on the same arrays (e.g. ``xdem.write_cog(..., also=[tasks])``) so that their blocks are
     read once."""
-    from xdem.sampling import resolve_count  # noqa: PLC0415
-
     ref = _as_2d(_as_dask(ref))
-    ny, nx = ref.shape
-    resolve_count(subsample, 1)  # validate
-    if stable is None:
-        stable = da.ones(ref.shape, dtype=bool, chunks=ref.chunks)
-    stable = da.asarray(stable).rechunk(ref.chunks)
-    names = tuple(others)
-    arrs = [_as_2d(_as_dask(others[k])).rechunk(ref.chunks) for k in names]
-    frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) / (ny * nx))
-    limit = 2**64 if frac >= 1.0 else int(frac * 2**64)
+    nx = ref.shape[1]
+    limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
     rows = np.cumsum((0,) + ref.chunks[0][:-1])
     cols = np.cumsum((0,) + ref.chunks[1][:-1])
     blocks = [a.to_delayed() for a in (ref, stable, *arrs)]
@@ -367,6 +359,52 @@ def dh_stats_tasks(
         for j in range(ref.numblocks[1])
     ]
     return dask.delayed(_dh_merge)(parts, names)
+
+
+def _dh_written_block(
+    block: np.ndarray, ref: np.ndarray, stable: np.ndarray, *others: np.ndarray, position: int, limit: int,
+    ncols: int, random_state: int | None, row0: int, col0: int,
+) -> dict[str, np.ndarray]:
+    """:func:`_dh_block` with the written block (ignored: its unfilled values are among
+    ``others``, at ``position``) first, as ``write_cog(also=...)`` calls it."""
+    del block, position
+    return _dh_block(ref, stable, *others, limit=limit, ncols=ncols, random_state=random_state, row0=row0, col0=col0)
+
+
+def dh_stats_while_writing(
+    ref: Any,
+    others: dict[str, Any],
+    *,
+    stable: Any = None,
+    subsample: int = 2_000_000,
+    random_state: int | None = None,
+) -> tuple[Any, Callable[[list], dict[str, dict]]]:
+    """:func:`sampled_dh_stats` computed in the tasks that write a DEM with
+    :func:`xdem.write_cog` (``also=[stats]``): the blocks of ``ref``, ``stable`` and
+    ``others`` are read in the writing pass, next to the written block, and nothing waits in
+    memory. Returns the :class:`xdem.io.cog.BlockStats` and a function turning its per-block
+    results into the statistics. All arrays must have the written DEM's grid and chunks."""
+    from xdem.io.cog import BlockStats  # noqa: PLC0415
+
+    ref = _as_2d(_as_dask(ref))
+    limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
+    func = partial(_dh_written_block, position=0, limit=limit, ncols=ref.shape[1], random_state=random_state)
+    return BlockStats(func, [ref, stable, *arrs]), lambda parts: dh_stats_finish(_dh_merge(parts, names))
+
+
+def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
+    from xdem.sampling import resolve_count  # noqa: PLC0415
+
+    ny, nx = ref.shape
+    resolve_count(subsample, 1)  # validate
+    if stable is None:
+        stable = da.ones(ref.shape, dtype=bool, chunks=ref.chunks)
+    stable = da.asarray(stable).rechunk(ref.chunks)
+    names = tuple(others)
+    arrs = [_as_2d(_as_dask(others[k])).rechunk(ref.chunks) for k in names]
+    frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) / (ny * nx))
+    limit = 2**64 if frac >= 1.0 else int(frac * 2**64)
+    return limit, stable, names, arrs
 
 
 def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:

@@ -224,6 +224,20 @@ def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_m
                           subsample=STATS_SUBSAMPLE, random_state=random_state)
 
 
+def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
+                         random_state: int | None) -> tuple[Any, Any]:
+    """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
+    while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
+    from xdem.masks import inlier_mask_like  # noqa: PLC0415
+    from xdem.stats import dh_stats_while_writing  # noqa: PLC0415
+
+    stable = inlier_mask_like(inlier_mask, ref)
+    if exclude_mask is not None:
+        stable = stable & inlier_mask_like(exclude_mask, ref, exclude=True)
+    return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
+                                  subsample=STATS_SUBSAMPLE, random_state=random_state)
+
+
 def sampled_stats(
     ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
     random_state: int | None = None,
@@ -408,8 +422,11 @@ def coreg(
         # The sampled statistics are computed in the block-writing pass (the blocks of TBA
         # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
         fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d)
-        also = [_stats_task(ref_d, tba_d, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                            random_state=random_state)] if fused else []
+        also, finish = [], None
+        if fused:
+            block_stats, finish = _stats_while_writing(ref_d, tba_d, aligned, inlier_mask=inlier_mask,
+                                                       exclude_mask=exclude_mask, random_state=random_state)
+            also = [block_stats]
         results: list = []
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
@@ -419,10 +436,8 @@ def coreg(
         t_write = time.perf_counter() - t0
         t0 = time.perf_counter()
         stats = None
-        if fused:
-            from xdem.stats import dh_stats_finish  # noqa: PLC0415
-
-            stats = {"method": _STATS_METHOD, **dh_stats_finish(results[0])}
+        if finish is not None:
+            stats = {"method": _STATS_METHOD, **finish(results[0])}
         elif not no_stats:
             with progress.stage("statistics of dh before and after"):
                 written = open_dem(out, chunks=ck)

@@ -22,8 +22,9 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import dask
 import dask.array as da
@@ -36,7 +37,7 @@ import xarray as xr
 from xdem.errors import InputError, OutputError
 from xdem.io.sources import find_sources
 
-__all__ = ["write_cog", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
+__all__ = ["write_cog", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
 
 #: Compression of the intermediate tiled GTiff. Uncompressed was measured fastest end to end
 #: (see docs/performance.md): writing it is a memory copy and the COG pass reads it without
@@ -237,10 +238,50 @@ def _temp_files(folder: Path, name: str) -> Iterator[str]:
 # ---------------------------------------------------------------------------- passes
 
 
-def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, also: Sequence[Any] = ()) -> tuple:
-    """Pass 1: create the tiled temp GTiff and store every dask block into it; compute the
-    dask collections ``also`` in the same pass (shared blocks are computed once) and return
-    their results."""
+@dataclass(frozen=True)
+class BlockStats:
+    """Something to compute from every block while it is written (see ``write_cog(also=)``).
+
+    ``func(written_block, *blocks_of_others, row0=, col0=)`` runs in the task that writes the
+    block (so nothing waits in memory for it) and returns a small result; ``others`` are
+    dask arrays with the chunks of the written DEM.
+    """
+
+    func: Callable[..., Any]
+    others: Sequence[da.Array] = ()
+
+
+def _write_block(target: Any, block: np.ndarray, *others: np.ndarray, window: tuple[slice, slice],
+                 stats: tuple[tuple[Callable[..., Any], int], ...], row0: int, col0: int) -> list:
+    out, k = [], 0
+    for func, n in stats:
+        out.append(func(block, *others[k : k + n], row0=row0, col0=col0))
+        k += n
+    target[window] = block
+    return out
+
+
+def _store_with_stats(data: da.Array, target: Any, also: Sequence[BlockStats]) -> list:
+    """Tasks writing each block and computing ``also`` on it; results per ``also``, per block."""
+    others = [o.rechunk(data.chunks) for b in also for o in b.others]
+    stats = tuple((b.func, len(b.others)) for b in also)
+    rows = np.cumsum((0,) + data.chunks[0])
+    cols = np.cumsum((0,) + data.chunks[1])
+    blocks = [data.to_delayed()] + [o.to_delayed() for o in others]
+    return [
+        dask.delayed(_write_block)(
+            target, *[b[i, j] for b in blocks], window=(slice(rows[i], rows[i + 1]), slice(cols[j], cols[j + 1])),
+            stats=stats, row0=int(rows[i]), col0=int(cols[j]),
+        )
+        for i in range(data.numblocks[0])
+        for j in range(data.numblocks[1])
+    ]
+
+
+def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, also: Sequence[BlockStats] = ()) -> list:
+    """Pass 1: create the tiled temp GTiff and store every dask block into it; with ``also``,
+    compute those per-block results in the writing tasks and return them (per ``also``, a
+    list over the blocks in row-major order)."""
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
         with rasterio.open(tmp, "w", **profile):
             pass  # create only; blocks are written by the tasks
@@ -254,9 +295,9 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, al
         with open(lock.path, "a"):
             pass  # created here, once; tasks only open it
     target = _WindowWriter(tmp, data.shape, np.dtype(profile["dtype"]), lock)
-    stored = da.store(data, target, lock=False, compute=False)
+    stored: Any = _store_with_stats(data, target, also) if also else [da.store(data, target, lock=False, compute=False)]
     if client is not None:
-        futures = client.compute([stored, *also])
+        futures = client.compute(stored)
         try:
             if progress:
                 dprogress(futures)
@@ -264,15 +305,16 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, al
         except BaseException:
             client.cancel(futures)
             raise
-        return tuple(results[1:])
-    if progress:
+    elif progress:
         from dask.diagnostics import ProgressBar  # noqa: PLC0415
 
         with ProgressBar():
-            results = dask.compute(stored, *also)
+            results = dask.compute(*stored)
     else:
-        results = dask.compute(stored, *also)
-    return tuple(results[1:])
+        results = dask.compute(*stored)
+    if not also:
+        return []
+    return [[r[k] for r in results] for k in range(len(also))]
 
 
 def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int) -> None:
@@ -319,7 +361,7 @@ def write_cog(
     blocksize: int = 512,
     nodata: float | None = -9999,
     progress: bool = False,
-    also: Sequence[Any] = (),
+    also: Sequence[BlockStats] = (),
     results: list | None = None,
 ) -> Path:
     """Write a 2-D DataArray of any size to a Cloud-Optimized GeoTIFF, out of core.
@@ -349,10 +391,12 @@ def write_cog(
         Show a progress bar (dask's, or ``distributed.progress`` under a client) for the
         block-writing pass.
     also
-        Dask collections (e.g. ``dask.delayed`` statistics of ``dem``) computed in the same
-        pass as the blocks: blocks they share with ``dem`` are read and computed once.
+        :class:`BlockStats` to compute from every block in the task that writes it (e.g.
+        statistics of the DEM against another one): arrays shared with ``dem`` are read and
+        computed once, in the same pass.
     results
-        A list that receives the results of ``also``, in order.
+        A list that receives, for each of ``also``, the list of its per-block results
+        (blocks in row-major order).
 
     Returns
     -------
