@@ -210,8 +210,11 @@ def _draw(
     ny, nx = valid.shape
     row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
     col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
-    vblocks = valid.to_delayed()
-    ablocks = [arrays[k].to_delayed() for k in names] + [w.to_delayed() for w in win_arrays]
+    # optimize_graph=False keeps the keys the arrays share (e.g. the reads of both DEMs): optimised
+    # separately, each array would fuse its own copy of them and every block would be read twice
+    vblocks = valid.to_delayed(optimize_graph=False)
+    ablocks = [arrays[k].to_delayed(optimize_graph=False) for k in names]
+    ablocks += [w.to_delayed(optimize_graph=False) for w in win_arrays]
     tasks = []
     for i in range(valid.numblocks[0]):
         for j in range(valid.numblocks[1]):

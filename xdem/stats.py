@@ -349,7 +349,7 @@ def dh_stats_tasks(
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
     rows = np.cumsum((0,) + ref.chunks[0][:-1])
     cols = np.cumsum((0,) + ref.chunks[1][:-1])
-    blocks = [a.to_delayed() for a in (ref, stable, *arrs)]
+    blocks = [a.to_delayed(optimize_graph=False) for a in (ref, stable, *arrs)]  # shared keys: one read
     parts = [
         dask.delayed(_dh_block)(
             *[b[i, j] for b in blocks], limit=limit, ncols=nx, random_state=random_state,

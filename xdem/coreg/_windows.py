@@ -49,7 +49,7 @@ def gather_windows(
     outs = [np.full((len(rows), size, size), np.nan, dtype=np.float32) for _ in arrs]
     r_edges = np.cumsum((0,) + arrs[0].chunks[0])
     c_edges = np.cumsum((0,) + arrs[0].chunks[1])
-    blocks = [a.to_delayed() for a in arrs]
+    blocks = [a.to_delayed(optimize_graph=False) for a in arrs]  # shared keys: each block read once
     # block rows/columns reached by each window: rows r - half ... r + half + 1
     bi0 = np.clip(np.searchsorted(r_edges, rows - half, side="right") - 1, 0, len(r_edges) - 2)
     bi1 = np.clip(np.searchsorted(r_edges, rows + half + 1, side="right") - 1, 0, len(r_edges) - 2)

@@ -82,10 +82,18 @@ def _surface_kernel(
     order = max((i + j for i, j in terms), default=0)
     upow = [np.ones_like(u)] + [u**k for k in range(1, order + 1)]
     vpow = [np.ones_like(v)] + [v**k for k in range(1, order + 1)]
-    surface = np.zeros(block.shape, dtype=np.float64)
+    # sum_j v^j * (sum_i c_ij u^i): one 1-D polynomial of u per power of v, so the 2-D work
+    # is one product and one sum per power of v (two block-sized float64 buffers in all)
+    rows: dict[int, np.ndarray] = {}
     for (i, j), c in zip(terms, coefs):
-        surface += c * (vpow[j][:, None] * upow[i][None, :])
-    return (block - surface).astype(block.dtype, copy=False)
+        rows[j] = rows.get(j, np.zeros_like(u)) + c * upow[i]
+    acc = np.zeros(block.shape, dtype=np.float64)
+    tmp = np.empty_like(acc)
+    for j, poly in rows.items():
+        np.multiply(vpow[j][:, None], poly[None, :], out=tmp)
+        acc += tmp
+    np.subtract(block, acc, out=acc)
+    return acc.astype(block.dtype, copy=False)
 
 
 def subtract_surface(

@@ -267,7 +267,8 @@ def _store_with_stats(data: da.Array, target: Any, also: Sequence[BlockStats]) -
     stats = tuple((b.func, len(b.others)) for b in also)
     rows = np.cumsum((0,) + data.chunks[0])
     cols = np.cumsum((0,) + data.chunks[1])
-    blocks = [data.to_delayed()] + [o.to_delayed() for o in others]
+    # not optimised separately: the blocks shared with the written DEM keep one key (one compute)
+    blocks = [data.to_delayed(optimize_graph=False)] + [o.to_delayed(optimize_graph=False) for o in others]
     return [
         dask.delayed(_write_block)(
             target, *[b[i, j] for b in blocks], window=(slice(rows[i], rows[i + 1]), slice(cols[j], cols[j + 1])),
