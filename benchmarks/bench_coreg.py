@@ -209,6 +209,7 @@ def graph_size(size: int) -> dict:
     Uses the cached pair if it exists, else an empty (sparse) tiled GeoTIFF of that size: graph
     construction reads only the metadata.
     """
+    import dask  # noqa: PLC0415
     import dask.array as da  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
     import rasterio  # noqa: PLC0415
@@ -216,11 +217,14 @@ def graph_size(size: int) -> dict:
 
     import xdem  # noqa: PLC0415
     from xdem.coreg.base import coreg_from_dict  # noqa: PLC0415
-    from xdem.sampling import _hist_bits, _hist_block  # noqa: PLC0415
+    from xdem.sampling import _draw_tasks  # noqa: PLC0415
 
     folder = CACHE_DIR / f"coreg_{size}"
+    mosaic = CACHE_DIR / f"mosaic_{size}"
     if (folder / "truth.json").exists():
         ref_path, tba_path, kind = folder / "ref.tif", folder / "tba.tif", "cached pair"
+    elif (mosaic / "ref.vrt").exists():
+        ref_path, tba_path, kind = mosaic / "ref.vrt", mosaic / "tba.vrt", "VRT mosaic pair"
     else:
         ref_path = tba_path = CACHE_DIR / f"sparse_{size}.tif"
         kind = "empty sparse GeoTIFF"
@@ -245,10 +249,9 @@ def graph_size(size: int) -> dict:
         res[f"apply_{m}_tasks"] = len(graph)
     t0 = time.perf_counter()
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
-    bits = _hist_bits(size * size)
-    hist = da.map_blocks(_hist_block, valid, ncols=size, random_state=0, bits=bits, dtype=np.int32, new_axis=2,
-                         chunks=((1,) * valid.numblocks[0], (1,) * valid.numblocks[1], (1 << bits,))).sum(axis=(0, 1))
-    res["fit_pass1_tasks"] = len(hist.__dask_graph__())
+    tasks = _draw_tasks(valid, {"ref": ref.data}, [ref.data, tba.data], ("ref",), ("win_ref", "win_tba"), 2,
+                        2**60, 0)
+    res["fit_pass1_tasks"] = len(dask.delayed(tasks).__dask_graph__())
     res["fit_pass1_s"] = time.perf_counter() - t0
     return res
 
@@ -444,7 +447,7 @@ def format_graph(g: dict | None) -> str:
         if f"apply_{m}_s" in g
     )
     return (f"{g['size']}^2 ({g['input']}, {g['blocks']} chunks of {g['chunks'][0]}^2): open both DEMs "
-            f"{g['open_s']:.2f} s; {applies}; first fit pass (subsample histogram) graph {g['fit_pass1_s']:.2f} s "
+            f"{g['open_s']:.2f} s; {applies}; fit pass (subsample draw with windows) graph {g['fit_pass1_s']:.2f} s "
             f"({g['fit_pass1_tasks']} tasks).")
 
 
@@ -470,45 +473,39 @@ def format_profile(p: dict | None) -> str:
 
 #: Hand-written findings of the last measurement campaign (update them with the numbers).
 NOTES = """
-**Findings (2026-11-29 campaign, 2 cores).**
+**Findings (2026-11-29, second campaign, 2 cores, idle machine).**
 
-- *Wall time at 20000^2 (target 1.5x the floor): missed*, 3.0x for `nuthkaab+deramp` and 2.2x for the
-  joint `nuthkaab_deramp`. The target is out of reach by construction with the default CLI: writing the
-  output alone (`write_cog`: uncompressed temporary GTiff, then GDAL's COG copy, which is exactly the
-  floor's work of compressing and building overviews) takes 51-54 s against the floor's 56 s, i.e.
-  ~0.95x of the floor. Everything else is extra: the fit reads and decodes both DEMs twice per fitted
-  step (`nuthkaab+deramp` = 2 steps = 4 passes, 81 s; joint = 2 passes, 37 s) and the default
-  before/after statistics read three DEMs twice (32 s; `--no-stats` skips them). Best case of the
-  present design (joint fit + `--no-stats`) is about (37 + 51) / 56 = 1.6x.
-- *Where the time goes at 20000^2* (profile above): fit 82 s = 4 passes (Nuth & Kääb: subsample
-  histogram 11 s + windows 22 s; deramp on the shifted tba: 20 s + 25 s; ~4 s of numpy iterations);
-  write 57 s = 18 s storing blocks in the temporary GTiff + 38 s GDAL COG copy (compression and
-  overviews; less than the floor's 56 s because it reads an uncompressed file); stats 33 s (2 passes).
-  By task type, decoding the inputs (`open_rasterio-getitem` and the fused `getitem-open_rasterio-*`)
-  dominates. Before the fix below, the subsample's first pass (per-pixel hash + histogram, the `sum`
-  tasks) was the costliest task type (474 of 1474 task-seconds in a profile under load); the hash is
-  now computed in place and the histogram bin taken from the hash's top 12 bits (`xdem/sampling.py`,
-  same bits, ~3x faster per block), leaving 44 of 250 task-seconds. The in-process peak memory per step
-  is cumulative (the allocator keeps what the fit used), so read it as "up to this step".
-- *Peak RSS (target 1.5 GiB at 20000^2 and 40000^2): missed*, 1.86-2.20 GiB at 20000^2 (1.82 in an earlier
-  run), i.e. 25-45 % over, and it grows with
-  the DEM width (1.1-1.2 GiB at 4000^2 and 8000^2, 1.5-1.7 at 16000^2). Cause, measured in isolation:
-  the subsample's second pass cuts windows around the sampled pixels from `da.overlap` copies of
-  both DEMs; dask keeps several block-rows of chunks alive while it builds the overlapped blocks
-  (`sample_valid` alone: 0.8 GiB without windows, 2.2 GiB with them at 20000^2 with 2048^2 chunks;
-  1.6 GiB with 1024^2 chunks; 1.2 GiB at 8000^2). In-process at 8000^2 the fit peaked at 1.4 GiB
-  while the write and the statistics stayed at 1.15-1.2 GiB. So 40000^2 (20 chunks per row) would
-  exceed the target further. Fix needed (not done here): cut the windows without `da.overlap` holding
-  neighbour rows (e.g. read each block's halo directly, or run the second pass in bands of block-rows).
-  Smaller chunks (`--chunks 1024`) lower that pass (1.6 GiB alone) but do not bring it under 1.5 GiB.
-- *Shift*: the joint `nuthkaab_deramp` recovers the shift within 2 mm at every size measured;
-  the sequential `nuthkaab+deramp` is biased by the tilt (4 cm at 4000^2 and 8000^2, 2 mm at 16000^2,
-  1.2 cm at 20000^2: misses 0.01 m at three of four sizes), as expected: Nuth & Kääb fits the shift before the tilt is removed.
-- *40000^2 and 32000^2*: not measured end to end. Generating a 40000^2 pair takes ~100 min on this
-  machine under the load of the day (the 20000^2 tba alone took 13 min), which did not fit the time
-  box; graph construction at 40000^2 was measured (above: under a second).
-- Every row was measured with the machine otherwise idle (load ~2 = the run itself); earlier runs
-  under a load of 9-11 gave the same peak RSS and shift errors but wall times 3-8x longer.
+- *Peak RSS*: 0.7 GiB at 4000^2 and 8000^2, 0.9 GiB at 16000^2 and 20000^2 (was 1.1-2.2 GiB
+  in the first campaign); see the 40000^2 row for the largest size. What fixed it: (1) the fit's
+  windows are cut block by block and their pieces joined in memory (no `dask.array.overlap`);
+  (2) halo passes (resampling, terrain) copy their halo strips out of each chunk
+  (`xdem.overlap.map_overlap_nan`): `dask.array.overlap`'s strips were views that pinned whole
+  chunks; (3) the resampling kernel accumulates in one buffer (it held one float64 copy of the
+  block per term); (4) the CLI bounds GDAL's block cache to 64 MB (256 was no faster) and asks
+  glibc to unmap freed arrays of 4 MiB or more; (5) per-block tasks no longer duplicate the
+  blocks they share (each `to_delayed()` was optimised apart, so both DEMs were read twice).
+  What still grows with the DEM: the resampling pass keeps about one row of chunks waiting for
+  the row below (width x 2048 rows x 4 bytes: 160 MB at 20000^2, 320 MB at 40000^2).
+- *Wall time at 20000^2* (target 1.5x the floor): see the table; the fit is ONE pass over both
+  DEMs (`sample_valid` draws in one pass; Nuth & Kääb's 6 x 6 windows hold the 1.6 px shift; the
+  pipeline's `Deramp` reuses Nuth & Kääb's subsample and windows: no pass), and the before/after
+  statistics are drawn inside the tasks that write the aligned blocks (no pass). Measured
+  in-process at 20000^2 (`nuthkaab+deramp`): fit 18-19 s, block-writing pass 19-20 s (reads TBA
+  and REF, resamples, deramps, draws the statistics, writes the raw temporary GTiff), GDAL COG
+  copy 41-44 s (compression and overviews: the same work as the floor, which also decodes a
+  deflate input). Under `mallopt(M_MMAP_THRESHOLD, 1 MiB)` the same run took 20 s longer (every
+  GDAL tile buffer page-faulted): 4 MiB keeps the memory gain without that cost.
+- *Shift*: the joint `nuthkaab_deramp` recovers the shift within 2 mm at every size; the
+  sequential `nuthkaab+deramp` misses 0.01 m where the tilt biases Nuth & Kääb (it is fitted
+  before the tilt is removed: 4 cm at 4000^2 and 8000^2, 1.2 cm at 20000^2). The 40000^2 pair has
+  no tilt (below), so both meet it there. Not fixable in a sequential pipeline; the CLI help and
+  README recommend `nuthkaab_deramp` for tilted DEMs.
+- *40000^2*: a VRT mosaic of 2 x 2 copies of the shift-only 20000^2 pair (generating a fractal
+  40000^2 pair takes about 100 min here); truth = that pair's shift, no tilt; the seams are lines
+  a few pixels wide where the shifted copy does not continue the reference (outliers). The floor
+  copies the VRT to a COG. 32000^2 is not measured.
+- Timing noise: the same GDAL COG copy of a raw 20000^2 file measured 30-66 s on this VM over the
+  day; each cell is one run, floor and xdem back to back.
 """
 
 
@@ -549,7 +546,7 @@ Targets (2 cores, 24 GB): peak RSS <= 1.5 GiB at 20000^2 and 40000^2; wall time 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="square DEM sides in pixels")
+    parser.add_argument("--sizes", type=int, nargs="*", default=SIZES, help="square DEM sides in pixels")
     parser.add_argument("--method", nargs="+", default=METHODS, help="xdem coreg --method values to measure")
     parser.add_argument("--no-floor", action="store_true", help="skip the GDAL COG copy (reuse a stored one)")
     parser.add_argument("--no-doc", action="store_true", help="do not update docs/performance.md")

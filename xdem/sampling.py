@@ -207,6 +207,16 @@ def _draw(
     win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, extra: Mapping[str, da.Array],
 ) -> tuple[tuple[dict, ...], dict]:
     """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums)."""
+    tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state)
+    extra_out, *parts = dask.compute(dict(extra), *tasks)
+    return tuple(parts), extra_out
+
+
+def _draw_tasks(
+    valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
+    win_names: tuple[str, ...], half: int, limit: int, random_state: int | None,
+) -> list:
+    """The per-block tasks of one pass of the draw (lazy)."""
     ny, nx = valid.shape
     row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
     col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
@@ -225,8 +235,7 @@ def _draw(
                     random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
                 )
             )
-    extra_out, *parts = dask.compute(dict(extra), *tasks)
-    return tuple(parts), extra_out
+    return tasks
 
 
 def sample_valid(
