@@ -453,7 +453,7 @@ def format_graph(g: dict | None) -> str:
 
 def format_profile(p: dict | None) -> str:
     if not p:
-        return "Not measured."
+        return "No dask profile stored (`--profile SIZE` makes one); phase timings are in the findings below."
     lines = [f"In-process, threads scheduler, `{p['method']}` at {p['size']}^2 (load average {p['load_avg']:.1f}): "
              f"total {p['total_s']:.0f} s, mean CPU {p['mean_cpu_percent'] or 0:.0f} % (of {os.cpu_count()} cores: "
              f"{100 * os.cpu_count()} % is all of them), process memory peak {p['resource_peak_mem_mb']:.0f} MB "
