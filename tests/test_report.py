@@ -15,13 +15,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from dask.callbacks import Callback
-from dask.sizeof import sizeof
 
 import xdem.coreg
 import xdem.examples

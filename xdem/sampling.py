@@ -24,7 +24,6 @@ of the DEM.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Callable
 
 import math
 
