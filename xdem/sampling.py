@@ -23,15 +23,15 @@ of the DEM.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import math
+from collections.abc import Mapping
 
 import dask
 import dask.array as da
 import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.io.grid import block_tasks
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_SEED"]
 
@@ -173,7 +173,7 @@ def _candidates_block(
         h = hx[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx]
     else:
         h = _pixel_hash(row0, col0, valid.shape, ncols, random_state)
-    keep = valid & (h < np.uint64(limit)) if limit < 2**64 else np.asarray(valid, dtype=bool)
+    keep = valid & below(h, limit)
     r, c = np.nonzero(keep)
     out = {"h": h[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0,
            "n_valid": np.int64(np.count_nonzero(valid))}
@@ -182,7 +182,7 @@ def _candidates_block(
     if win_names:
         # centres of windows: this block's candidates, and margin pixels that may be another
         # block's candidates (their validity is decided there; unused pieces are dropped)
-        cand = hx < np.uint64(limit) if limit < 2**64 else np.ones(hx.shape, dtype=bool)
+        cand = below(hx, limit)
         cand[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx] = keep
         wr, wc = np.nonzero(cand)
         lrow, lcol = wr + (er0 - row0), wc + (ec0 - col0)
@@ -192,13 +192,23 @@ def _candidates_block(
     return out
 
 
+def hash_bound(p: float) -> int:
+    """Hash bound (exclusive) below which a uniform 64-bit hash falls with probability ``p``
+    (``2**64``, every hash, for ``p >= 1``)."""
+    return 2**64 if p >= 1.0 else int(p * 2**64)
+
+
+def below(h: np.ndarray, limit: int) -> np.ndarray:
+    """Boolean mask of the hashes ``h`` below ``limit`` (:func:`hash_bound`)."""
+    return h < np.uint64(limit) if limit < 2**64 else np.ones(h.shape, dtype=bool)
+
+
 def _bound(frac: float, n: int) -> int:
-    """Hash bound (exclusive) below which a uniform hash falls with probability ``frac``
-    plus a binomial margin of :data:`_SIGMAS` standard deviations over ``n`` pixels."""
+    """:func:`hash_bound` of ``frac`` plus a binomial margin of :data:`_SIGMAS` standard
+    deviations over ``n`` pixels."""
     if frac >= 1.0 or n <= 0:
         return 2**64
-    p = frac + _SIGMAS * math.sqrt(frac * (1.0 - frac) / n) + 1.0 / n
-    return 2**64 if p >= 1.0 else int(p * 2**64)
+    return hash_bound(frac + _SIGMAS * math.sqrt(frac * (1.0 - frac) / n) + 1.0 / n)
 
 
 def _draw(
@@ -217,24 +227,10 @@ def _draw_tasks(
 ) -> list:
     """The per-block tasks of one pass of the draw (lazy)."""
     ny, nx = valid.shape
-    row_starts = np.cumsum((0,) + valid.chunks[0][:-1])
-    col_starts = np.cumsum((0,) + valid.chunks[1][:-1])
-    # optimize_graph=False keeps the keys the arrays share (e.g. the reads of both DEMs): optimised
-    # separately, each array would fuse its own copy of them and every block would be read twice
-    vblocks = valid.to_delayed(optimize_graph=False)
-    ablocks = [arrays[k].to_delayed(optimize_graph=False) for k in names]
-    ablocks += [w.to_delayed(optimize_graph=False) for w in win_arrays]
-    tasks = []
-    for i in range(valid.numblocks[0]):
-        for j in range(valid.numblocks[1]):
-            tasks.append(
-                dask.delayed(_candidates_block)(
-                    vblocks[i, j], *[ab[i, j] for ab in ablocks], names=names, win_names=win_names, half=half,
-                    limit=limit, nrows=ny, ncols=nx,
-                    random_state=random_state, row0=int(row_starts[i]), col0=int(col_starts[j]),
-                )
-            )
-    return tasks
+    return block_tasks(
+        _candidates_block, [valid, *(arrays[k] for k in names), *win_arrays], names=names, win_names=win_names,
+        half=half, limit=limit, nrows=ny, ncols=nx, random_state=random_state,
+    )
 
 
 def sample_valid(

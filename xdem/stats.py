@@ -322,11 +322,11 @@ def _dh_block(
     row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
     """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels."""
-    from xdem.sampling import _pixel_hash  # noqa: PLC0415
+    from xdem.sampling import _pixel_hash, below  # noqa: PLC0415
 
     valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
     out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
-    keep = valid & (_pixel_hash(row0, col0, ref.shape, ncols, random_state) < np.uint64(limit)) if limit < 2**64 else valid
+    keep = valid & below(_pixel_hash(row0, col0, ref.shape, ncols, random_state), limit)
     r, c = np.nonzero(keep)
     out["values"] = np.stack([np.asarray(a)[r, c].astype(np.float64) for a in (ref, *others)])
     return out
@@ -341,34 +341,22 @@ def dh_stats_tasks(
     random_state: int | None = None,
 ) -> Any:
     """The lazy pass of :func:`sampled_dh_stats`: a :func:`dask.delayed` object whose result
-    :func:`dh_stats_finish` turns into the statistics. Compute it together with other work
-    on the same arrays (e.g. ``xdem.write_cog(..., also=[tasks])``) so that their blocks are
-    read once."""
+    :func:`dh_stats_finish` turns into the statistics (one task per block, see
+    :func:`xdem.io.grid.block_tasks`). To draw them while writing a DEM, use
+    :func:`dh_stats_while_writing` instead."""
+    from xdem.io.grid import block_tasks  # noqa: PLC0415
+
     ref = _as_2d(_as_dask(ref))
-    nx = ref.shape[1]
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
-    rows = np.cumsum((0,) + ref.chunks[0][:-1])
-    cols = np.cumsum((0,) + ref.chunks[1][:-1])
-    blocks = [a.to_delayed(optimize_graph=False) for a in (ref, stable, *arrs)]  # shared keys: one read
-    parts = [
-        dask.delayed(_dh_block)(
-            *[b[i, j] for b in blocks], limit=limit, ncols=nx, random_state=random_state,
-            row0=int(rows[i]), col0=int(cols[j]),
-        )
-        for i in range(ref.numblocks[0])
-        for j in range(ref.numblocks[1])
-    ]
+    parts = block_tasks(_dh_block, [ref, stable, *arrs], limit=limit, ncols=ref.shape[1], random_state=random_state)
     return dask.delayed(_dh_merge)(parts, names)
 
 
-def _dh_written_block(
-    block: np.ndarray, ref: np.ndarray, stable: np.ndarray, *others: np.ndarray, position: int, limit: int,
-    ncols: int, random_state: int | None, row0: int, col0: int,
-) -> dict[str, np.ndarray]:
-    """:func:`_dh_block` with the written block (ignored: its unfilled values are among
-    ``others``, at ``position``) first, as ``write_cog(also=...)`` calls it."""
-    del block, position
-    return _dh_block(ref, stable, *others, limit=limit, ncols=ncols, random_state=random_state, row0=row0, col0=col0)
+def _dh_written_block(block: np.ndarray, *blocks: np.ndarray, **kwargs: Any) -> dict[str, np.ndarray]:
+    """:func:`_dh_block` called as ``write_cog(also=...)`` calls it: the written block first,
+    ignored (the unfilled values of the written DEM are among ``blocks``)."""
+    del block
+    return _dh_block(*blocks, **kwargs)
 
 
 def dh_stats_while_writing(
@@ -388,12 +376,12 @@ def dh_stats_while_writing(
 
     ref = _as_2d(_as_dask(ref))
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
-    func = partial(_dh_written_block, position=0, limit=limit, ncols=ref.shape[1], random_state=random_state)
+    func = partial(_dh_written_block, limit=limit, ncols=ref.shape[1], random_state=random_state)
     return BlockStats(func, [ref, stable, *arrs]), lambda parts: dh_stats_finish(_dh_merge(parts, names))
 
 
 def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
-    from xdem.sampling import resolve_count  # noqa: PLC0415
+    from xdem.sampling import hash_bound, resolve_count  # noqa: PLC0415
 
     ny, nx = ref.shape
     resolve_count(subsample, 1)  # validate
@@ -403,8 +391,7 @@ def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: fl
     names = tuple(others)
     arrs = [_as_2d(_as_dask(others[k])).rechunk(ref.chunks) for k in names]
     frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) / (ny * nx))
-    limit = 2**64 if frac >= 1.0 else int(frac * 2**64)
-    return limit, stable, names, arrs
+    return hash_bound(frac), stable, names, arrs
 
 
 def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:

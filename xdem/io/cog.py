@@ -35,6 +35,7 @@ import rasterio.windows
 import xarray as xr
 
 from xdem.errors import InputError, OutputError
+from xdem.io.grid import block_tasks
 from xdem.io.sources import find_sources
 
 __all__ = ["write_cog", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
@@ -251,13 +252,13 @@ class BlockStats:
     others: Sequence[da.Array] = ()
 
 
-def _write_block(target: Any, block: np.ndarray, *others: np.ndarray, window: tuple[slice, slice],
+def _write_block(block: np.ndarray, *others: np.ndarray, target: Any,
                  stats: tuple[tuple[Callable[..., Any], int], ...], row0: int, col0: int) -> list:
     out, k = [], 0
     for func, n in stats:
         out.append(func(block, *others[k : k + n], row0=row0, col0=col0))
         k += n
-    target[window] = block
+    target[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block
     return out
 
 
@@ -265,18 +266,7 @@ def _store_with_stats(data: da.Array, target: Any, also: Sequence[BlockStats]) -
     """Tasks writing each block and computing ``also`` on it; results per ``also``, per block."""
     others = [o.rechunk(data.chunks) for b in also for o in b.others]
     stats = tuple((b.func, len(b.others)) for b in also)
-    rows = np.cumsum((0,) + data.chunks[0])
-    cols = np.cumsum((0,) + data.chunks[1])
-    # not optimised separately: the blocks shared with the written DEM keep one key (one compute)
-    blocks = [data.to_delayed(optimize_graph=False)] + [o.to_delayed(optimize_graph=False) for o in others]
-    return [
-        dask.delayed(_write_block)(
-            target, *[b[i, j] for b in blocks], window=(slice(rows[i], rows[i + 1]), slice(cols[j], cols[j + 1])),
-            stats=stats, row0=int(rows[i]), col0=int(cols[j]),
-        )
-        for i in range(data.numblocks[0])
-        for j in range(data.numblocks[1])
-    ]
+    return block_tasks(_write_block, [data, *others], target=target, stats=stats)
 
 
 def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, also: Sequence[BlockStats] = ()) -> list:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any, Callable
 
 import numpy as np
 import xarray as xr
@@ -16,6 +18,7 @@ __all__ = [
     "check_projected",
     "block_pixel_offsets",
     "block_xy",
+    "block_tasks",
     "same_grid",
     "with_transform",
     "align_pair",
@@ -75,6 +78,27 @@ def block_pixel_offsets(block_info: dict | None, depth: int = 0) -> tuple[int, i
         return (-depth, -depth)
     loc = block_info[0]["array-location"]
     return (loc[0][0] - depth, loc[1][0] - depth)
+
+
+def block_tasks(func: Callable[..., Any], arrays: Sequence[Any], **kwargs: Any) -> list:
+    """One :func:`dask.delayed` call per block, row-major:
+    ``func(*blocks_of_arrays, row0=, col0=, **kwargs)`` with the block's global offsets.
+
+    ``arrays`` are dask arrays with the same chunks. Their blocks are taken without
+    optimising each array apart (``optimize_graph=False``), so a block they share (e.g. the
+    read of a DEM used by two of them) keeps one key and is computed once.
+    """
+    import dask  # noqa: PLC0415
+
+    first = arrays[0]
+    rows = np.cumsum((0,) + first.chunks[0][:-1])
+    cols = np.cumsum((0,) + first.chunks[1][:-1])
+    blocks = [a.to_delayed(optimize_graph=False) for a in arrays]
+    return [
+        dask.delayed(func)(*[b[i, j] for b in blocks], row0=int(rows[i]), col0=int(cols[j]), **kwargs)
+        for i in range(first.numblocks[0])
+        for j in range(first.numblocks[1])
+    ]
 
 
 def block_xy(
