@@ -13,7 +13,7 @@ import xarray as xr
 from xdem.errors import InputError
 from xdem.io.grid import block_pixel_offsets, get_transform, same_grid
 
-__all__ = ["inlier_mask_like", "rasterize_like"]
+__all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
 
 _VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson", ".json", ".fgb", ".gml", ".kml", ".parquet"}
 
@@ -123,3 +123,22 @@ def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> 
         )
     out = out.rechunk(data.chunks)
     return ~out if exclude else out
+
+
+def stable_mask_like(dem: xr.DataArray, *, inlier_mask: Any = None, exclude_mask: Any = None) -> da.Array:
+    """Lazy boolean mask of the stable pixels on ``dem``'s grid: inside ``inlier_mask`` (areas
+    to USE; ``None`` = everywhere) and outside ``exclude_mask`` (areas to EXCLUDE, e.g.
+    glacier outlines; ``None`` = nothing excluded). Both accept what
+    :func:`inlier_mask_like` accepts.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> bool(stable_mask_like(dem).all().compute())
+    True
+    """
+    stable = inlier_mask_like(inlier_mask, dem)
+    if exclude_mask is not None:
+        stable = stable & inlier_mask_like(exclude_mask, dem, exclude=True)
+    return stable

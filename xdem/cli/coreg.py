@@ -185,16 +185,14 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
     import numpy as np  # noqa: PLC0415
 
     from xdem.io.grid import align_pair  # noqa: PLC0415
-    from xdem.masks import inlier_mask_like  # noqa: PLC0415
+    from xdem.masks import stable_mask_like  # noqa: PLC0415
     from xdem.stats import robust_summary  # noqa: PLC0415
 
     ref_g, other_g = align_pair(ref, other)
     r = ref_g.data
     o = other_g.data if isinstance(other_g.data, da.Array) else da.from_array(np.asarray(other_g.data))
     o = o.rechunk(r.chunks)
-    stable = inlier_mask_like(inlier_mask, ref_g)
-    if exclude_mask is not None:
-        stable = stable & inlier_mask_like(exclude_mask, ref_g, exclude=True)
+    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     dh = da.where(stable, o.astype(np.float64) - r.astype(np.float64), np.nan)
     s = robust_summary(dh)
     return {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]}
@@ -210,16 +208,14 @@ def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_m
                 random_state: int | None) -> Any:
     """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
     from xdem.io.grid import align_pair  # noqa: PLC0415
-    from xdem.masks import inlier_mask_like  # noqa: PLC0415
+    from xdem.masks import stable_mask_like  # noqa: PLC0415
     from xdem.stats import dh_stats_tasks  # noqa: PLC0415
 
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, aligned_g = align_pair(ref_g, aligned)
     if tba_g.shape != ref_g.shape:
         ref_g, tba_g = align_pair(ref_g, tba_g)
-    stable = inlier_mask_like(inlier_mask, ref_g)
-    if exclude_mask is not None:
-        stable = stable & inlier_mask_like(exclude_mask, ref_g, exclude=True)
+    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     return dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
                           subsample=STATS_SUBSAMPLE, random_state=random_state)
 
@@ -228,12 +224,10 @@ def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, 
                          random_state: int | None) -> tuple[Any, Any]:
     """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
     while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
-    from xdem.masks import inlier_mask_like  # noqa: PLC0415
+    from xdem.masks import stable_mask_like  # noqa: PLC0415
     from xdem.stats import dh_stats_while_writing  # noqa: PLC0415
 
-    stable = inlier_mask_like(inlier_mask, ref)
-    if exclude_mask is not None:
-        stable = stable & inlier_mask_like(exclude_mask, ref, exclude=True)
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
                                   subsample=STATS_SUBSAMPLE, random_state=random_state)
 

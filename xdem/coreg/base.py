@@ -26,7 +26,7 @@ import xarray as xr
 from xdem.errors import InputError, NotFittedError
 from xdem.io.grid import align_pair, check_projected, same_grid
 from xdem.io.open import open_dem
-from xdem.masks import inlier_mask_like
+from xdem.masks import stable_mask_like
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "METHODS"]
 
@@ -92,9 +92,7 @@ def prepare_pair(
     ref_d, tba_d = align_pair(ref_d, tba_d)
     if tba_d.data.chunks != ref_d.data.chunks:
         tba_d = tba_d.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
-    mask = inlier_mask_like(inlier_mask, ref_d)
-    if exclude_mask is not None:
-        mask = mask & inlier_mask_like(exclude_mask, ref_d, exclude=True)
+    mask = stable_mask_like(ref_d, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     bv: dict[str, xr.DataArray] = {}
     for name, var in (bias_vars or {}).items():
         v = as_dem(var)
