@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg.base import FitData
-from xdem.io.grid import get_resolution, get_transform
+from xdem.io.grid import shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 
@@ -98,13 +98,10 @@ class WindowSampler:
 
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2):
         self.arr = tba.data
+        self.grid = tba
         self.rows, self.cols = rows, cols
         self.resampling = resampling
         self.half = half
-        t = get_transform(tba)
-        self.dx, self.dy = get_resolution(tba)
-        self.ysign = 1.0 if t.e < 0 else -1.0
-        self.xsign = 1.0 if t.a > 0 else -1.0
         self.before, self.after = footprint(resampling)
         self.R: int | None = None
         self.C: int | None = None
@@ -117,7 +114,7 @@ class WindowSampler:
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
-        drow, dcol = self.ysign * sy / self.dy, -self.xsign * sx / self.dx
+        drow, dcol = shift_in_pixels(self.grid, sx, sy)
         ok = self.win is not None and all(
             self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, self.R), (dcol, self.C))
         )
@@ -169,11 +166,8 @@ def sample_with_terrain(
         min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data}, half=half,
     )
     win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
-    t = get_transform(data.ref)
-    dx, dy = get_resolution(data.ref)
-    slope, aspect = terrain_at_windows(
-        win_ref, half, res_x=dx if t.a > 0 else -dx, res_y=dy if t.e < 0 else -dy, method=terrain_method
-    )
+    res_x, res_y = signed_resolution(data.ref)
+    slope, aspect = terrain_at_windows(win_ref, half, res_x=res_x, res_y=res_y, method=terrain_method)
     sampler = WindowSampler(data.tba, s["row"], s["col"], resampling, half)
     sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)

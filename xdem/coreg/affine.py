@@ -20,7 +20,7 @@ from affine import Affine
 
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io.grid import check_projected, get_resolution, get_transform, with_transform
+from xdem.io.grid import check_projected, get_resolution, get_transform, shift_in_pixels, with_transform
 from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrain
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
@@ -76,14 +76,10 @@ def shift_dem(
     True
     """
     _check_resampling(resampling)
-    dx, dy = get_resolution(dem)
-    t = get_transform(dem)
     if not resample:
-        out = with_transform(dem, Affine.translation(shift_x, shift_y) @ t)
+        out = with_transform(dem, Affine.translation(shift_x, shift_y) @ get_transform(dem))
         return out + np.asarray(shift_z, dtype=dem.dtype) if shift_z else out
-    # out[i, j] = dem at row i + drow, column j + dcol (rows go south: +y means fewer rows).
-    drow = shift_y / dy * (1.0 if t.e < 0 else -1.0)
-    dcol = -shift_x / dx * (1.0 if t.a > 0 else -1.0)
+    drow, dcol = shift_in_pixels(dem, shift_x, shift_y)
     data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
     if abs(drow) < 1e-12 and abs(dcol) < 1e-12:
         out_data = data

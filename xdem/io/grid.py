@@ -15,6 +15,8 @@ from xdem.errors import CRSError, OverlapError
 __all__ = [
     "get_transform",
     "get_resolution",
+    "signed_resolution",
+    "shift_in_pixels",
     "check_projected",
     "block_pixel_offsets",
     "block_xy",
@@ -53,6 +55,21 @@ def get_resolution(dem: xr.DataArray) -> tuple[float, float]:
     if t.b != 0 or t.d != 0:
         raise CRSError("rotated or sheared grids are not supported; warp the DEM to a north-up grid with gdalwarp")
     return abs(t.a), abs(t.e)
+
+
+def signed_resolution(dem: xr.DataArray) -> tuple[float, float]:
+    """``(res_x, res_y)`` as the kernels use it: negative if columns go west or rows go north."""
+    dx, dy = get_resolution(dem)
+    t = get_transform(dem)
+    return (dx if t.a > 0 else -dx), (dy if t.e < 0 else -dy)
+
+
+def shift_in_pixels(dem: xr.DataArray, shift_x: float, shift_y: float) -> tuple[float, float]:
+    """``(drow, dcol)`` such that ``dem`` moved by ``(shift_x, shift_y)`` (``out(x, y) =
+    dem(x - shift_x, y - shift_y)``) is, at row ``i`` and column ``j``, ``dem`` at row
+    ``i + drow`` and column ``j + dcol`` (rows go south: a shift to the north adds rows)."""
+    res_x, res_y = signed_resolution(dem)
+    return shift_y / res_y, -shift_x / res_x
 
 
 def check_projected(dem: xr.DataArray, what: str = "this operation") -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError
-from xdem.io.grid import check_projected, get_resolution, get_transform
+from xdem.io.grid import check_projected, get_transform, signed_resolution
 from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
@@ -153,13 +153,6 @@ def _terrain_block_kernel(
     return np.stack(outs) if stacked else outs[0]
 
 
-def _signed_resolution(dem: xr.DataArray) -> tuple[float, float]:
-    """``(res_x, res_y)`` for the kernels: negative if columns go west or rows go north."""
-    dx, dy = get_resolution(dem)
-    t = get_transform(dem)
-    return (dx if t.a > 0 else -dx), (dy if t.e < 0 else -dy)
-
-
 def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: dict[str, Any], stacked: bool):
     """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
     depth = max(_depth(n, opts) for n in names)
@@ -282,7 +275,7 @@ def get_terrain_attribute(
     )
     depth = max(_depth(n, opts) for n in names)
     dem = _prepare(dem, depth)
-    res_x, res_y = _signed_resolution(dem)
+    res_x, res_y = signed_resolution(dem)
     if len(names) == 1:
         outs = [_wrap(dem, _run(dem.data, names, res_x=res_x, res_y=res_y, opts=opts, stacked=False), names[0], opts)]
     else:
