@@ -226,10 +226,12 @@ def test_too_few_valid_pixels_error_with_counts():
         VerticalShift().fit(ref, tba * np.nan)
 
 
-def test_geographic_crs_error_names_the_fix():
+def test_geographic_crs_with_projected_coordinates_names_the_fix():
+    """A geographic REF is coregistered in its local UTM zone (tests/test_frames.py); one whose
+    coordinates are not longitudes/latitudes (a wrong CRS label) is a clear error."""
     ref, tba, _ = example_pair()
     geo = ref.rio.write_crs("EPSG:4326")
-    with pytest.raises(CRSError, match="reproject"):
+    with pytest.raises(CRSError, match="not longitudes/latitudes; set its real CRS"):
         NuthKaab().fit(geo, geo)
 
 

@@ -18,7 +18,8 @@ import click
 
 from xdem.cli._common import scheduler_option, workers_option
 
-__all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats"]
+__all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
+           "frame_summary"]
 
 #: CLI name -> registry name (``xdem.coreg.METHODS`` keys are lower-case class names).
 ALIASES = {
@@ -245,6 +246,20 @@ def sampled_stats(
     return {"method": _STATS_METHOD, **dh_stats_finish(task.compute())}
 
 
+def frame_summary(coreg: Any, ref: Any) -> dict:
+    """The CRS the correction was fitted in and applied through, and why that one."""
+    from xdem.coreg.base import frame_of  # noqa: PLC0415
+
+    frame = frame_of(coreg)
+    geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic
+    return {
+        "crs": frame,
+        "units": "metre" if geographic else (ref.rio.crs.linear_units if ref.rio.crs is not None else None),
+        "why": ("the reference is geographic: coregistered in the UTM zone of its centre" if geographic
+                else "the reference's CRS"),
+    }
+
+
 def _report_writer() -> Any:
     """``xdem.report.write_report``, or a clear error if the report module is not available."""
     from xdem.errors import XdemError  # noqa: PLC0415
@@ -294,6 +309,9 @@ def _print_summary(doc: dict) -> None:
     echo("Coregistration:")
     for step in doc["steps"]:
         echo(f"  {_fmt_step(step)}")
+    if doc.get("frame", {}).get("crs"):
+        echo(f"  fitted and applied in {doc['frame']['crs']} ({doc['frame']['why']}); output on the grid of "
+             f"{doc.get('output_grid', 'tba').upper()}")
     if doc.get("stats"):
         b, a = doc["stats"]["before"], doc["stats"]["after"]
         how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
@@ -315,7 +333,10 @@ def _print_summary(doc: dict) -> None:
 @click.argument("ref", type=click.Path(dir_okay=False))
 @click.argument("tba", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Aligned DEM to write (Cloud-Optimized GeoTIFF, on the grid of TBA).")
+              help="Aligned DEM to write (Cloud-Optimized GeoTIFF, on the grid of TBA unless --grid ref).")
+@click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
+              help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
+                   "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
 @click.option("--method", default="nuthkaab", show_default=True,
               help="vshift, nuthkaab, nuthkaab_deramp, deramp, directionalbias, terrainbias, biascorr, or any "
                    "registered method; join with + for a pipeline, e.g. nuthkaab+vshift. Recommended when the DEM may "
@@ -349,6 +370,7 @@ def coreg(
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
     subsample: float | int | None, random_state: int | None, chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
+    out_grid: str = "tba",
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -411,11 +433,11 @@ def coreg(
         with progress.stage("fitting"):
             model.fit(ref_d, tba_d, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
         t_fit = time.perf_counter() - t0
-        aligned = model.apply(tba_d)
+        aligned = model.apply(tba_d, grid=ref_d if out_grid == "ref" else None)
         t0 = time.perf_counter()
         # The sampled statistics are computed in the block-writing pass (the blocks of TBA
         # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
-        fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d)
+        fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
         also, finish = [], None
         if fused:
             block_stats, finish = _stats_while_writing(ref_d, tba_d, aligned, inlier_mask=inlier_mask,
@@ -450,6 +472,8 @@ def coreg(
             "steps": steps_summary(model),
             "matrix": matrix,
             "matrix_is_complete": complete,
+            "frame": frame_summary(model, ref_d),
+            "output_grid": out_grid,
             "stats": stats,
             "output": str(out),
             "report": None if report_path is None else str(report_path),

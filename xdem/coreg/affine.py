@@ -25,6 +25,7 @@ from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrai
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 from xdem.sampling import sample_valid
+from xdem.warp import FrameOp
 
 __all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
 
@@ -115,6 +116,9 @@ class AffineCoreg(Coreg):
     def to_matrix(self) -> np.ndarray:
         """4 x 4 affine matrix of the translation (numpy)."""
         return translation_matrix(*self.to_translations())
+
+    def _frame_op(self) -> FrameOp:
+        return FrameOp(str(self.crs_), shift=self.to_translations())
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         sx, sy, sz = self.to_translations()

@@ -24,9 +24,10 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, NotFittedError
-from xdem.io.grid import align_pair, check_projected, same_grid
+from xdem.io.grid import align_pair, check_projected, local_metric_crs, reproject_to_crs, same_grid
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
+from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "METHODS"]
 
@@ -88,6 +89,10 @@ def prepare_pair(
     ones (e.g. glacier outlines; True/inside = not used). Both may be given.
     """
     ref_d, tba_d = as_dem(ref), as_dem(tba)
+    if ref_d.rio.crs is not None and ref_d.rio.crs.is_geographic:
+        # a geographic reference is coregistered in the UTM zone of its centre (metres); the
+        # fitted correction records that CRS (crs_) and is applied there (xdem.warp)
+        ref_d = reproject_to_crs(ref_d, local_metric_crs(ref_d))
     check_projected(ref_d, "coregistration")
     ref_d, tba_d = align_pair(ref_d, tba_d)
     if tba_d.data.chunks != ref_d.data.chunks:
@@ -204,25 +209,56 @@ class Coreg:
             raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
         self._reset()
         self._fit(data)
+        self.crs_ = crs_key(data.ref.rio.crs)
         return self
 
-    def apply(self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True) -> xr.DataArray:
+    def apply(
+        self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
+    ) -> xr.DataArray:
         """Apply the fitted correction to ``dem``; lazy, computes nothing.
+
+        The correction is defined in the reference's CRS and units (``crs_``, the *frame*):
+        the result is ``dem``'s points moved by it in that CRS, then resampled. A ``dem`` in
+        another CRS (rotated grid axes, feet, degrees) is moved pixel by pixel through the
+        frame (:mod:`xdem.warp`, one resampling), not along its own axes.
 
         Parameters
         ----------
         dem
-            The DEM to correct (any ``open_dem`` input), on its own grid.
+            The DEM to correct (any ``open_dem`` input), in any CRS.
         bias_vars
             Bias variables on ``dem``'s grid, for methods that need them.
         resample
             Affine methods only: ``False`` returns the exact data on a translated grid
-            instead of resampling onto the input grid.
+            instead of resampling onto the input grid (``dem`` in the frame's CRS only).
+        grid
+            Output grid: ``None`` (default) keeps ``dem``'s grid and CRS; a DEM-like
+            (e.g. the reference) gives the output on that grid and CRS.
         """
+        from xdem.coreg._frames import apply_in_frame, needs_frame_route  # noqa: PLC0415 - imports this module
+
         self._check_fitted()
         d = as_dem(dem)
         bv = {k: as_dem(v) for k, v in (bias_vars or {}).items()}
+        target = None if grid is None else Grid.of(as_dem(grid))
+        if needs_frame_route(self, d, target):
+            if not resample:
+                raise InputError(
+                    f"resample=False keeps the DEM's own grid, which is only possible in the CRS the correction was "
+                    f"fitted in ({frame_of(self)}); use resample=True"
+                )
+            return apply_in_frame(self, d, bv, target)
         return self._apply(d, bv, resample)
+
+    def _frame_op(self) -> FrameOp | None:
+        """This fitted step as a correction in its frame (horizontal motion, vertical shift,
+        ramps), or ``None`` for a step that acts on elevation values and bias variables only."""
+        return None
+
+    def _frame_free(self) -> bool:
+        """Whether the step gives the same result on any grid and CRS (it uses no coordinates
+        or horizontal distances), so that it can be applied on a DEM in another CRS as it is."""
+        return False
 
     def fit_and_apply(self, ref: Any, tba: Any, **fit_kwargs: Any) -> xr.DataArray:
         """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy."""
@@ -301,6 +337,17 @@ class Coreg:
         """Set learned attributes from JSON values (override to convert types)."""
         for k, v in learned.items():
             setattr(self, k, v)
+
+
+def frame_of(coreg: Coreg) -> str | None:
+    """CRS the (fitted) correction is defined in, or ``None`` (loaded from an old JSON
+    document without ``crs_``: then applied in the CRS of the DEM it is applied to)."""
+    steps = getattr(coreg, "steps", None)
+    for step in steps if steps is not None else [coreg]:
+        crs = vars(step).get("crs_")
+        if crs is not None:
+            return str(crs)
+    return None
 
 
 def _short(v: Any) -> str:

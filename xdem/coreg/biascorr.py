@@ -354,6 +354,9 @@ class BiasCorr(Coreg):
         self._check_fitted()
         return self._model()([np.atleast_1d(np.asarray(values[k], dtype=np.float64)) for k in self.var_names_])
 
+    def _frame_free(self) -> bool:
+        return True  # a function of bias variables given on the grid of the DEM being corrected
+
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
         arrays = [a.rechunk(data.chunks) for a in self._apply_arrays(dem, bias_vars)]
@@ -474,6 +477,9 @@ class DirectionalBias(BiasCorr):
             self.wavelengths_ = np.abs(p[3 + 3 * k]) * self.var_scale_[0]
             self.amplitudes_ = np.hypot(p[1 + 3 * k], p[2 + 3 * k])
 
+    def _frame_free(self) -> bool:
+        return False  # along-track distance: map coordinates of the frame
+
     def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
         data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
         along = da.map_blocks(
@@ -552,6 +558,10 @@ class TerrainBias(BiasCorr):
         if name in data.bias_vars:
             return {name: _on_grid(data.bias_vars[name], data.ref, name, "the reference").data}
         return {name: self._attribute(data.ref)}
+
+    def _frame_free(self) -> bool:
+        # elevation is the same in any CRS; slopes and curvatures use the DEM's horizontal units
+        return self.terrain_attribute == "elevation"
 
     def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
         name = self.terrain_attribute

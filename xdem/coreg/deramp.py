@@ -30,8 +30,9 @@ from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, get_transform
 from xdem.sampling import sample_valid
+from xdem.warp import FrameOp, Surface
 
-__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface"]
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface"]
 
 
 def check_poly_order(poly_order: Any) -> int:
@@ -94,6 +95,15 @@ def _surface_kernel(
         acc += tmp
     np.subtract(block, acc, out=acc)
     return acc.astype(block.dtype, copy=False)
+
+
+def fitted_surface(step: Any) -> Surface:
+    """The ramp learned by a fitted step (``center_``, ``scale_``, ``terms_``, ``coefs_``) as a
+    :class:`xdem.warp.Surface`, evaluable at frame coordinates."""
+    return Surface(
+        center=(float(step.center_[0]), float(step.center_[1])), scale=float(step.scale_),
+        terms=tuple((int(i), int(j)) for i, j in step.terms_), coefs=tuple(float(c) for c in step.coefs_),
+    )
 
 
 def subtract_surface(
@@ -187,6 +197,9 @@ class Deramp(Coreg):
         self.center_ = center
         self.scale_ = scale
         self.count_ = int(len(s["dh"]))
+
+    def _frame_op(self) -> FrameOp:
+        return FrameOp(str(self.crs_), surfaces=(fitted_surface(self),))
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         return subtract_surface(dem, center=self.center_, scale=self.scale_, terms=self.terms_, coefs=self.coefs_)

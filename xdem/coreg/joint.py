@@ -34,11 +34,12 @@ from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.affine import check_iteration_params, shift_dem
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
-    check_poly_order, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
+    check_poly_order, fitted_surface, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
 )
 from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
 from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform
+from xdem.warp import FrameOp
 
 __all__ = ["NuthKaabDeramp"]
 
@@ -220,6 +221,10 @@ class NuthKaabDeramp(Coreg):
         self.count_ = int(ok.sum())
         self.history_ = history
         self.passes_ = ss.passes
+
+    def _frame_op(self) -> FrameOp:
+        shift = (float(self.shift_x_), float(self.shift_y_), 0.0)
+        return FrameOp(str(self.crs_), shift=shift, surfaces=(fitted_surface(self),))
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         if not resample:

@@ -24,6 +24,8 @@ __all__ = [
     "same_grid",
     "with_transform",
     "align_pair",
+    "local_metric_crs",
+    "reproject_to_crs",
 ]
 
 
@@ -219,13 +221,48 @@ def align_pair(
 def _reproject_like(src: xr.DataArray, like: xr.DataArray, *, resampling: str) -> xr.DataArray:
     """Lazy reprojection of ``src`` onto the grid of ``like`` with odc-geo."""
     from odc.geo.geobox import GeoBox
-    from odc.geo.xr import xr_reproject
 
     gbox = GeoBox(like.shape, get_transform(like), like.rio.crs)
+    return _reproject_to_geobox(src, gbox, crs=like.rio.crs, resampling=resampling)
+
+
+def _reproject_to_geobox(src: xr.DataArray, gbox: Any, *, crs: Any, resampling: str) -> xr.DataArray:
+    from odc.geo.xr import xr_reproject
+
     src = src.rio.write_nodata(np.nan, encoded=False)
     out = xr_reproject(src, gbox, resampling=resampling, dst_nodata=np.nan)
     out = out.rename({d: n for d, n in zip(out.dims, ("y", "x"))})
     data = out.data.astype(src.dtype, copy=False)
-    res = xr.DataArray(data, dims=("y", "x"), coords={"y": like["y"].values, "x": like["x"].values}, name=src.name)
-    res = res.rio.write_crs(like.rio.crs).rio.write_transform(get_transform(like))
+    x, y = block_xy(gbox.affine, 0, 0, gbox.shape)
+    res = xr.DataArray(data, dims=("y", "x"), coords={"y": y, "x": x}, name=src.name)
+    res = res.rio.write_crs(crs).rio.write_transform(gbox.affine)
     return res.rio.write_nodata(np.nan, encoded=False)
+
+
+def local_metric_crs(dem: xr.DataArray) -> Any:
+    """The UTM CRS (WGS 84) of the centre of ``dem``: where a geographic DEM is coregistered.
+
+    Raises
+    ------
+    xdem.errors.CRSError
+        The DEM's coordinates are not longitudes/latitudes of its geographic CRS.
+    """
+    xmin, ymin, xmax, ymax = _bounds(dem)
+    if not (-180.0 <= xmin <= xmax <= 360.0 and -90.0 <= ymin <= ymax <= 90.0):
+        raise CRSError(
+            f"the DEM's CRS {dem.rio.crs} is geographic but its bounds {tuple(round(v, 3) for v in (xmin, ymin, xmax, ymax))} "
+            "are not longitudes/latitudes; set its real CRS with dem.rio.write_crs(...) or gdal_edit.py -a_srs"
+        )
+    try:
+        return dem.rio.estimate_utm_crs()
+    except RuntimeError as exc:
+        raise CRSError(f"no UTM zone found for a DEM in {dem.rio.crs} ({exc}); reproject it to a projected CRS first") from exc
+
+
+def reproject_to_crs(dem: xr.DataArray, crs: Any, *, resampling: str = "bilinear") -> xr.DataArray:
+    """Lazily reproject ``dem`` into ``crs`` on a grid covering it with square pixels of about
+    the same ground size (odc-geo's ``GeoBox.to_crs(resolution="auto")``)."""
+    from odc.geo.geobox import GeoBox
+
+    gbox = GeoBox(dem.shape[-2:], get_transform(dem), dem.rio.crs).to_crs(crs, resolution="auto")
+    return _reproject_to_geobox(dem, gbox, crs=crs, resampling=resampling)

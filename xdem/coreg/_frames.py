@@ -1,0 +1,67 @@
+"""Applying a fitted correction in its frame (the reference's CRS) to a DEM in any CRS or onto
+another grid: the steps become :class:`xdem.warp.FrameOp` s, merged and resampled once by
+:func:`xdem.warp.warp_dem`.
+
+A step is either *frame-defined* (a translation, a ramp of the coordinates: it says what
+happens at each point of the frame, :meth:`Coreg._frame_op`) or *frame-free* (it only looks
+at elevation values and at bias variables given on the DEM's grid, :meth:`Coreg._frame_free`:
+the same on any grid). Anything else (along-track coordinates, slopes measured in the DEM's
+own horizontal units) cannot be applied outside its frame, and says so.
+"""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from xdem.coreg.base import Coreg, frame_of
+from xdem.errors import InputError
+from xdem.warp import FrameOp, Grid, same_crs, warp_dem
+
+__all__ = ["needs_frame_route", "apply_in_frame"]
+
+
+def needs_frame_route(coreg: Coreg, dem: xr.DataArray, target: Grid | None) -> bool:
+    """Whether ``coreg`` cannot be applied to ``dem`` along ``dem``'s own axes: ``dem`` is in
+    another CRS than the correction's frame, or the output is asked on another grid."""
+    own = Grid.of(dem)
+    frame = frame_of(coreg)
+    return (frame is not None and not same_crs(frame, own.crs)) or (target is not None and not target.same_as(own))
+
+
+def _steps(coreg: Coreg) -> list[Coreg]:
+    steps = getattr(coreg, "steps", None)
+    return list(steps) if steps is not None else [coreg]
+
+
+def apply_in_frame(
+    coreg: Coreg, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], target: Grid | None
+) -> xr.DataArray:
+    """Lazily apply a fitted ``coreg`` to ``dem`` through its frame, onto ``target`` (default:
+    ``dem``'s grid). Consecutive frame-defined steps are merged into one warp (one
+    resampling); a frame-free step in between is applied on the grid at hand."""
+    frame = frame_of(coreg) or Grid.of(dem).crs
+    current = dem
+    pending = FrameOp(frame)
+    resampling = "bilinear"
+    for step in _steps(coreg):
+        op = step._frame_op()
+        if op is not None:
+            pending = pending.then(op)
+            resampling = getattr(step, "resampling", resampling)
+            continue
+        here = target if target is not None else Grid.of(current)
+        if not pending.is_identity or not here.same_as(Grid.of(current)):
+            # later steps run on the output grid: a step needing the frame works there if it is in the frame
+            current = warp_dem(current, grid=here, op=pending, resampling=resampling)
+            pending = FrameOp(frame)
+        if not step._frame_free() and not same_crs(frame, Grid.of(current).crs):
+            raise InputError(
+                f"{type(step).__name__} uses map coordinates or horizontal distances, so it applies only to a DEM "
+                f"in the CRS it was fitted in ({frame}), but this DEM is in {Grid.of(current).crs}; reproject the "
+                "DEM into that CRS first (e.g. gdalwarp -t_srs), or apply with grid=<the reference> (CLI: --grid ref)"
+            )
+        current = step._apply(current, bias_vars, True)
+    out_grid = target if target is not None else Grid.of(current)
+    if pending.is_identity and out_grid.same_as(Grid.of(current)):
+        return current
+    return warp_dem(current, grid=out_grid, op=pending, resampling=resampling)
