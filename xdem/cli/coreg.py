@@ -248,7 +248,7 @@ def sampled_stats(
 
 def frame_summary(coreg: Any, ref: Any) -> dict:
     """The CRS the correction was fitted in and applied through, and why that one."""
-    from xdem.coreg.base import frame_of  # noqa: PLC0415
+    from xdem.coreg._frames import frame_of  # noqa: PLC0415
 
     frame = frame_of(coreg)
     geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic

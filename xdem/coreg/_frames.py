@@ -11,13 +11,27 @@ own horizontal units) cannot be applied outside its frame, and says so.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import xarray as xr
 
-from xdem.coreg.base import Coreg, frame_of
 from xdem.errors import InputError
 from xdem.warp import FrameOp, Grid, same_crs, warp_dem
 
-__all__ = ["needs_frame_route", "apply_in_frame"]
+if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
+    from xdem.coreg.base import Coreg
+
+__all__ = ["frame_of", "needs_frame_route", "apply_in_frame"]
+
+
+def frame_of(coreg: Coreg) -> str | None:
+    """CRS the (fitted) correction is defined in, or ``None`` (loaded from an old JSON
+    document without ``crs_``: then applied in the CRS of the DEM it is applied to)."""
+    for step in _steps(coreg):
+        crs = vars(step).get("crs_")
+        if crs is not None:
+            return str(crs)
+    return None
 
 
 def needs_frame_route(coreg: Coreg, dem: xr.DataArray, target: Grid | None) -> bool:

@@ -23,6 +23,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
 from xdem.io.grid import align_pair, check_projected, local_metric_crs, reproject_to_crs, same_grid
 from xdem.io.open import open_dem
@@ -235,8 +236,6 @@ class Coreg:
             Output grid: ``None`` (default) keeps ``dem``'s grid and CRS; a DEM-like
             (e.g. the reference) gives the output on that grid and CRS.
         """
-        from xdem.coreg._frames import apply_in_frame, needs_frame_route  # noqa: PLC0415 - imports this module
-
         self._check_fitted()
         d = as_dem(dem)
         bv = {k: as_dem(v) for k, v in (bias_vars or {}).items()}
@@ -337,17 +336,6 @@ class Coreg:
         """Set learned attributes from JSON values (override to convert types)."""
         for k, v in learned.items():
             setattr(self, k, v)
-
-
-def frame_of(coreg: Coreg) -> str | None:
-    """CRS the (fitted) correction is defined in, or ``None`` (loaded from an old JSON
-    document without ``crs_``: then applied in the CRS of the DEM it is applied to)."""
-    steps = getattr(coreg, "steps", None)
-    for step in steps if steps is not None else [coreg]:
-        crs = vars(step).get("crs_")
-        if crs is not None:
-            return str(crs)
-    return None
 
 
 def _short(v: Any) -> str:
