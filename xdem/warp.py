@@ -48,6 +48,10 @@ STRIP_ROWS = 256
 BOUNDARY_STEP = 8
 #: Pixels added around the mapped footprint (curvature of the mapping between boundary points).
 SAFETY_MARGIN = 2
+#: Spacing (pixels) of the lattice on which the mapping is computed exactly inside a task.
+LATTICE_STEP = 16
+#: Largest error (source pixels) allowed for the mapping interpolated between lattice nodes.
+LATTICE_TOLERANCE = 1e-3
 
 
 def crs_key(crs: Any) -> str:
@@ -195,6 +199,62 @@ def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[
     return prow, pcol, xf, yf
 
 
+def _lattice(a: int, b: int, step: int) -> np.ndarray:
+    """Every ``step``-th index of ``[a, b)``, and ``b - 1``."""
+    return np.unique(np.r_[np.arange(a, b, step), b - 1])
+
+
+def _interp_lattice(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                    cols: np.ndarray) -> np.ndarray:
+    """Bilinear interpolation of ``values`` given on the lattice ``lr x lc`` at ``rows x cols``."""
+    def weights(nodes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if nodes.size == 1:
+            return np.zeros(at.size, dtype=np.int64), np.zeros(at.size)
+        j = np.clip(np.searchsorted(nodes, at, side="right") - 1, 0, nodes.size - 2)
+        return j, (at - nodes[j]) / (nodes[j + 1] - nodes[j])
+
+    jc, fc = weights(lc, cols)
+    jr, fr = weights(lr, rows)
+    right = values[:, np.minimum(jc + 1, lc.size - 1)]
+    along = values[:, jc] * (1.0 - fc) + right * fc
+    below = along[np.minimum(jr + 1, lr.size - 1)]
+    return along[jr] * (1.0 - fr[:, None]) + below * fr[:, None]
+
+
+def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_source_positions` on the grid ``rows x cols`` (1-D each), computed exactly on a
+    lattice of every :data:`LATTICE_STEP` pixels and interpolated bilinearly in between, as
+    GDAL's warper does. The interpolation is checked against the exact mapping at the centre
+    of every lattice cell; where it errs by more than :data:`LATTICE_TOLERANCE` pixel (or the
+    mapping leaves the projection's domain) the lattice is refined, down to every pixel."""
+    step = LATTICE_STEP
+    while step > 1:
+        lr, lc = _lattice(int(rows[0]), int(rows[-1]) + 1, step), _lattice(int(cols[0]), int(cols[-1]) + 1, step)
+        exact = _source_positions(spec, lr[:, None], lc[None, :])
+        if all(np.isfinite(v).all() for v in exact):
+            mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
+            mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
+            check = _source_positions(spec, mr[:, None], mc[None, :])
+            res = max(abs(spec.grid.transform.a), abs(spec.grid.transform.e), 1e-300)
+            ok = True
+            for k, (v, c) in enumerate(zip(exact, check)):
+                err = np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max()
+                # positions in source pixels; frame coordinates relative to an output pixel
+                ok &= bool(err <= LATTICE_TOLERANCE * (1.0 if k < 2 else _frame_pixel(spec)))
+            if ok:
+                return tuple(_interp_lattice(v, lr, lc, rows, cols) for v in exact)
+        step //= 2
+    return _source_positions(spec, rows[:, None], cols[None, :])
+
+
+def _frame_pixel(spec: _Spec) -> float:
+    """Rough size of an output pixel in frame units (only to scale a tolerance)."""
+    x, y = spec.grid.centres(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    xf, yf = _to(spec.grid.crs, spec.op.frame, x, y)
+    size = float(np.hypot(xf[1] - xf[0], yf[1] - yf[0]))
+    return size if np.isfinite(size) and size > 0 else 1.0
+
+
 def _footprint(spec: _Spec, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int, int, int] | None:
     """Source window ``(row0, row1, col0, col1)`` an output chunk reads, or None if none."""
     def ticks(a: int, b: int) -> np.ndarray:
@@ -244,7 +304,7 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
     cols = np.arange(c0, c0 + shape[1])
     for s in range(0, shape[0], STRIP_ROWS):
         rows = np.arange(r0 + s, r0 + min(s + STRIP_ROWS, shape[0]))
-        prow, pcol, xf, yf = _source_positions(spec, rows[:, None], cols[None, :])
+        prow, pcol, xf, yf = _mapped(spec, rows, cols)
         _check_inside(prow, pcol, window0, window.shape, (h_src, w_src), before, after)
         vals = interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
         vals += spec.op.vertical(xf, yf)
