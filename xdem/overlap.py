@@ -128,9 +128,11 @@ def map_overlap_nan(
         raise ValueError(f"depth must be >= 0, got {depth}")
     kernel = partial(func, **kwargs) if kwargs else func
     dtype = np.dtype(dtype)
-    if (dr and min(arr.chunks[0]) < dr) or (dc and min(arr.chunks[1]) < dc):
-        arr = arr.rechunk((ensure_minimum_chunksize(max(dr, 1), arr.chunks[0]),
-                           ensure_minimum_chunksize(max(dc, 1), arr.chunks[1])))
+    # chunks at least as deep as the halo (a halo deeper than the whole array: one chunk, NaN beyond)
+    need_r, need_c = min(dr, arr.shape[0]), min(dc, arr.shape[1])
+    if (need_r and min(arr.chunks[0]) < need_r) or (need_c and min(arr.chunks[1]) < need_c):
+        arr = arr.rechunk((ensure_minimum_chunksize(max(need_r, 1), arr.chunks[0]),
+                           ensure_minimum_chunksize(max(need_c, 1), arr.chunks[1])))
     token = tokenize(kernel, arr, dr, dc, trim, leading, dtype)
     prefix = name or getattr(func, "__name__", "kernel")
     out_name = f"{prefix}-overlap-{token}"

@@ -228,6 +228,8 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray
     of every lattice cell; where it errs by more than :data:`LATTICE_TOLERANCE` pixel (or the
     mapping leaves the projection's domain) the lattice is refined, down to every pixel."""
     step = LATTICE_STEP
+    if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs):
+        step = 1  # the mapping is affine and cheap: exact at every pixel
     while step > 1:
         lr, lc = _lattice(int(rows[0]), int(rows[-1]) + 1, step), _lattice(int(cols[0]), int(cols[-1]) + 1, step)
         exact = _source_positions(spec, lr[:, None], lc[None, :])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xdem.kernels.interp import footprint, weights_1d
+from xdem.kernels.interp import weights_1d
 
 __all__ = ["interp_positions_kernel"]
 
@@ -49,29 +49,26 @@ def interp_positions_kernel(
     [nan]
     """
     h, w = window.shape
-    before, after = footprint(resampling)
     finite = np.isfinite(prow) & np.isfinite(pcol)
+    if h == 0 or w == 0:
+        return np.full(np.shape(prow), np.nan)
     pr = np.where(finite, prow, 0.0)
     pc = np.where(finite, pcol, 0.0)
     ir = np.floor(pr).astype(np.int64)
     ic = np.floor(pc).astype(np.int64)
     fr, fc = pr - ir, pc - ic
-    inside = finite & (ir - before >= 0) & (ir + after < h) & (ic - before >= 0) & (ic + after < w)
-    np.clip(ir, before, max(h - 1 - after, before), out=ir)
-    np.clip(ic, before, max(w - 1 - after, before), out=ic)
     out = np.zeros(pr.shape, dtype=np.float64)
-    if h == 0 or w == 0:
-        out[:] = np.nan
-        return out
-    src = window.astype(np.float64, copy=False)
-    flat = src.ravel()
-    col_terms = weights_1d(fc, resampling)
+    outside = ~finite
+    flat = window.astype(np.float64, copy=False).ravel()
+    col_terms = [(ic + ocol, wc) for ocol, wc in weights_1d(fc, resampling)]
     for orow, wr in weights_1d(fr, resampling):
-        base = np.clip(ir + orow, 0, h - 1) * w
-        for ocol, wc in col_terms:
+        rows = ir + orow
+        row_out = (rows < 0) | (rows >= h)
+        base = np.clip(rows, 0, h - 1) * w
+        for cols, wc in col_terms:
             weight = wr * wc
-            values = flat[base + np.clip(ic + ocol, 0, w - 1)]
-            # a zero weight must not let a NaN through (holes grow by the footprint only)
-            out += np.where(weight == 0.0, 0.0, weight * values)
-    out[~inside] = np.nan
+            used = weight != 0.0  # a zero weight neither needs its pixel nor lets its NaN through
+            outside |= used & (row_out | (cols < 0) | (cols >= w))
+            out += np.where(used, weight * flat[base + np.clip(cols, 0, w - 1)], 0.0)
+    out[outside] = np.nan
     return out
