@@ -121,7 +121,8 @@ def test_apply_is_lazy_and_fit_computes_a_documented_number_of_times():
     assert c.count == nk.passes_ <= 3  # 1 to draw the subsample and cut windows + 0-2 window re-reads
     with count_computes() as c:
         out = nk.apply(tba)
-        pipe_out = (VerticalShift() + NuthKaab()).fit(ref, tba)
+    assert c.count == 0
+    pipe_out = (VerticalShift() + NuthKaab()).fit(ref, tba)
     with count_computes() as c2:
         out2 = pipe_out.apply(tba)
     assert c2.count == 0

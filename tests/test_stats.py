@@ -78,7 +78,7 @@ def test_numpy_and_xarray_input_equal_dask():
     assert st.median(da.from_array(a, chunks=64)) == expected
 
 
-def test_default_settings_three_passes():
+def test_default_settings_two_passes():
     a = _data("normal", shape=(600, 500), seed=5)
     x = da.from_array(a, chunks=128)
     # Default gather limit is larger than this array: 2 passes (stats, gather).
