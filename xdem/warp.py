@@ -38,6 +38,7 @@ from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
 from xdem.kernels.interp import ORDERS, footprint
+from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel
 
 __all__ = ["Grid", "Surface", "FrameOp", "warp_dem", "crs_key", "same_crs"]
@@ -128,10 +129,7 @@ class Surface:
         """The surface at frame coordinates ``x``, ``y`` (float64)."""
         u = (np.asarray(x, dtype=np.float64) - self.offset[0] - self.center[0]) / self.scale
         v = (np.asarray(y, dtype=np.float64) - self.offset[1] - self.center[1]) / self.scale
-        out = np.zeros(np.broadcast(u, v).shape)
-        for (i, j), c in zip(self.terms, self.coefs):
-            out += c * (u**i) * (v**j)
-        return out
+        return polynomial_surface(u, v, self.terms, self.coefs)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, get_transform
+from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp, Surface
 
@@ -80,19 +81,7 @@ def _surface_kernel(
     x, y = block_xy(transform, row0, col0, block.shape)
     u = (x - center[0]) / scale
     v = (y - center[1]) / scale
-    order = max((i + j for i, j in terms), default=0)
-    upow = [np.ones_like(u)] + [u**k for k in range(1, order + 1)]
-    vpow = [np.ones_like(v)] + [v**k for k in range(1, order + 1)]
-    # sum_j v^j * (sum_i c_ij u^i): one 1-D polynomial of u per power of v, so the 2-D work
-    # is one product and one sum per power of v (two block-sized float64 buffers in all)
-    rows: dict[int, np.ndarray] = {}
-    for (i, j), c in zip(terms, coefs):
-        rows[j] = rows.get(j, np.zeros_like(u)) + c * upow[i]
-    acc = np.zeros(block.shape, dtype=np.float64)
-    tmp = np.empty_like(acc)
-    for j, poly in rows.items():
-        np.multiply(vpow[j][:, None], poly[None, :], out=tmp)
-        acc += tmp
+    acc = polynomial_surface(u[None, :], v[:, None], terms, coefs)
     np.subtract(block, acc, out=acc)
     return acc.astype(block.dtype, copy=False)
 
@@ -212,9 +201,4 @@ class Deramp(Coreg):
     def surface(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The fitted surface at coordinates ``x, y`` (numpy, any matching shapes)."""
         self._check_fitted()
-        u = (np.asarray(x, dtype=np.float64) - self.center_[0]) / self.scale_
-        v = (np.asarray(y, dtype=np.float64) - self.center_[1]) / self.scale_
-        out = np.zeros(np.broadcast(u, v).shape)
-        for (i, j), c in zip(self.terms_, self.coefs_):
-            out = out + c * u**i * v**j
-        return out
+        return fitted_surface(self).value(x, y)
