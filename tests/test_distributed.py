@@ -144,3 +144,19 @@ def test_processes_scheduler_starts_and_closes_a_local_cluster():
         assert int(da.ones(8, chunks=2).sum().compute()) == 8
     assert client.status == "closed"
     assert dask.base.get_scheduler() != client.get
+
+
+def test_frame_warp_under_client_matches_threads(cluster, pair, tmp_path):
+    """The frame route (a DEM in another CRS than the fit) runs on worker processes (its task
+    spec pickles, pyproj transformers are made per worker thread) and gives the same pixels."""
+    tba = xdem.open_dem(str(pair["tba"]), chunks=128)
+    other = tba.rio.reproject("EPSG:32614").chunk(128)  # the bundled DEM is in UTM 15N
+    nk = xdem.coreg.Coreg.from_dict({"method": "NuthKaab", "learned": {
+        "shift_x_": -3.27, "shift_y_": 1.64, "shift_z_": -2.5, "crs_": tba.rio.crs.to_string()}})
+    with dask.config.set(scheduler="threads"):
+        expected = nk.apply(other).values
+    with distributed.Client(cluster):
+        got = nk.apply(other).values
+        assert "warp" in _task_prefixes(cluster)
+    assert np.isfinite(got).mean() > 0.5
+    np.testing.assert_array_equal(got, expected)
