@@ -291,20 +291,21 @@ def test_too_few_values_per_bin_leaves_bins_empty_with_a_warning(pair):
 
 def test_bad_parameters_are_clear_errors(pair):
     ref, tba = pair
+    # constructors only store (scikit-learn convention): bad values are errors at fit
     with pytest.raises(InputError, match="poly_order must be an integer >= 0"):
-        Deramp(poly_order=-1)
+        Deramp(poly_order=-1).fit(ref, tba)
     dr = Deramp()
     dr.poly_order = -2
     with pytest.raises(InputError, match="poly_order"):
         dr.fit(ref, tba)
     with pytest.raises(InputError, match="fit_or_bin"):
-        BiasCorr(fit_or_bin="both")
+        BiasCorr(fit_or_bin="both").fit(ref, tba, bias_vars={"elevation": ref})
     with pytest.raises(InputError, match="unknown fit_func"):
-        BiasCorr(fit_func="spline")
+        BiasCorr(fit_func="spline").fit(ref, tba, bias_vars={"elevation": ref})
     with pytest.raises(InputError, match="bin_apply_method"):
-        TerrainBias(bin_apply_method="cubic")
+        TerrainBias(bin_apply_method="cubic").fit(ref, tba)
     with pytest.raises(InputError, match="nb_freq"):
-        DirectionalBias(nb_freq=5)
+        DirectionalBias(nb_freq=5).fit(ref, tba)
     with pytest.raises(InputError, match="terrain_attribute"):
         TerrainBias(terrain_attribute="colour").fit(ref, tba)
     with pytest.raises(InputError, match="takes 1 variable"):

@@ -304,11 +304,17 @@ def test_pipeline_merges_affine_steps_into_one_resampling():
 
 
 def test_pipeline_subsample_and_random_state_reach_every_step():
-    pipe = CoregPipeline([VerticalShift(), NuthKaab()], subsample=1234, random_state=9)
+    """Every step fits with the pipeline's subsample and seed, and the user's step objects keep
+    the hyper-parameters they were given (nothing mutates them)."""
+    steps = [VerticalShift(), NuthKaab()]
+    before = [s.get_params() for s in steps]
+    pipe = CoregPipeline(steps, subsample=1234, random_state=9)
     ref, tba, _ = example_pair(chunks=200)
     pipe.fit(ref, tba)
-    assert all(s.subsample == 1234 and s.random_state == 9 for s in pipe.steps)
+    assert [s.get_params() for s in pipe.steps] == before
     assert pipe.steps[0].count_ == 1234
+    explicit = CoregPipeline([VerticalShift(subsample=1234, random_state=9), NuthKaab(subsample=1234, random_state=9)])
+    assert explicit.fit(ref, tba).to_translations() == pipe.to_translations()
     doc = json.loads(pipe.to_json())
     again = xdem.coreg.Coreg.from_json(json.dumps(doc))
     assert isinstance(again, CoregPipeline) and again.to_translations() == pipe.to_translations()

@@ -123,7 +123,7 @@ def test_joint_flat_terrain_and_bad_order():
     assert not nkd.horizontal_constrained_ and nkd.shift_x_ == 0.0
     assert nkd.coefs_[1] / nkd.scale_ == pytest.approx(0.01, abs=1e-6)
     with pytest.raises(InputError, match="poly_order"):
-        NuthKaabDeramp(poly_order=-1)
+        NuthKaabDeramp(poly_order=-1).fit(flat, flat)
 
 
 def test_pipeline_deramp_fits_on_the_nuth_kaab_sample_without_a_pass(tilted):

@@ -30,7 +30,7 @@ from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
 from xdem.warp import FrameOp, Grid, crs_key
 
-__all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "METHODS"]
+__all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
 
 #: Registry of coregistration classes by lower-case name (used by JSON loading and the CLI).
 METHODS: dict[str, type[Coreg]] = {}
@@ -142,18 +142,24 @@ class Coreg:
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
 
-    def get_params(self) -> dict[str, Any]:
-        """Hyper-parameters as given to the constructor."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Hyper-parameters as given to the constructor (``deep`` adds those of nested
+        estimators, e.g. a pipeline's steps, as ``<name>__<parameter>``)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
     def set_params(self, **params: Any) -> Coreg:
-        """Set hyper-parameters; returns self. Unknown names raise a clear error."""
+        """Set hyper-parameters; returns self. Unknown names raise a clear error. Nothing is
+        validated here: values are checked when ``fit`` runs."""
         names = self._param_names()
         for key, value in params.items():
             if key not in names:
                 raise InputError(f"{type(self).__name__} has no parameter '{key}'; valid ones: {', '.join(names)}")
             setattr(self, key, value)
         return self
+
+    def clone(self) -> Coreg:
+        """A new, unfitted estimator with the same hyper-parameters (deep copies of them)."""
+        return clone(self)
 
     # --- learned state -------------------------------------------------------------------
     def learned(self) -> dict[str, Any]:
@@ -230,8 +236,11 @@ class Coreg:
         bias_vars
             Bias variables on ``dem``'s grid, for methods that need them.
         resample
-            Affine methods only: ``False`` returns the exact data on a translated grid
-            instead of resampling onto the input grid (``dem`` in the frame's CRS only).
+            Translations: ``False`` returns the exact data on a translated grid instead of
+            resampling onto the input grid (``dem`` in the frame's CRS only). Corrections of
+            elevations only (``Deramp``, the bias corrections) never resample, so both values
+            give the same result; a method that must resample (``NuthKaabDeramp``) raises
+            :class:`~xdem.errors.InputError` for ``False``.
         grid
             Output grid: ``None`` (default) keeps ``dem``'s grid and CRS; a DEM-like
             (e.g. the reference) gives the output on that grid and CRS.
@@ -275,7 +284,10 @@ class Coreg:
 
     # --- description and serialisation ----------------------------------------------------
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={_short(v)}" for k, v in self.get_params().items())
+        """The class and the hyper-parameters that differ from their defaults."""
+        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
+        changed = {k: v for k, v in self.get_params(deep=False).items() if not _same_value(v, defaults.get(k, _NO_DEFAULT))}
+        params = ", ".join(f"{k}={_short(v)}" for k, v in changed.items())
         return f"{type(self).__name__}({params})"
 
     def info(self) -> str:
@@ -336,6 +348,46 @@ class Coreg:
         """Set learned attributes from JSON values (override to convert types)."""
         for k, v in learned.items():
             setattr(self, k, v)
+
+
+_NO_DEFAULT = object()
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except (TypeError, ValueError):  # arrays and the like: shown
+        return False
+
+
+def clone(estimator: Coreg) -> Coreg:
+    """A new, unfitted estimator of the same class with deep copies of the hyper-parameters
+    (a pipeline's steps are cloned too); the original is not touched.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> nk = xdem.coreg.NuthKaab(subsample=1000)
+    >>> c = clone(nk)
+    >>> c is nk, c.get_params() == nk.get_params(), c.is_fitted
+    (False, True, False)
+    """
+    import copy  # noqa: PLC0415
+
+    params = {}
+    for name, value in estimator.get_params(deep=False).items():
+        if isinstance(value, Coreg):
+            params[name] = clone(value)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Coreg) for v in value):
+            params[name] = type(value)(clone(v) for v in value)
+        elif callable(value):
+            params[name] = value  # functions are shared, not copied
+        else:
+            params[name] = copy.deepcopy(value)
+    steps = params.pop("steps", None)
+    return type(estimator)(steps, **params) if steps is not None else type(estimator)(**params)
 
 
 def _short(v: Any) -> str:

@@ -205,7 +205,6 @@ class BiasCorr(Coreg):
         self.min_bin_count = min_bin_count
         self.subsample = subsample
         self.random_state = random_state
-        self._check_params()
 
     # --- hooks for subclasses -----------------------------------------------------------------
     def _func(self) -> str | Callable[..., np.ndarray]:
@@ -444,14 +443,16 @@ class DirectionalBias(BiasCorr):
         subsample: float | int = 500_000,
         random_state: int | None = None,
     ) -> None:
+        # its own parameters only (no fit_func: the model is a sum of nb_freq sinusoids)
         self.angle = angle
+        self.fit_or_bin = fit_or_bin
         self.nb_freq = nb_freq
-        super().__init__(
-            fit_or_bin=fit_or_bin, bin_sizes=bin_sizes, bin_statistic=bin_statistic,
-            bin_apply_method=bin_apply_method, min_bin_count=min_bin_count, subsample=subsample,
-            random_state=random_state,
-        )
-        del self.fit_func
+        self.bin_sizes = bin_sizes
+        self.bin_statistic = bin_statistic
+        self.bin_apply_method = bin_apply_method
+        self.min_bin_count = min_bin_count
+        self.subsample = subsample
+        self.random_state = random_state
 
     def _func(self) -> str:
         if isinstance(self.nb_freq, bool) or self.nb_freq not in (1, 2, 3):

@@ -153,7 +153,6 @@ class Deramp(Coreg):
     """
 
     def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None):
-        check_poly_order(poly_order)
         self.poly_order = poly_order
         self.subsample = subsample
         self.random_state = random_state

@@ -130,7 +130,6 @@ class NuthKaabDeramp(Coreg):
         resampling: str = "bilinear",
         terrain_method: str = "horn",
     ) -> None:
-        check_poly_order(poly_order)
         self.poly_order = poly_order
         self.max_iterations = max_iterations
         self.tolerance = tolerance

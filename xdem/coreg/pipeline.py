@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,14 +42,15 @@ class CoregPipeline(Coreg):
     Step ``k`` is fitted on the to-be-aligned DEM corrected (lazily) by steps ``0..k-1``.
     Consecutive affine steps are merged into one translation and resampled once, both
     while fitting and in :meth:`apply`. ``subsample`` and ``random_state``, when given,
-    are set on every step that has them (otherwise each step keeps its own).
+    are used by every step that has them while the pipeline fits (otherwise each step uses
+    its own); the steps' own hyper-parameters are not changed.
 
     Parameters
     ----------
     steps
         Coregistrations, in order (``a + b`` builds ``CoregPipeline([a, b])``).
     subsample, random_state
-        Passed to every step that has these parameters, when not ``None``.
+        Used by every step that has these parameters while the pipeline fits, when not ``None``.
     share_sample
         Let a step that only needs ``dh`` at sampled pixels (:class:`~xdem.coreg.Deramp`)
         fit on the subsample of an earlier :class:`~xdem.coreg.NuthKaab` step with the same
@@ -78,16 +81,49 @@ class CoregPipeline(Coreg):
     def is_affine(self) -> bool:  # type: ignore[override]
         return all(s.is_affine for s in self.steps)
 
-    def _propagate(self) -> None:
-        for step in self.steps:
-            names = step._param_names()
-            if self.subsample is not None and "subsample" in names:
-                step.set_params(subsample=self.subsample)
-            if self.random_state is not None and "random_state" in names:
-                step.set_params(random_state=self.random_state)
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Hyper-parameters; with ``deep``, also each step's as ``step<i>__<name>``."""
+        params = super().get_params(deep=False)
+        if deep:
+            for i, step in enumerate(self.steps):
+                params.update({f"step{i}__{k}": v for k, v in step.get_params(deep=True).items()})
+        return params
+
+    def set_params(self, **params: Any) -> CoregPipeline:
+        """Set the pipeline's hyper-parameters, or a step's with ``step<i>__<name>=value``."""
+        own = {}
+        for key, value in params.items():
+            head, sep, rest = key.partition("__")
+            if sep and head.startswith("step") and head[4:].isdigit():
+                i = int(head[4:])
+                if i >= len(self.steps):
+                    raise InputError(f"the pipeline has {len(self.steps)} steps; '{key}' names step {i}")
+                self.steps[i].set_params(**{rest: value})
+            else:
+                own[key] = value
+        super().set_params(**own)
+        return self
+
+    @contextlib.contextmanager
+    def _pipeline_settings(self) -> Iterator[None]:
+        """Steps fitted with the pipeline's ``subsample``/``random_state`` (when given); their
+        own hyper-parameters are restored afterwards: the user's objects keep what they set."""
+        saved: list[tuple[Coreg, dict[str, Any]]] = []
+        try:
+            for step in self.steps:
+                names = step._param_names()
+                override = {k: v for k, v in (("subsample", self.subsample), ("random_state", self.random_state))
+                            if v is not None and k in names}
+                if override:
+                    saved.append((step, {k: getattr(step, k) for k in override}))
+                    vars(step).update(override)
+            yield
+        finally:
+            for step, values in saved:
+                vars(step).update(values)
 
     def learned(self) -> dict[str, Any]:
-        return {"steps": [s.learned() for s in self.steps]} if self.is_fitted else {}
+        return {"steps_": [s.learned() for s in self.steps]} if self.is_fitted else {}
 
     @property
     def is_fitted(self) -> bool:
@@ -100,7 +136,10 @@ class CoregPipeline(Coreg):
     def fit_prepared(self, data: FitData) -> CoregPipeline:
         if not self.steps:
             raise InputError("the pipeline has no steps; build one with step1 + step2")
-        self._propagate()
+        with self._pipeline_settings():
+            return self._fit_steps(data)
+
+    def _fit_steps(self, data: FitData) -> CoregPipeline:
         self._reset()
         base = data.tba
         pending: list[Coreg] = []
