@@ -163,7 +163,12 @@ def steps_summary(coreg: Any) -> list[dict]:
 
 def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
     """4 x 4 matrix of the summed translations of the affine steps, and whether it is the
-    whole correction (True when every step is affine)."""
+    whole correction (True when every step is affine).
+
+    A step that is a translation plus something else and says so with ``translation_part()``
+    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre
+    of the reference grid) adds that translation; the matrix is then complete only if the
+    remainder is nothing (no non-constant ramp)."""
     import numpy as np  # noqa: PLC0415
 
     from xdem.coreg.affine import translation_matrix  # noqa: PLC0415
@@ -173,6 +178,10 @@ def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
     for step in _steps_of(coreg):
         if step.is_affine:
             total += np.asarray(step.to_translations(), dtype=float)
+        elif hasattr(step, "translation_part"):
+            translation, exact = step.translation_part()
+            total += np.asarray(translation, dtype=float)
+            complete = complete and exact
         else:
             complete = False
     return translation_matrix(*total).tolist(), complete
@@ -284,6 +293,10 @@ def _fmt_step(step: dict) -> str:
         extra.append("horizontal shift not constrained (flat terrain)")
     if "count" in step:
         extra.append(f"{step['count']} points")
+    if isinstance(step.get("tilt_m_per_km"), (int, float)):
+        way = step.get("tilt_direction_deg")
+        extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + (f" down towards {way:.0f}° from north" if way is not None else "")
+                     + f", ramp {step.get('ramp_amplitude', float('nan')):.3f} m across the DEM")
     text = ", ".join(parts) if parts else "fitted"
     return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
 
