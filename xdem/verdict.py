@@ -196,3 +196,31 @@ def verdict_sample(
     valid = da.isfinite(ref_g.data) & da.isfinite(tba_g.data) & stable
     s = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, what="the verdict")
     return {k: v for k, v in s.items() if k not in ("row", "col")}, int(s.passes)
+
+
+def verdict_of_run(
+    ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
+    inlier_mask: Any = None, exclude_mask: Any = None, random_state: int | None = None,
+    subsample: int = VERDICT_SUBSAMPLE,
+) -> dict[str, Any] | None:
+    """The verdict of ``xdem coreg``: :func:`verdict_sample` then :func:`compute_verdict`, with
+    the NMADs of the run's statistics (``stats["before"]["nmad"]``...) when given.
+
+    The result holds ``passes`` (passes over the data made for the sample) and
+    ``subsample`` (pixels drawn).
+    """
+    from xdem.io.grid import get_resolution
+
+    sample, passes = verdict_sample(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                    subsample=subsample, random_state=random_state)
+    nb = na = None
+    if stats and isinstance(stats.get("before"), Mapping) and isinstance(stats.get("after"), Mapping):
+        nb, na = stats["before"].get("nmad"), stats["after"].get("nmad")
+    rx, ry = get_resolution(ref)
+    out = compute_verdict(sample, pixel_size=float(max(abs(rx), abs(ry))), nmad_before=nb, nmad_after=na,
+                          methods=[m.lower() for m in methods])
+    if out is not None:
+        out["nmad_from"] = "the run's statistics" if na is not None else "the verdict's subsample"
+        out["subsample"] = int(len(sample["after"]))
+        out["passes"] = passes
+    return out

@@ -314,12 +314,22 @@ def _print_summary(doc: dict) -> None:
         echo(f"  {'':8}{'median':>12}{'NMAD':>12}{'count':>12}")
         for label, s in (("before", b), ("after", a)):
             echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['count']:>12d}")
+    v = doc.get("verdict")
+    if v:
+        amp = v.get("residual_amplitude_m")
+        ratio = v.get("nmad_ratio")
+        echo(f"Verdict: {'OK' if v['ok'] else 'NOT DONE'} (residual aspect-dependent amplitude "
+             + ("n/a" if amp is None else f"{amp:.3f} m") + ", NMAD after/before "
+             + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; {v['n_points']} stable sampled pixels)")
+        if v.get("hint"):
+            echo(f"  hint: {v['hint']}")
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
     if doc.get("report"):
         echo(f"Report: {doc['report']}")
     echo(
-        f"Time: fit {t['fit_s']:.1f} s, write {t['write_s']:.1f} s, stats {t['stats_s']:.1f} s, total {t['total_s']:.1f} s; "
+        f"Time: fit {t['fit_s']:.1f} s, write {t['write_s']:.1f} s, stats {t['stats_s']:.1f} s, "
+        f"verdict {t.get('verdict_s', 0.0):.1f} s, total {t['total_s']:.1f} s; "
         f"peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}"
     )
 
@@ -458,12 +468,23 @@ def coreg(
                     stats = sampled_stats(ref_d, tba_d, written, inlier_mask=inlier_mask,
                                           exclude_mask=exclude_mask, random_state=random_state)
         t_stats = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        verdict = None
+        if not no_stats:
+            from xdem.verdict import verdict_of_run  # noqa: PLC0415
+
+            with progress.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
+                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats,
+                                         methods=[type(s).__name__ for s in _steps_of(model)], inlier_mask=inlier_mask,
+                                         exclude_mask=exclude_mask, random_state=random_state)
+        t_verdict = time.perf_counter() - t0
         matrix, complete = merged_matrix(model)
         doc = {
             "steps": steps_summary(model),
             "matrix": matrix,
             "matrix_is_complete": complete,
             "stats": stats,
+            "verdict": verdict,
             "output": str(out),
             "report": None if report_path is None else str(report_path),
             "inputs": {
@@ -473,7 +494,7 @@ def coreg(
                 "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
                 "method": method, "options": {k: v for k, v in options.items() if v is not None},
             },
-            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "report_s": 0.0,
+            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
                        "total_s": time.perf_counter() - t_start},
             "peak_rss_mb": peak_rss_mb(),
             "chunks": [max(ref_d.chunks[0]), max(ref_d.chunks[1])],
@@ -482,12 +503,19 @@ def coreg(
         }
         if write_report is not None:
             t0 = time.perf_counter()
+
+            def _final_numbers() -> None:  # the page's last block shows the JSON's final timing and memory
+                doc["timing"]["report_s"] = time.perf_counter() - t0
+                doc["timing"]["total_s"] = time.perf_counter() - t_start
+                doc["peak_rss_mb"] = peak_rss_mb()
+
             with progress.stage(f"writing the report {report_path}"):
                 write_report(report_path, ref=ref_d, tba=tba_d, aligned=open_dem(out, chunks=ck), coreg=model,
-                             summary=doc, overwrite=overwrite)
-            doc["timing"]["report_s"] = time.perf_counter() - t0
-    doc["timing"]["total_s"] = time.perf_counter() - t_start
-    doc["peak_rss_mb"] = peak_rss_mb()
+                             summary=doc, overwrite=overwrite, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                             on_final_block=_final_numbers)
+    if write_report is None:  # else set when the report's last block was rendered (page == JSON)
+        doc["timing"]["total_s"] = time.perf_counter() - t_start
+        doc["peak_rss_mb"] = peak_rss_mb()
     children = peak_rss_mb(children=True)
     doc["peak_rss_children_mb"] = children if children else None
     text = dump_json(doc, path=json_path)
