@@ -220,7 +220,7 @@ def verdict_of_run(
     out = compute_verdict(sample, pixel_size=float(max(abs(rx), abs(ry))), nmad_before=nb, nmad_after=na,
                           methods=[m.lower() for m in methods])
     if out is not None:
-        out["nmad_from"] = "the run's statistics" if na is not None else "the verdict's subsample"
+        out["nmad_from"] = "stats" if na is not None else "verdict subsample"
         out["subsample"] = int(len(sample["after"]))
         out["passes"] = passes
     return out
