@@ -284,8 +284,22 @@ def test_nuthkaab_deramp_matrix_and_tilt_in_json(tmp_path):
     assert "tilt 5.000 m/km down towards 307° from north" in res.stderr
     assert "ramp 2.800 m across the DEM" in res.stderr
     text = (tmp_path / "r.html").read_text()
-    assert 'alt="Nuth and Kaab iterations"' in text and "Shift after each iteration (NuthKaabDeramp)" not in text
+    assert 'alt="Nuth and Kaab diagnostic"' in text and 'alt="Nuth and Kaab iterations"' in text
     assert len(step["history"]) == step["n_iterations"] >= 2
+
+
+def test_report_draws_nuthkaab_deramp_curve_and_iterations(tmp_path, monkeypatch):
+    ref, tba, truth = xdem.examples.example_pair(chunks=200, tilt=(0.004, -0.003))
+    nkd = xdem.coreg.NuthKaabDeramp().fit(ref, tba)
+    seen = {}
+    real_nk, real_hist = F.nuth_kaab_figure, F.history_figure
+    monkeypatch.setattr(F, "nuth_kaab_figure", lambda s, **kw: (seen.update(shift=kw["shift"]), real_nk(s, **kw))[1])
+    monkeypatch.setattr(F, "history_figure", lambda h, **kw: (seen.update(history=h, label=kw["label"]),
+                                                              real_hist(h, **kw))[1])
+    write_report(tmp_path / "r.html", ref=ref, tba=tba, aligned=nkd.apply(tba), coreg=nkd, subsample=5_000,
+                 max_pixels=10_000)
+    assert seen["shift"] == pytest.approx((truth["shift_x"], truth["shift_y"]), abs=0.01)  # the fitted curve
+    assert seen["history"] == nkd.history_ and seen["label"] == "NuthKaabDeramp"
 
 
 def test_nuthkaab_deramp_translation_part_complete_only_without_ramp():
