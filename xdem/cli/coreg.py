@@ -362,7 +362,7 @@ def _print_summary(doc: dict) -> None:
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
 @scheduler_option
 @workers_option
-@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing).")
+@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing) and the verdict.")
 @click.option("--exact-stats", is_flag=True,
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
                    "(computed in the writing pass when REF and TBA share a grid, else one pass).")
