@@ -211,15 +211,19 @@ def glacier_files(tmp_path_factory):
     return folder
 
 
-def test_coreg_report_page_numbers_equal_json_with_masks(glacier_files, tmp_path):
-    f = glacier_files
+@pytest.fixture(scope="module")
+def coreg_report(glacier_files, tmp_path_factory):
+    """``xdem coreg --exclude-mask --report --json-out`` on the glacier pair: (JSON, page path)."""
+    f, out = glacier_files, tmp_path_factory.mktemp("run")
     res = CliRunner().invoke(main, [
-        "coreg", str(f / "ref.tif"), str(f / "tba.tif"), "-o", str(tmp_path / "a.tif"), "--exclude-mask",
-        str(f / "glacier.gpkg"), "--report", str(tmp_path / "r.html"), "--json-out", str(tmp_path / "c.json")])
+        "coreg", str(f / "ref.tif"), str(f / "tba.tif"), "-o", str(out / "a.tif"), "--exclude-mask",
+        str(f / "glacier.gpkg"), "--report", str(out / "r.html"), "--json-out", str(out / "c.json")])
     assert res.exit_code == 0, res.output
-    doc = json.loads((tmp_path / "c.json").read_text())
-    text = (tmp_path / "r.html").read_text()
-    keys = _keys(text)
+    return json.loads((out / "c.json").read_text()), out / "r.html"
+
+
+def _compare(doc: dict, keys: dict[str, str]) -> int:
+    """Assert every shown number whose key is in the JSON equals it; return how many."""
     compared = 0
     for key, shown in keys.items():
         try:
@@ -230,7 +234,14 @@ def test_coreg_report_page_numbers_equal_json_with_masks(glacier_files, tmp_path
         if isinstance(value, (int, float, str, bool)) or value is None:
             assert shown == fmt(value), (key, shown, value)
             compared += 1
-    assert compared >= 40
+    return compared
+
+
+def test_coreg_report_page_numbers_equal_json_with_masks(coreg_report):
+    doc, page = coreg_report
+    text = page.read_text()
+    keys = _keys(text)
+    assert _compare(doc, keys) >= 40
     for key in ("timing.fit_s", "timing.write_s", "timing.stats_s", "timing.verdict_s", "timing.report_s",
                 "timing.total_s", "peak_rss_mb", "stats.before.count", "stats.after.count", "stats.before.sampled",
                 "steps.0.count", "verdict.ok", "verdict.residual_amplitude_m", "verdict.nmad_ratio", "matrix.0.3"):
@@ -241,6 +252,24 @@ def test_coreg_report_page_numbers_equal_json_with_masks(glacier_files, tmp_path
     assert abs(float(keys["report.inside.after.mean_dh"]) - GLACIER_DH) < 0.05
     assert "count (valid stable pixels, exact)" in text and "count (sampled points in the final fit)" in text
     assert doc["verdict"]["ok"] is True and doc["verdict"]["passes"] == 1
+
+
+def test_coreg_report_numbers_in_headless_chromium(coreg_report, tmp_path):
+    """The same comparison on what the browser shows (textContent of every data-key element)."""
+    from test_report import _CHECK_SCRIPT, _run_chromium
+
+    doc, page = coreg_report
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
+    proc = _run_chromium("--dump-dom", probe.as_uri())
+    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    check = json.loads(_html.unescape(found.group(1)))
+    assert len(check["images"]) >= 4 and all(w > 0 and h > 0 for w, h in check["images"])
+    shown = dict(check["keys"])
+    assert _compare(doc, shown) >= 40
+    for key in ("timing.report_s", "timing.total_s", "peak_rss_mb", "verdict.nmad_ratio", "stats.after.count"):
+        assert shown[key] == fmt(_resolve(doc, key)), key
 
 
 def test_cli_report_takes_masks(glacier_files, tmp_path):

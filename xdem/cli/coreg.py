@@ -320,7 +320,7 @@ def _print_summary(doc: dict) -> None:
         ratio = v.get("nmad_ratio")
         echo(f"Verdict: {'OK' if v['ok'] else 'NOT DONE'} (residual aspect-dependent amplitude "
              + ("n/a" if amp is None else f"{amp:.3f} m") + ", NMAD after/before "
-             + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; {v['n_points']} stable sampled pixels)")
+             + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; fitted on {v['n_points']} stable sampled pixels)")
         if v.get("hint"):
             echo(f"  hint: {v['hint']}")
     t = doc["timing"]
