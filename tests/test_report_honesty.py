@@ -251,7 +251,7 @@ def test_coreg_report_page_numbers_equal_json_with_masks(coreg_report):
     # the masks reached the report; counts are labelled
     assert abs(float(keys["report.inside.after.mean_dh"]) - GLACIER_DH) < 0.05
     assert "count (valid stable pixels, exact)" in text and "count (sampled points in the final fit)" in text
-    assert doc["verdict"]["ok"] is True and doc["verdict"]["passes"] == 1
+    assert doc["verdict"]["ok"] is True and doc["verdict"]["passes"] == 0  # drawn in the writing pass
 
 
 def test_coreg_report_numbers_in_headless_chromium(coreg_report, tmp_path):
@@ -371,7 +371,14 @@ def test_verdict_flags_vshift_on_a_shifted_pair_and_passes_nuthkaab(tmp_path):
     assert "Verdict: NOT DONE" in errs["vshift"] and "hint: residual sinusoid" in errs["vshift"]
     assert good["ok"] is True and good["hint"] is None and good["residual_amplitude_m"] < 0.02
     assert good["nmad_ratio"] < 0.05 and "Verdict: OK" in errs["nuthkaab"]
-    assert good["passes"] == 1  # one pass over the data for the verdict's subsample
+    assert good["passes"] == bad["passes"] == 0  # drawn in the pass that writes the aligned DEM
+    # not fused with the write (--exact-stats): one pass of its own, the same verdict
+    res = runner.invoke(main, ["coreg", str(folder / "ref.tif"), str(folder / "tba.tif"), "-o",
+                               str(tmp_path / "exact.tif"), "--method", "vshift", "--exact-stats", "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    other = json.loads(res.stdout)["verdict"]
+    assert other["passes"] == 1 and other["ok"] is False
+    assert other["residual_amplitude_m"] == pytest.approx(bad["residual_amplitude_m"], rel=0.02)
 
 
 def test_verdict_flags_a_noisier_result():

@@ -19,9 +19,10 @@ The job is flagged as not done (``ok = False``) when
 * the NMAD ratio exceeds ``NMAD_RATIO_MAX`` (1.05): the correction made dh noisier.
 
 A hint says what to try. Everything comes from one reproducible subsample
-(:func:`xdem.sampling.sample_valid`, one pass over the data, two when fewer than about 80 %
-of the pixels are valid): slope and aspect of the reference are computed lazily chunk by
-chunk and gathered at the sampled pixels only.
+(:func:`verdict_sample`: one pass over the data, two when fewer than about 80 % of the pixels
+are valid; slope and aspect of the reference at the sampled pixels only, from small windows
+cut in the same pass). ``xdem coreg`` draws it in the pass that writes the aligned DEM
+(:func:`verdict_while_writing`, no extra pass) when the DEMs share a grid.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["MIN_SLOPE", "RESIDUAL_PIXELS", "RESIDUAL_NMAD", "NMAD_RATIO_MAX", "VERDICT_SUBSAMPLE",
-           "residual_sinusoid", "compute_verdict", "verdict_sample"]
+           "residual_sinusoid", "compute_verdict", "verdict_sample", "verdict_while_writing", "verdict_of_run"]
 
 #: Sampled pixels flatter than this (degrees) do not enter the residual fit.
 MIN_SLOPE = 1.0
@@ -94,6 +95,9 @@ def _hint(amp_flag: bool, ratio_flag: bool, res: dict | None, ratio: float | Non
         if not any("nuthkaab" in m for m in methods):
             parts.append(f"{head}: a horizontal shift remains; try --method nuthkaab (nuthkaab_deramp if dh is also "
                          "tilted)")
+        elif any("deramp" in m for m in methods):
+            parts.append(f"{head}: check the CRS of TBA, that unstable terrain is excluded (--exclude-mask), and try "
+                         "a higher --poly-order")
         else:
             parts.append(f"{head}: try nuthkaab_deramp (a tilt biases Nuth & Kääb), or check the CRS of TBA and "
                          "that unstable terrain is excluded (--exclude-mask)")
@@ -168,15 +172,17 @@ def verdict_sample(
     subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Stable sampled pixels of dh before/after, slope and aspect of ``ref``, lazily on the
-    reference grid; one pass (two when few pixels are valid).
+    reference grid; one pass (two when few pixels are valid). Slope and aspect (Horn) are
+    computed at the sampled pixels only, from 4 x 4 windows of ``ref`` cut in that pass
+    (:func:`xdem.coreg._windows.terrain_at_windows`): no full-size terrain raster.
 
     Returns the sample (1-D arrays; no ``slope``/``aspect`` in a geographic CRS) and the
     number of passes made.
     """
     import dask.array as da
 
-    from xdem.errors import CRSError
-    from xdem.io.grid import align_pair
+    from xdem.coreg._windows import terrain_at_windows
+    from xdem.io.grid import align_pair, signed_resolution
     from xdem.masks import stable_mask_like
     from xdem.sampling import sample_valid
 
@@ -185,34 +191,37 @@ def verdict_sample(
     if tba_g.shape != ref_g.shape:
         ref_g, tba_g = align_pair(ref_g, tba_g)
     arrays = {"before": tba_g.data - ref_g.data, "after": al_g.data.rechunk(ref_g.data.chunks) - ref_g.data}
-    try:
-        from xdem.terrain import get_terrain_attribute
-
-        slope, aspect = get_terrain_attribute(ref_g, ["slope", "aspect"])
-        arrays.update(slope=slope.data, aspect=aspect.data)
-    except CRSError:
-        pass
+    projected = ref_g.rio.crs is not None and not ref_g.rio.crs.is_geographic
+    # slope and aspect at the sampled pixels only, from 4 x 4 windows of ref cut in the same pass
+    windows = {"win_ref": ref_g.data} if projected else None
     stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     valid = da.isfinite(ref_g.data) & da.isfinite(tba_g.data) & stable
-    s = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, what="the verdict")
+    s = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, what="the verdict",
+                     windows=windows, half=1)
+    if projected:
+        res_x, res_y = signed_resolution(ref_g)
+        s["slope"], s["aspect"] = terrain_at_windows(s.pop("win_ref"), 1, res_x=res_x, res_y=res_y, method="horn")
     return {k: v for k, v in s.items() if k not in ("row", "col")}, int(s.passes)
 
 
 def verdict_of_run(
     ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
     inlier_mask: Any = None, exclude_mask: Any = None, random_state: int | None = None,
-    subsample: int = VERDICT_SUBSAMPLE,
+    subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
-    """The verdict of ``xdem coreg``: :func:`verdict_sample` then :func:`compute_verdict`, with
-    the NMADs of the run's statistics (``stats["before"]["nmad"]``...) when given.
+    """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while
+    writing, :func:`verdict_while_writing`) or, without it, on :func:`verdict_sample` (one
+    pass), with the NMADs of the run's statistics (``stats["before"]["nmad"]``...) when given.
 
-    The result holds ``passes`` (passes over the data made for the sample) and
-    ``subsample`` (pixels drawn).
+    The result holds ``passes`` (extra passes over the data made for the sample: 0 when
+    ``sample`` is given) and ``subsample`` (pixels drawn).
     """
     from xdem.io.grid import get_resolution
 
-    sample, passes = verdict_sample(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                                    subsample=subsample, random_state=random_state)
+    passes = 0
+    if sample is None:
+        sample, passes = verdict_sample(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                        subsample=subsample, random_state=random_state)
     nb = na = None
     if stats and isinstance(stats.get("before"), Mapping) and isinstance(stats.get("after"), Mapping):
         nb, na = stats["before"].get("nmad"), stats["after"].get("nmad")
@@ -224,3 +233,63 @@ def verdict_of_run(
         out["subsample"] = int(len(sample["after"]))
         out["passes"] = passes
     return out
+
+
+def _written_block(
+    block: np.ndarray, ref: np.ndarray, stable: np.ndarray, aligned: np.ndarray, *, limit: int, ncols: int,
+    random_state: int | None, res: tuple[float, float] | None, row0: int, col0: int,
+) -> dict[str, np.ndarray]:
+    """One block of :func:`verdict_while_writing`: dh after, slope and aspect at the drawn
+    stable pixels (slope/aspect NaN on the block's outer ring, whose neighbours are elsewhere)."""
+    from xdem.coreg._windows import terrain_at_windows
+    from xdem.sampling import _pixel_hash, below, partial_windows
+
+    del block  # the written block (nodata filled); ``aligned`` holds its values
+    keep = np.isfinite(ref) & np.asarray(stable, dtype=bool) & np.isfinite(aligned)
+    keep &= below(_pixel_hash(row0, col0, ref.shape, ncols, random_state), limit)
+    r, c = np.nonzero(keep)
+    out = {"after": (aligned[r, c].astype(np.float64) - ref[r, c].astype(np.float64))}
+    if res is None:  # geographic CRS: no slope in degrees from these pixel sizes
+        return out
+    if r.size:
+        win = partial_windows(np.asarray(ref, dtype=np.float32), r, c, 1)
+        out["slope"], out["aspect"] = terrain_at_windows(win, 1, res_x=res[0], res_y=res[1], method="horn")
+    else:
+        out["slope"] = out["aspect"] = np.empty(0)
+    return out
+
+
+def verdict_while_writing(
+    ref: Any, aligned: Any, *, stable: Any, subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
+) -> tuple[Any, Any]:
+    """The verdict's subsample drawn in the tasks that write ``aligned`` with
+    :func:`xdem.write_cog` (``also=[...]``): no extra pass over the data.
+
+    ``ref`` (DataArray), ``aligned`` and ``stable`` (dask arrays) share the written grid and
+    chunks. About ``subsample`` x (valid fraction) stable pixels are drawn (the hash of
+    :mod:`xdem.sampling`, the same for any chunking); slope and aspect (Horn) come from each
+    pixel's 3 x 3 neighbourhood in its block (pixels on a block's outer ring get none and
+    only enter the NMADs). Returns the :class:`xdem.io.cog.BlockStats` and a function turning
+    its per-block results into the sample of :func:`compute_verdict` (``after``, ``slope``,
+    ``aspect``; no ``before``: give the run's NMADs).
+    """
+    from functools import partial
+
+    import dask.array as da
+
+    from xdem.io.cog import BlockStats
+    from xdem.io.grid import signed_resolution
+    from xdem.sampling import hash_bound
+
+    ny, nx = ref.shape
+    chunks = ref.data.chunks
+    projected = ref.rio.crs is not None and not ref.rio.crs.is_geographic
+    func = partial(_written_block, limit=hash_bound(min(1.0, float(subsample) / (ny * nx))), ncols=nx,
+                   random_state=random_state, res=signed_resolution(ref) if projected else None)
+    arrays = [ref.data, da.asarray(stable).rechunk(chunks), da.asarray(aligned).rechunk(chunks)]
+
+    def finish(parts: list) -> dict[str, np.ndarray]:
+        keys = ("after", "slope", "aspect") if projected else ("after",)
+        return {k: np.concatenate([p[k] for p in parts]) if parts else np.empty(0) for k in keys}
+
+    return BlockStats(func, arrays), finish

@@ -241,6 +241,19 @@ def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, 
                                   subsample=STATS_SUBSAMPLE, random_state=random_state)
 
 
+def _verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,
+                           finishers: list) -> Any:
+    """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
+    written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
+    from xdem.masks import stable_mask_like  # noqa: PLC0415
+    from xdem.verdict import verdict_while_writing  # noqa: PLC0415
+
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    block, finish = verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
+    finishers.append(finish)
+    return block
+
+
 def sampled_stats(
     ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
     random_state: int | None = None,
@@ -440,10 +453,13 @@ def coreg(
         # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
         fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d)
         also, finish = [], None
+        finishers: list = []  # the verdict's, when its sample is drawn while writing
         if fused:
             block_stats, finish = _stats_while_writing(ref_d, tba_d, aligned, inlier_mask=inlier_mask,
                                                        exclude_mask=exclude_mask, random_state=random_state)
             also = [block_stats]
+            also.append(_verdict_while_writing(ref_d, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                               random_state=random_state, finishers=finishers))
         results: list = []
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
@@ -474,7 +490,8 @@ def coreg(
             from xdem.verdict import verdict_of_run  # noqa: PLC0415
 
             with progress.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
-                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats,
+                sample = finishers[0](results[1]) if finishers else None
+                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
                                          methods=[type(s).__name__ for s in _steps_of(model)], inlier_mask=inlier_mask,
                                          exclude_mask=exclude_mask, random_state=random_state)
         t_verdict = time.perf_counter() - t0
