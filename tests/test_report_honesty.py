@@ -175,7 +175,10 @@ def test_inside_mask_block_mean_and_volume(glacier, glacier_report):
         m = float(keys[f"report.inside.{name}.mean_dh"])
         assert abs(float(keys[f"report.inside.{name}.volume"]) - area * m) <= area * 1e-4
         u = float(keys[f"report.inside.{name}.mean_dh_uncertainty"])
-        assert 0 < u <= float(keys[f"report.inside.{name}.nmad_stable"]) + 1e-9
+        nmad = float(keys[f"report.inside.{name}.nmad_stable"])
+        # between independent pixels (n_eff = pixels of the mask) and fully correlated errors
+        assert nmad / np.sqrt(n_mask) * 0.99 <= u <= nmad + 1e-9, (name, u, nmad)
+        assert 1.0 <= float(keys[f"report.inside.{name}.n_eff"]) <= n_mask * 1.0001
         assert abs(float(keys[f"report.inside.{name}.volume_uncertainty"]) - area * u) <= area * 1e-4 + 1e-3
     assert "n_eff" in text and "variogram" in text
 

@@ -12,7 +12,9 @@ decimated maps (:func:`inside_sums`); then, per dh (before, after):
   spread of dh on stable terrain (the report's subsample) over the number of effective
   samples of a disk of the mask's area (Rolstad et al. 2009; Hugonnet et al. 2022:
   :func:`xdem.spatialstats.standard_error_of_mean`), with one spherical variogram fitted on
-  at most :data:`VARIOGRAM_POINTS` stable sampled pixels (no extra pass over the data). If that
+  at most :data:`VARIOGRAM_POINTS` stable sampled pixels (no extra pass over the data),
+  ``n_eff`` capped at the number of pixels of the mask (a range below a pixel, white noise,
+  would give more effective samples than pixels). If that
   fit fails, the stated bound is :math:`\sigma_{\bar{dh}} = NMAD_{stable}` (errors fully
   correlated over the mask: an upper bound);
 * ``volume_uncertainty = area * mean_dh_uncertainty`` (the area is taken as exact).
@@ -52,7 +54,7 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
     """``(uncertainty of the mean, n_eff or None, how)``."""
     import pandas as pd
 
-    from xdem.spatialstats import fit_sum_model_variogram, standard_error_of_mean
+    from xdem.spatialstats import fit_sum_model_variogram
     from xdem.spatialstats.variogram import _lag_edges, _one_variogram
 
     rx, ry = abs(res[0]), abs(res[1])
@@ -70,12 +72,17 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
             from xdem.spatialstats import neff_circular_approx_theoretical
 
             neff = neff_circular_approx_theoretical(area, params)
-            sem = standard_error_of_mean(nmad, area=area, params=params, method="theoretical")
+        # a range below a pixel (white noise) gives more effective samples than pixels: cap them
+        n_pixels = area / (rx * ry)
+        capped = neff > n_pixels
+        neff = min(neff, n_pixels)
+        sem = nmad / np.sqrt(neff)
         if not np.isfinite(sem):
             raise ValueError("non-finite")
         r = float(params["range"].iloc[0])
         return sem, neff, (f"NMAD of stable dh / sqrt(n_eff), n_eff of a disk of the mask's area from a spherical "
-                           f"variogram (range {r:.4g}) fitted on {idx.size} stable sampled pixels")
+                           f"variogram (range {r:.4g}) fitted on {idx.size} stable sampled pixels"
+                           + (", capped at the number of mask pixels" if capped else ""))
     except Exception:  # noqa: BLE001 - any failure of the fit gives the stated bound
         return nmad, None, "NMAD of stable dh (variogram fit failed: errors taken as fully correlated, an upper bound)"
 
