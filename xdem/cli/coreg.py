@@ -164,7 +164,12 @@ def steps_summary(coreg: Any) -> list[dict]:
 
 def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
     """4 x 4 matrix of the summed translations of the affine steps, and whether it is the
-    whole correction (True when every step is affine)."""
+    whole correction (True when every step is affine).
+
+    A step that is a translation plus something else and says so with ``translation_part()``
+    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre
+    of the reference grid) adds that translation; the matrix is then complete only if the
+    remainder is nothing (no non-constant ramp)."""
     import numpy as np  # noqa: PLC0415
 
     from xdem.coreg.affine import translation_matrix  # noqa: PLC0415
@@ -174,6 +179,10 @@ def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
     for step in _steps_of(coreg):
         if step.is_affine:
             total += np.asarray(step.to_translations(), dtype=float)
+        elif hasattr(step, "translation_part"):
+            translation, exact = step.translation_part()
+            total += np.asarray(translation, dtype=float)
+            complete = complete and exact
         else:
             complete = False
     return translation_matrix(*total).tolist(), complete
@@ -231,6 +240,19 @@ def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, 
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
                                   subsample=STATS_SUBSAMPLE, random_state=random_state)
+
+
+def _verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,
+                           finishers: list) -> Any:
+    """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
+    written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
+    from xdem.masks import stable_mask_like  # noqa: PLC0415
+    from xdem.verdict import verdict_while_writing  # noqa: PLC0415
+
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    block, finish = verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
+    finishers.append(finish)
+    return block
 
 
 def sampled_stats(
@@ -299,6 +321,10 @@ def _fmt_step(step: dict) -> str:
         extra.append("horizontal shift not constrained (flat terrain)")
     if "count" in step:
         extra.append(f"{step['count']} points")
+    if isinstance(step.get("tilt_m_per_km"), (int, float)):
+        way = step.get("tilt_direction_deg")
+        extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + (f" down towards {way:.0f}° from north" if way is not None else "")
+                     + f", ramp {step.get('ramp_amplitude', float('nan')):.3f} m across the DEM")
     text = ", ".join(parts) if parts else "fitted"
     return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
 
@@ -319,12 +345,22 @@ def _print_summary(doc: dict) -> None:
         echo(f"  {'':8}{'median':>12}{'NMAD':>12}{'count':>12}")
         for label, s in (("before", b), ("after", a)):
             echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['count']:>12d}")
+    v = doc.get("verdict")
+    if v:
+        amp = v.get("residual_amplitude_m")
+        ratio = v.get("nmad_ratio")
+        echo(f"Verdict: {'OK' if v['ok'] else 'NOT DONE'} (residual aspect-dependent amplitude "
+             + ("n/a" if amp is None else f"{amp:.3f} m") + ", NMAD after/before "
+             + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; fitted on {v['n_points']} stable sampled pixels)")
+        if v.get("hint"):
+            echo(f"  hint: {v['hint']}")
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
     if doc.get("report"):
         echo(f"Report: {doc['report']}")
     echo(
-        f"Time: fit {t['fit_s']:.1f} s, write {t['write_s']:.1f} s, stats {t['stats_s']:.1f} s, total {t['total_s']:.1f} s; "
+        f"Time: fit {t['fit_s']:.1f} s, write {t['write_s']:.1f} s, stats {t['stats_s']:.1f} s, "
+        f"verdict {t.get('verdict_s', 0.0):.1f} s, total {t['total_s']:.1f} s; "
         f"peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}"
     )
 
@@ -360,7 +396,7 @@ def _print_summary(doc: dict) -> None:
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
 @scheduler_option
 @workers_option
-@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing).")
+@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing) and the verdict.")
 @click.option("--exact-stats", is_flag=True,
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
                    "(computed in the writing pass when REF and TBA share a grid, else one pass).")
@@ -439,10 +475,13 @@ def coreg(
         # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
         fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
         also, finish = [], None
+        finishers: list = []  # the verdict's, when its sample is drawn while writing
         if fused:
             block_stats, finish = _stats_while_writing(ref_d, tba_d, aligned, inlier_mask=inlier_mask,
                                                        exclude_mask=exclude_mask, random_state=random_state)
             also = [block_stats]
+            also.append(_verdict_while_writing(ref_d, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                               random_state=random_state, finishers=finishers))
         results: list = []
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
@@ -467,6 +506,17 @@ def coreg(
                     stats = sampled_stats(ref_d, tba_d, written, inlier_mask=inlier_mask,
                                           exclude_mask=exclude_mask, random_state=random_state)
         t_stats = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        verdict = None
+        if not no_stats:
+            from xdem.verdict import verdict_of_run  # noqa: PLC0415
+
+            with progress.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
+                sample = finishers[0](results[1]) if finishers else None
+                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
+                                         methods=[type(s).__name__ for s in _steps_of(model)], inlier_mask=inlier_mask,
+                                         exclude_mask=exclude_mask, random_state=random_state)
+        t_verdict = time.perf_counter() - t0
         matrix, complete = merged_matrix(model)
         doc = {
             "steps": steps_summary(model),
@@ -475,6 +525,7 @@ def coreg(
             "frame": frame_summary(model, ref_d),
             "output_grid": out_grid,
             "stats": stats,
+            "verdict": verdict,
             "output": str(out),
             "report": None if report_path is None else str(report_path),
             "inputs": {
@@ -484,7 +535,7 @@ def coreg(
                 "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
                 "method": method, "options": {k: v for k, v in options.items() if v is not None},
             },
-            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "report_s": 0.0,
+            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
                        "total_s": time.perf_counter() - t_start},
             "peak_rss_mb": peak_rss_mb(),
             "chunks": [max(ref_d.chunks[0]), max(ref_d.chunks[1])],
@@ -493,12 +544,19 @@ def coreg(
         }
         if write_report is not None:
             t0 = time.perf_counter()
+
+            def _final_numbers() -> None:  # the page's last block shows the JSON's final timing and memory
+                doc["timing"]["report_s"] = time.perf_counter() - t0
+                doc["timing"]["total_s"] = time.perf_counter() - t_start
+                doc["peak_rss_mb"] = peak_rss_mb()
+
             with progress.stage(f"writing the report {report_path}"):
                 write_report(report_path, ref=ref_d, tba=tba_d, aligned=open_dem(out, chunks=ck), coreg=model,
-                             summary=doc, overwrite=overwrite)
-            doc["timing"]["report_s"] = time.perf_counter() - t0
-    doc["timing"]["total_s"] = time.perf_counter() - t_start
-    doc["peak_rss_mb"] = peak_rss_mb()
+                             summary=doc, overwrite=overwrite, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                             on_final_block=_final_numbers)
+    if write_report is None:  # else set when the report's last block was rendered (page == JSON)
+        doc["timing"]["total_s"] = time.perf_counter() - t_start
+        doc["peak_rss_mb"] = peak_rss_mb()
     children = peak_rss_mb(children=True)
     doc["peak_rss_children_mb"] = children if children else None
     text = dump_json(doc, path=json_path)

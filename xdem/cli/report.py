@@ -40,9 +40,13 @@ def _load_summary(path: str | None) -> dict | None:
 @click.option("--subsample", type=click.IntRange(min=1), default=200_000, show_default=True,
               help="Valid pixels drawn for the histograms and the Nuth & Kääb diagnostic.")
 @click.option("--random-state", type=click.IntRange(min=0), default=None, help="Seed of the subsample.")
+@click.option("--inlier-mask", type=click.Path(dir_okay=False), default=None,
+              help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
+@click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,
+              help="Unstable terrain to EXCLUDE, e.g. glacier outlines (raster non-zero or vector polygons).")
 def report(
     ref: str, tba: str, aligned: str | None, output: str, overwrite: bool, json_summary: str | None,
-    max_pixels: int, subsample: int, random_state: int | None,
+    max_pixels: int, subsample: int, random_state: int | None, inlier_mask: str | None, exclude_mask: str | None,
 ) -> None:
     """Write a self-contained HTML report comparing REF with TBA (and ALIGNED, if given).
 
@@ -54,6 +58,10 @@ def report(
     The page embeds its images (no external file, readable offline): maps and histograms of
     dh = TBA - REF and ALIGNED - REF, the Nuth & Kääb diagnostic, the fitted parameters,
     statistics by slope class and a processing summary. Computed out of core.
+
+    With --inlier-mask/--exclude-mask (give those of `xdem coreg`) every statistic,
+    histogram, diagnostic and colour scale uses the stable pixels only; the maps outline the
+    mask, and a block gives the mean dh and volume change inside it.
     """
     from xdem.report import write_report
 
@@ -61,5 +69,6 @@ def report(
     out = write_report(
         output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
         max_pixels=max_pixels, subsample=subsample, random_state=random_state,
+        inlier_mask=inlier_mask, exclude_mask=exclude_mask,
     )
     click.echo(str(out))

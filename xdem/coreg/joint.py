@@ -100,6 +100,14 @@ class NuthKaabDeramp(Coreg):
     n_iterations_, converged_, count_, history_, passes_
         Iterations, convergence flag, points in the fit, shift after each iteration,
         computes made by the fit.
+    tilt_m_per_km_, tilt_direction_deg_ : float
+        Gradient of the fitted surface at the centre of the grid, in CRS units per 1000 CRS
+        units (m per km in a metric CRS), and the direction in which it descends (where
+        ``tba`` is lowest relative to ``ref``), in degrees clockwise from north (``None``
+        without tilt).
+    ramp_amplitude_ : float
+        Max - min of the fitted surface over the grid extent (65 x 65 points, corners
+        included: exact for a plane), in elevation units.
     horizontal_constrained_ : bool
         False when too few sampled pixels are steeper than ``min_slope``: a
         :class:`~xdem.errors.FlatTerrainWarning` is emitted, the shift stays 0 and only the
@@ -220,6 +228,36 @@ class NuthKaabDeramp(Coreg):
         self.count_ = int(ok.sum())
         self.history_ = history
         self.passes_ = ss.passes
+        self._describe_ramp(data.ref)
+
+    def _describe_ramp(self, ref: xr.DataArray) -> None:
+        """Human units of the fitted ramp: tilt at the grid centre and amplitude over the grid."""
+        coefs = np.asarray(self.coefs_, dtype=np.float64)
+        lin = {tuple(t): c for t, c in zip(self.terms_, coefs)}
+        # d(surface)/dx, d(surface)/dy at the centre (u = v = 0): the linear terms only
+        gx = lin.get((1, 0), 0.0) / self.scale_
+        gy = lin.get((0, 1), 0.0) / self.scale_
+        self.tilt_m_per_km_ = float(math.hypot(gx, gy) * 1000.0)
+        self.tilt_direction_deg_ = float(math.degrees(math.atan2(-gx, -gy)) % 360.0) if (gx or gy) else None
+        t = get_transform(ref)
+        ny, nx = ref.shape
+        xs = np.linspace(t.c, t.c + nx * t.a, 65)
+        ys = np.linspace(t.f, t.f + ny * t.e, 65)
+        gu, gv = np.meshgrid((xs - self.center_[0]) / self.scale_, (ys - self.center_[1]) / self.scale_)
+        surface = poly_design(np.vstack([gu.ravel(), gv.ravel()]), [tuple(x) for x in self.terms_]) @ coefs
+        self.ramp_amplitude_ = float(surface.max() - surface.min())
+
+    def translation_part(self) -> tuple[tuple[float, float, float], bool]:
+        """``((shift_x, shift_y, shift_z), complete)``: the translation of this correction.
+
+        ``shift_z`` is :attr:`shift_z_`, minus the fitted surface at the centre of the
+        reference grid (the constant term). ``complete`` is True only when the surface is a
+        constant (every other coefficient is 0), i.e. when the translation is the whole
+        correction; otherwise a ramp remains on top of the translation.
+        """
+        self._check_fitted()
+        rest = np.asarray(self.coefs_, dtype=np.float64)[1:]
+        return (float(self.shift_x_), float(self.shift_y_), float(self.shift_z_)), bool(not np.any(rest != 0.0))
 
     def _frame_op(self) -> FrameOp:
         shift = (float(self.shift_x_), float(self.shift_y_), 0.0)

@@ -23,7 +23,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from xdem.errors import InputError, OutputError
 
@@ -81,12 +81,21 @@ def write_report(
     max_pixels: int = 1_000_000,
     subsample: int = 200_000,
     random_state: int | None = None,
+    inlier_mask: Any = None,
+    exclude_mask: Any = None,
+    on_final_block: Callable[[], None] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a DEM pair before (and after) coregistration.
 
     Everything is computed out of core with memory bounded by the chunk size: maps are
     ``k x k`` block means with at most ``max_pixels`` pixels, histograms and the Nuth &
     Kääb diagnostic use a reproducible subsample, statistics are exact reductions.
+
+    With masks, every statistic, histogram, diagnostic, slope table, colour scale and the
+    verdict use the stable pixels only (inside ``inlier_mask``, outside ``exclude_mask``);
+    the maps show every pixel with the outline of the mask, and a block "Inside the mask"
+    gives the mean dh and volume change there with their uncertainty
+    (:mod:`xdem.report.masked`).
 
     Parameters
     ----------
@@ -114,6 +123,15 @@ def write_report(
         Number of valid pixels drawn for the histograms and the Nuth & Kääb diagnostic.
     random_state
         Seed of the subsample (same draw for any chunking).
+    inlier_mask, exclude_mask
+        Stable terrain to use / unstable terrain to exclude (e.g. glacier outlines), as
+        :func:`xdem.masks.stable_mask_like` takes them: boolean arrays or DataArrays on the
+        reference grid, raster or vector paths, GeoDataFrames.
+    on_final_block
+        Called once everything but the processing summary (the last block of the page) is
+        computed, just before that block is rendered from ``summary``: ``xdem coreg --report``
+        sets its final timing and memory in ``summary`` there, so the page and the JSON show
+        the same numbers.
 
     Returns
     -------
@@ -132,7 +150,7 @@ def write_report(
     from xdem.report import figures  # noqa: F401  (fail early if matplotlib is broken)
     from xdem.report.data import collect, open_inputs
     from xdem.report.html import document
-    from xdem.report.sections import build_sections, find_stats
+    from xdem.report.sections import build_sections, find_stats, processing_section
 
     t0 = time.perf_counter()
     out = Path(path)
@@ -144,9 +162,12 @@ def write_report(
     ref_d, tba_d, al_d = open_inputs(ref, tba, aligned)
     data = collect(
         ref_d, tba_d, al_d, max_pixels=int(max_pixels), subsample=int(subsample), random_state=random_state,
-        need_stats=find_stats(summary) is None,
+        need_stats=find_stats(summary) is None, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
     )
-    sections = build_sections(data, coreg=coreg, summary=summary, elapsed=time.perf_counter() - t0)
+    sections = build_sections(data, coreg=coreg, summary=summary, random_state=random_state)
+    if on_final_block is not None:
+        on_final_block()
+    sections.append(("processing", "Processing summary", processing_section(data, summary, time.perf_counter() - t0)))
     now = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
     subtitle = [
         f"Reference: {_name(ref, 'ref')} — to be aligned: {_name(tba, 'tba')}"
@@ -154,6 +175,10 @@ def write_report(
         f"Grid {data.shape[0]} × {data.shape[1]} pixels, {data.crs}, elevation differences dh in {data.units}; "
         f"generated {now} by xdem",
     ]
+    if data.masked:
+        subtitle.append("Statistics, histograms, diagnostic, slope tables, colour scales and verdict on stable pixels: "
+                        + ", ".join(f"{w} {_name(m, 'mask')}" for w, m in (("inside", inlier_mask), ("outside", exclude_mask))
+                                    if m is not None))
     text = document("xdem coregistration report", subtitle, sections)
     _write_atomic(out, text, overwrite)
     return out

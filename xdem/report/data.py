@@ -1,5 +1,10 @@
 """What the report shows, computed out of core: decimated maps, a subsample, statistics.
 
+Every statistic, histogram, diagnostic and colour scale uses the stable pixels only (inside
+the inlier mask, outside the exclude mask: :func:`xdem.masks.stable_mask_like`); the maps
+show every pixel, with the outline of the mask. Inside the mask (e.g. glaciers) the mean dh
+and volume change are computed in the pass of the decimated maps (:mod:`xdem.report.masked`).
+
 Nothing here holds a full-resolution array in memory: maps are block means over
 ``k x k`` pixels computed chunk by chunk (:func:`coarsen_mean`), histograms and the
 Nuth & Kääb diagnostic use a reproducible subsample (:func:`xdem.sampling.sample_valid`),
@@ -23,7 +28,7 @@ from xdem.io.grid import align_pair, get_resolution, get_transform
 from xdem.io.open import open_dem
 from xdem.sampling import sample_valid
 
-__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", "open_inputs", "collect"]
+__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "maps_and_reductions", "ReportData", "open_inputs", "collect"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,10 +110,21 @@ def decimated_maps(
 
     Returns the small numpy maps (at most ``max_pixels`` pixels each) and ``k``.
     """
+    maps, k, _ = maps_and_reductions(arrays, shape=shape, max_pixels=max_pixels, extra={})
+    return maps, k
+
+
+def maps_and_reductions(
+    arrays: dict[str, da.Array], *, shape: tuple[int, int], max_pixels: int, extra: dict[str, Any]
+) -> tuple[dict[str, np.ndarray], int, dict[str, Any]]:
+    """:func:`decimated_maps` plus lazy reductions ``extra`` (e.g. sums), in the same pass.
+
+    Returns the maps, ``k`` and the computed ``extra``.
+    """
     k = decimation_factor(shape, max_pixels)
     lazy = {name: coarsen_mean(a, k) for name, a in arrays.items()}
-    values = dask.compute(*lazy.values())
-    return dict(zip(lazy, (np.asarray(v) for v in values))), k
+    values, extra_out = dask.compute(list(lazy.values()), dict(extra))
+    return dict(zip(lazy, (np.asarray(v) for v in values))), k, extra_out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +181,10 @@ class ReportData:
     sample: dict[str, np.ndarray]
     n_valid: int
     stats: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    masked: bool = False
+    stable_map: np.ndarray | None = None  # fraction of stable pixels per map cell (mask outline)
+    inside: dict[str, Any] | None = None  # sums inside the mask (xdem.report.masked.inside_sums)
+    sample_passes: int = 1
     slope_classes: dict[str, Any] = field(default_factory=dict)
     slope_note: str | None = None
 
@@ -226,14 +246,28 @@ def collect(
     subsample: int,
     random_state: int | None,
     need_stats: bool,
+    inlier_mask: Any = None,
+    exclude_mask: Any = None,
 ) -> ReportData:
     """Compute everything the report shows, out of core (several passes, small results).
 
-    Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no pixel valid in both.
+    Statistics, the subsample (histograms, Nuth & Kääb diagnostic, colour scales) and the
+    slope tables use the stable pixels (``inlier_mask``, ``exclude_mask``: anything
+    :func:`xdem.masks.stable_mask_like` takes); the decimated maps show every pixel, and
+    with a mask the fraction of stable pixels per map cell and the sums inside the mask are
+    computed in the same pass.
+
+    Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no stable pixel valid in both.
     """
-    dhs = {"before": tba.data - ref.data}
+    from xdem.masks import stable_mask_like
+    from xdem.report.masked import inside_sums
+
+    masked = inlier_mask is not None or exclude_mask is not None
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask) if masked else None
+    all_dhs = {"before": tba.data - ref.data}
     if aligned is not None:
-        dhs["after"] = aligned.data - ref.data
+        all_dhs["after"] = aligned.data - ref.data
+    dhs = {k: da.where(stable, v, np.nan) for k, v in all_dhs.items()} if masked else dict(all_dhs)
     crs, units = crs_label(ref)
     slope = aspect = None
     note = None
@@ -247,14 +281,22 @@ def collect(
     if slope is not None:
         arrays.update(slope=slope.data, aspect=aspect.data)
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
+    if masked:
+        valid = valid & stable
     try:
         sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1)
     except NotEnoughDataError as exc:
+        where = " on stable terrain (outside the exclude mask, inside the inlier mask)" if masked else ""
         raise NotEnoughDataError(
-            f"no pixel is valid in both the reference and the to-be-aligned DEM (0 of {ref.size} on the reference "
-            "grid); check that they cover the same area and their nodata values"
+            f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {ref.size} on the "
+            "reference grid); check that they cover the same area, their nodata values and the masks"
         ) from exc
-    maps, k = decimated_maps({"ref": ref.data, **dhs}, shape=ref.shape, max_pixels=max_pixels)
+    to_map = {"ref": ref.data, **all_dhs}
+    if masked:
+        to_map["stable"] = stable.astype(np.float32)
+    maps, k, inside = maps_and_reductions(to_map, shape=ref.shape, max_pixels=max_pixels,
+                                          extra=inside_sums(all_dhs, stable) if masked else {})
+    stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
     if need_stats:
         stats = {name: _exact_stats(dh) for name, dh in dhs.items()}
@@ -266,5 +308,7 @@ def collect(
         chunks=(max(ref.data.chunks[0]), max(ref.data.chunks[1])),
         n_chunks=len(ref.data.chunks[0]) * len(ref.data.chunks[1]),
         extent=_decimated_extent(ref, k), factor=k, maps=maps, sample=dict(sample), n_valid=int(sample.n_valid),
-        stats=stats, slope_classes=tables, slope_note=note,
+        stats=stats, slope_classes=tables, slope_note=note, masked=masked, stable_map=stable_map,
+        inside=inside or None,
+        sample_passes=int(sample.passes),
     )

@@ -20,6 +20,9 @@ __all__ = ["to_png_base64", "maps_figure", "histogram_figure", "nuth_kaab_figure
 
 DPI = 100
 NO_DATA = "no valid data"
+#: Colormap of dh: negative (thinning, tba below ref) red, positive blue, as in glaciology
+#: and the project's gallery.
+DH_CMAP = "RdBu"
 _BEFORE, _AFTER = "#c0392b", "#2471a3"
 
 
@@ -49,12 +52,23 @@ def symmetric_limit(*arrays: np.ndarray, q: float = 98.0, floor: float = 1e-3) -
 
 
 def maps_figure(
-    maps: dict[str, np.ndarray], *, extent: Sequence[float], crs: str, units: str, factor: int
+    maps: dict[str, np.ndarray],
+    *,
+    extent: Sequence[float],
+    crs: str,
+    units: str,
+    factor: int,
+    limits: dict[str, float] | None = None,
+    stable_map: np.ndarray | None = None,
 ) -> str:
     """Reference elevation and dh before/after on the reference grid, decimated ``factor`` times.
 
-    Each dh panel has a colour scale centred on zero, symmetric at the 98th percentile of
-    its ``|dh|`` (read the colour bars: after a good fit the "after" scale is much smaller).
+    Each dh panel (colormap :data:`DH_CMAP`: negative red, positive blue) has a colour scale
+    centred on zero, symmetric at ``limits[name]`` (the report passes the 98th percentile of
+    ``|dh|`` on stable pixels), else at the 98th percentile of the map's ``|dh|`` (read the
+    colour bars: after a good fit the "after" scale is much smaller). ``stable_map``, the
+    fraction of stable pixels per map cell, draws the mask outline (its 0.5 contour, black)
+    on every panel.
     """
     names = [n for n in ("before", "after") if n in maps]
     ncols = 1 + len(names)
@@ -63,7 +77,7 @@ def maps_figure(
     step = f" (mean of {factor}×{factor} pixels)" if factor > 1 else ""
     panels = [("ref", f"Reference elevation{step}", "terrain", f"Elevation ({units})")]
     titles = {"before": "dh before = tba − ref", "after": "dh after = aligned − ref"}
-    panels += [(n, titles[n], "RdBu_r", f"dh ({units})") for n in names]
+    panels += [(n, titles[n], DH_CMAP, f"dh ({units})") for n in names]
     for ax, (key, title, cmap, label) in zip(axes, panels):
         arr = maps[key]
         if not np.isfinite(arr).any():
@@ -71,10 +85,12 @@ def maps_figure(
             continue
         norm = None
         if key != "ref":
-            lim = symmetric_limit(arr)
+            lim = (limits or {}).get(key) or symmetric_limit(arr)
             norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
             title += f", ±{lim:.3g} {units}"
         im = ax.imshow(arr, extent=tuple(extent), cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+        if stable_map is not None and np.nanmin(stable_map) < 0.5 < np.nanmax(stable_map):
+            ax.contour(stable_map, levels=[0.5], colors="k", linewidths=0.9, extent=tuple(extent), origin="upper")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
         ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
@@ -105,13 +121,15 @@ def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: 
     ax.legend(fontsize=8, loc="upper left")
 
 
-def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int) -> str:
+def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int, stable: bool = False) -> str:
     """Histograms of dh before and after (same bins, symmetric around zero) from a subsample,
-    plus the "after" one on its own range when both exist."""
+    plus the "after" one on its own range when both exist. ``stable``: the subsample is of
+    stable pixels only (said in the title)."""
     series = [(n, sample[n][np.isfinite(sample[n])]) for n in ("before", "after") if n in sample]
     series = [(n, v) for n, v in series if v.size]
     n_sample = len(next(iter(sample.values()), []))
-    title = f"dh, subsample of {n_sample} of {n_valid} valid pixels; dashed: medians"
+    what = "valid stable pixels" if stable else "valid pixels"
+    title = f"dh, subsample of {n_sample} of {n_valid} {what}; dashed: medians"
     both = len(series) == 2
     fig = Figure(figsize=(12.0 if both else 7.0, 3.8), layout="constrained")
     axes = fig.subplots(1, 2 if both else 1, squeeze=False)[0]

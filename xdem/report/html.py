@@ -122,8 +122,13 @@ def label_cell(text: str) -> str:
     return f'<th class="l">{html.escape(text)}</th>'
 
 
-def key_value_rows(doc: dict, prefix: str | None, *, skip: Sequence[str] = ()) -> list[list[str]]:
-    """Rows ``[name, value]`` of a dict; nested dicts are flattened with dotted names."""
+def key_value_rows(
+    doc: dict, prefix: str | None, *, skip: Sequence[str] = (), labels: dict[str, str] | None = None
+) -> list[list[str]]:
+    """Rows ``[name, value]`` of a dict; nested dicts are flattened with dotted names.
+
+    ``labels`` maps a (dotted) name to the label shown, e.g. to say what a count counts.
+    """
     rows: list[list[str]] = []
     for k, v in doc.items():
         if k in skip:
@@ -131,9 +136,10 @@ def key_value_rows(doc: dict, prefix: str | None, *, skip: Sequence[str] = ()) -
         key = f"{prefix}.{k}" if prefix else str(k)
         if isinstance(v, dict) and v and len(v) <= 40:
             for r in key_value_rows(v, key):
-                rows.append([label_cell(f"{k}.{_strip_th(r[0])}"), r[1]])
+                name = f"{k}.{_strip_th(r[0])}"
+                rows.append([label_cell((labels or {}).get(name, name)), r[1]])
         else:
-            rows.append([label_cell(str(k)), cell(v, key, cls="l")])
+            rows.append([label_cell((labels or {}).get(str(k), str(k))), cell(v, key, cls="l")])
     return rows
 
 

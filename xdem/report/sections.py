@@ -11,9 +11,32 @@ from xdem.report import figures as F
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 
-__all__ = ["find_stats", "find_steps", "build_sections"]
+__all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
 _STAT_ORDER = ("count", "median", "nmad", "mean", "std", "rmse", "min", "max", "valid_fraction")
+#: What each count counts, as shown next to it.
+_STAT_LABELS = {
+    "count": "count (valid stable pixels, exact)",
+    "sampled": "sampled (stable pixels of the median/NMAD subsample)",
+}
+_STEP_LABELS = {
+    "count": "count (sampled points in the final fit)",
+    "learned: count_": "learned: count_ (sampled points in the final fit)",
+    "passes": "passes (reads of the full DEMs by the fit)",
+    "learned: passes_": "learned: passes_ (reads of the full DEMs by the fit)",
+    "n_iterations": "n_iterations (iterations of the fit)",
+    "learned: n_iterations_": "learned: n_iterations_ (iterations of the fit)",
+}
+_VERDICT_LABELS = {
+    "ok": "ok (job done on stable terrain)",
+    "residual_amplitude_m": "residual aspect-dependent amplitude a (m): dh/tan(slope) = a cos(b − aspect) + c, after",
+    "residual_direction_deg": "its direction b (degrees from north)",
+    "residual_dh_m": "dh it explains: a × median tan(slope) (m)",
+    "nmad_ratio": "NMAD after / NMAD before",
+    "n_points": "n_points (stable sampled pixels steeper than 1° in the fit)",
+    "subsample": "subsample (stable pixels drawn for the verdict)",
+    "passes": "passes (reads of the full DEMs for the verdict's subsample)",
+}
 
 
 def _get(doc: Any, path: str) -> Any:
@@ -73,12 +96,15 @@ def _learned(doc: dict) -> dict:
     return v if isinstance(v, dict) else doc
 
 
-def _nk_info(steps: list[dict] | None) -> tuple[tuple[float, float] | None, list | None]:
-    """Total fitted horizontal shift (when a Nuth & Kääb step exists) and its iteration history."""
-    if not steps or not any(_method(s).lower() == "nuthkaab" for s in steps):
-        return None, None
+def _nk_info(steps: list[dict] | None) -> tuple[tuple[float, float] | None, tuple[list | None, str]]:
+    """Total fitted horizontal shift (when a Nuth & Kääb or NuthKaabDeramp step exists), and
+    the iteration history of the last such step with its method name."""
+    nk_methods = ("nuthkaab", "nuthkaabderamp")
+    if not steps or not any(_method(s).lower() in nk_methods for s in steps):
+        return None, (None, "")
     sx = sy = 0.0
     history = None
+    label = "Nuth & Kääb"
     for s in steps:
         learned = _learned(s)
         try:
@@ -87,9 +113,10 @@ def _nk_info(steps: list[dict] | None) -> tuple[tuple[float, float] | None, list
         except (TypeError, ValueError):
             continue
         hist = learned.get("history_", learned.get("history"))
-        if _method(s).lower() == "nuthkaab" and isinstance(hist, list):
+        if _method(s).lower() in nk_methods and isinstance(hist, list):
             history = hist
-    return (sx, sy), history
+            label = _method(s)
+    return (sx, sy), (history, label)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,13 +139,15 @@ def _stats_section(data: ReportData, summary: dict | None) -> str:
     keys += sorted({k for n in names for k, v in cols[n][1].items() if k not in keys and not isinstance(v, (dict, list))})
     rows = []
     for k in keys:
-        row = [label_cell(k)]
+        row = [label_cell(_STAT_LABELS.get(k, k))]
         for n in names:
             prefix, stats = cols[n]
             row.append(cell(stats.get(k), f"{prefix}.{k}" if k in stats else None))
         rows.append(row)
     header = ["dh = tba − ref / aligned − ref (" + data.units + ")"] + names
-    return table(header, rows) + note(src + " NMAD = 1.4826 · median(|dh − median(dh)|).")
+    where = (" Stable pixels only: inside the inlier mask and outside the exclude mask." if data.masked
+             else " Every valid pixel (no mask given).")
+    return table(header, rows) + note(src + where + " NMAD = 1.4826 · median(|dh − median(dh)|).")
 
 
 def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dict | None, coreg: Any) -> str:
@@ -130,8 +159,9 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
         rows = []
         learned = doc.get("learned")
         if isinstance(learned, dict):
-            rows += [[label_cell(f"learned: {k}"), cell(v, f"{key}.learned.{k}", cls="l")] for k, v in learned.items()]
-        rows += key_value_rows(doc, key, skip=("learned", "params", "method"))
+            rows += [[label_cell(_STEP_LABELS.get(f"learned: {k}", f"learned: {k}")), cell(v, f"{key}.learned.{k}", cls="l")]
+                     for k, v in learned.items()]
+        rows += key_value_rows(doc, key, skip=("learned", "params", "method"), labels=_STEP_LABELS)
         params = doc.get("params")
         if isinstance(params, dict):
             rows += [[label_cell(f"parameter: {k}"), cell(v, f"{key}.params.{k}", cls="l")] for k, v in params.items()]
@@ -144,11 +174,16 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
             matrix, mkey = np.asarray(coreg.to_matrix()).tolist(), "coreg.matrix"
         except Exception:  # non-affine pipeline: no single matrix
             matrix = None
+    complete = summary.get("matrix_is_complete") if summary else None
     if matrix:
         rows = [[label_cell(f"row {i}")] + [cell(v, f"{mkey}.{i}.{j}") for j, v in enumerate(r)]
                 for i, r in enumerate(matrix)]
         parts.append("<h3>Affine matrix applied to the to-be-aligned DEM</h3>")
         parts.append(table([""] + [f"col {j}" for j in range(len(matrix[0]))], rows))
+        if complete is False:
+            parts.append(note("matrix_is_complete is false: the matrix holds only the translation part of the "
+                              "correction; a ramp or bias correction is applied on top of it (for NuthKaabDeramp the "
+                              "z translation is minus its fitted ramp at the centre of the reference grid)."))
     parts.append(note("Shifts are the translation APPLIED to the to-be-aligned DEM: aligned(x, y) = "
                       "tba(x − shift_x, y − shift_y) + shift_z."))
     return "".join(parts)
@@ -174,9 +209,11 @@ def _slope_section(data: ReportData) -> str:
             label = f"[{lo:g}, {hi:g}{']' if last else ')'}"
             key = f"report.slope_classes.{name}.{i}"
             rows.append([label_cell(label)] + [cell(_py(df[c].iloc[i]), f"{key}.{c}") for c in cols])
-        header = [str(c) if c in ("count", "sample_count") else f"{c} ({data.units})" for c in cols]
+        header = [{"count": "count (valid stable pixels in the class)", "sample_count": "sample_count (sampled pixels)"}
+                  .get(str(c), f"{c} ({data.units})") for c in cols]
         parts.append(table(["Slope class (degrees)", *header], rows))
-    parts.append(note(f"Slope of the reference DEM (Horn, degrees). Exact statistics over every pixel valid in both DEMs "
+    which = "every stable pixel (inlier/exclude masks applied)" if data.masked else "every pixel"
+    parts.append(note(f"Slope of the reference DEM (Horn, degrees). Exact statistics over {which} valid in both DEMs "
                       f"(xdem.spatialstats.stats_by_slope_class); dh in {data.units}; RMSE = sqrt(mean(dh²))."))
     return "".join(parts)
 
@@ -185,8 +222,12 @@ def _py(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _processing_section(data: ReportData, summary: dict | None, elapsed: float) -> str:
+def processing_section(data: ReportData, summary: dict | None, elapsed: float) -> str:
+    """The processing summary: the report's grid, chunks and subsample, and every other entry of
+    ``summary`` (timing, memory...) as it is when this block is rendered: the last block of
+    the page, so that ``xdem coreg --report`` can put its final timing in it first."""
     ny, nx = data.shape
+    stable = "valid stable pixels (finite in ref and tba, stable)" if data.masked else "valid pixels (finite in ref and tba)"
     rows = [
         [label_cell("grid (rows × columns)"), f'<td class="l">{render_value([ny, nx], "report.shape")}</td>'],
         [label_cell("resolution"), f'<td class="l">{render_value(list(data.resolution), "report.resolution")} {data.units}</td>'],
@@ -194,49 +235,123 @@ def _processing_section(data: ReportData, summary: dict | None, elapsed: float) 
         [label_cell("chunks (rows × columns)"), f'<td class="l">{render_value(list(data.chunks), "report.chunks")}</td>'],
         [label_cell("number of chunks"), cell(data.n_chunks, "report.n_chunks", cls="l")],
         [label_cell("map decimation (pixels averaged per side)"), cell(data.factor, "report.factor", cls="l")],
-        [label_cell("valid pixels (ref and tba)"), cell(data.n_valid, "report.n_valid", cls="l")],
-        [label_cell("subsample for histograms and diagnostic"), cell(len(data.sample.get("row", [])), "report.n_sample", cls="l")],
-        [label_cell("report computation time (s)"), cell(elapsed, "report.elapsed_s", cls="l")],
+        [label_cell(f"n_valid: {stable}, exact"), cell(data.n_valid, "report.n_valid", cls="l")],
+        [label_cell("n_sample: pixels of the subsample for histograms, diagnostic and verdict"),
+         cell(len(data.sample.get("row", [])), "report.n_sample", cls="l")],
+        [label_cell("passes over the data to draw that subsample"), cell(data.sample_passes, "report.sample_passes", cls="l")],
     ]
+    if _get(summary, "timing.report_s") is None:
+        rows.append([label_cell("report computation time (s)"), cell(elapsed, "report.elapsed_s", cls="l")])
     out = "<h3>This report</h3>" + table(["Item", "Value"], rows)
     if summary:
-        skip = {"stats", "stats_before", "stats_after", "steps", "matrix", "coreg", "before", "after"}
+        skip = {"stats", "stats_before", "stats_after", "steps", "matrix", "coreg", "before", "after", "verdict"}
         srows = key_value_rows(summary, None, skip=tuple(k for k in summary if k in skip))
         if srows:
             out += "<h3>Coregistration run (from the JSON summary)</h3>" + table(["Item", "Value"], srows)
+            if _get(summary, "timing.report_s"):
+                out += note("timing.report_s and timing.total_s were measured when this block was rendered, the last "
+                            "of the page; the JSON holds the same numbers.")
     return out
 
 
+def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
+    from xdem.verdict import NMAD_RATIO_MAX, RESIDUAL_NMAD, RESIDUAL_PIXELS, compute_verdict
+
+    verdict, prefix = _get(summary, "verdict"), "verdict"
+    src = "From the coregistration summary (its own stable subsample)."
+    if not isinstance(verdict, dict):
+        if "after" not in data.sample:
+            return note("No aligned DEM: no verdict.")
+        methods = [_method(d).lower() for d in steps[1]] if steps else []
+        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), methods=methods,
+                                  units=data.units)
+        prefix, src = "report.verdict", "Computed by the report on its stable subsample (no extra pass)."
+        if verdict is None:
+            return note("No verdict.")
+    ok = bool(verdict.get("ok"))
+    head = (f'<p style="font-size:16px;font-weight:bold;color:{"#1e7d32" if ok else "#b3261e"}">'
+            f'{"OK: the coregistration did its job on stable terrain" if ok else "NOT DONE"}</p>')
+    hint = verdict.get("hint")
+    if hint:
+        head += f'<p><b>Hint:</b> <span data-key="{prefix}.hint">{_esc(hint)}</span></p>'
+    rows = key_value_rows(verdict, prefix, skip=("hint",), labels=_VERDICT_LABELS)
+    return head + table(["Item", "Value"], rows) + note(
+        src + f" Not done when the residual amplitude exceeds {RESIDUAL_PIXELS} pixel and explains more than "
+        f"{RESIDUAL_NMAD} × the NMAD after, or when NMAD after / NMAD before exceeds {NMAD_RATIO_MAX} "
+        "(see xdem.verdict).")
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(str(text))
+
+
+def _inside_section(data: ReportData, random_state: int | None) -> str | None:
+    from xdem.report.masked import inside_block
+
+    if not data.inside:
+        return None
+    block = inside_block(data.inside, sample=data.sample, resolution=data.resolution, random_state=random_state)
+    u = data.units
+    rows = [[label_cell("pixels inside the mask (on the reference grid)"), cell(block["mask_pixels"], "report.inside.mask_pixels")],
+            [label_cell(f"mask area ({u}²)"), cell(block["area"], "report.inside.area")]]
+    names = [n for n in ("before", "after") if n in block]
+    labels = {"count": "valid pixels inside the mask (dh finite)", "mean_dh": f"mean dh ({u})",
+              "volume": f"volume change = area × mean dh ({u}³)", "nmad_stable": f"NMAD of stable dh ({u})",
+              "n_eff": "effective samples over the mask", "mean_dh_uncertainty": f"uncertainty of mean dh, 1σ ({u})",
+              "volume_uncertainty": f"uncertainty of the volume change, 1σ ({u}³)"}
+    table_rows = [[label_cell(lab)] + [cell(block[n][k], f"report.inside.{n}.{k}") for n in names]
+                  for k, lab in labels.items()]
+    methods = "; ".join(f"{n}: {block[n]['uncertainty_method']}" for n in names if block[n]["uncertainty_method"])
+    return (table(["Item", "Value"], rows) + table(["Inside the mask", *names], table_rows)
+            + note("Inside the mask = not stable terrain (inside the exclude mask or outside the inlier mask). Mean dh "
+                   "over its valid pixels (exact); the area counts every mask pixel (voids assumed to change as the "
+                   f"mean). Uncertainty ({methods}); the volume uncertainty is area × that of the mean."))
+
+
 def build_sections(
-    data: ReportData, *, coreg: Any, summary: dict | None, elapsed: float
+    data: ReportData, *, coreg: Any, summary: dict | None, random_state: int | None = None
 ) -> list[tuple[str, str, str]]:
-    """``(id, title, html)`` of each section, in order."""
+    """``(id, title, html)`` of each section, in order, except the processing summary
+    (:func:`processing_section`, rendered last)."""
     steps = find_steps(summary, coreg)
-    shift, history = _nk_info(steps[1] if steps else None)
-    maps = F.maps_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units, factor=data.factor)
+    shift, (history, hlabel) = _nk_info(steps[1] if steps else None) if steps else (None, (None, ""))
+    limits = {n: F.symmetric_limit(data.sample[n]) for n in ("before", "after") if n in data.sample}
+    maps = F.maps_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units, factor=data.factor,
+                         limits=limits, stable_map=data.stable_map)
     hist = F.histogram_figure({k: data.sample[k] for k in ("before", "after") if k in data.sample},
-                              units=data.units, n_valid=data.n_valid)
+                              units=data.units, n_valid=data.n_valid, stable=data.masked)
+    outline = " The black line is the outline of the mask (unstable terrain)." if data.stable_map is not None else ""
     sec = [
+        ("verdict", "Verdict", _verdict_section(data, summary, steps)),
         ("statistics", "Statistics of elevation differences", _stats_section(data, summary)),
+    ]
+    inside = _inside_section(data, random_state)
+    if inside is not None:
+        sec.append(("inside-mask", "Inside the mask", inside))
+    sec += [
         ("maps", "Maps of elevation differences",
          img(maps, "maps of dh before and after") +
          note(("Full resolution" if data.factor == 1 else f"Block means of {data.factor} × {data.factor} pixels")
-              + f" on the reference grid ({data.crs}). Each dh colour scale is centred on zero and symmetric at the "
-              "98th percentile of its |dh| (see the limits in the titles).")),
-        ("histograms", "Histograms of elevation differences", img(hist, "histograms of dh before and after")),
+              + f" on the reference grid ({data.crs}). dh colours: negative (tba below ref, e.g. thinning) red, positive "
+              "blue. Each dh colour scale is centred on zero and symmetric at the 98th percentile of |dh| on the "
+              "sampled stable pixels (see the limits in the titles)." + outline)),
+        ("histograms", "Histograms of elevation differences", img(hist, "histograms of dh before and after")
+         + note("Stable pixels only (inlier/exclude masks applied)." if data.masked else "Every valid pixel (no mask).")),
     ]
     if "slope" in data.sample:
         nk = img(F.nuth_kaab_figure(data.sample, units=data.units, shift=shift), "Nuth and Kaab diagnostic")
         if history:
-            nk += img(F.history_figure(history, units=data.units, label="Nuth & Kääb"), "Nuth and Kaab iterations")
-        nk += note("Pixels with slope ≥ 1°. A horizontal shift (dx, dy) makes dh / tan(slope) vary with aspect as "
-                   "dx sin ψ + dy cos ψ (Nuth & Kääb, 2011); after a good fit the binned medians lie on zero. The curve "
-                   "is the final fitted shift; for shifts of several pixels the relation, a first-order one, "
-                   "underestimates it before coregistration, hence the iterations.")
+            nk += img(F.history_figure(history, units=data.units, label=hlabel), "Nuth and Kaab iterations")
+        nk += note("Pixels with slope ≥ 1°" + (", stable terrain only" if data.masked else "") + ". A horizontal shift "
+                   "(dx, dy) makes dh / tan(slope) vary with aspect as dx sin ψ + dy cos ψ (Nuth & Kääb, 2011); after a "
+                   "good fit the binned medians lie on zero. The curve is the final fitted shift; for shifts of several "
+                   "pixels the relation, a first-order one, underestimates it before coregistration, hence the "
+                   "iterations.")
     else:
         nk = note(data.slope_note or "Slope and aspect are not available.")
     sec.append(("nuth-kaab", "Nuth & Kääb diagnostic", nk))
     sec.append(("parameters", "Fitted parameters", _parameters_section(steps, summary, coreg)))
     sec.append(("slope-classes", "Statistics by slope class", _slope_section(data)))
-    sec.append(("processing", "Processing summary", _processing_section(data, summary, elapsed)))
     return sec
