@@ -477,7 +477,7 @@ def coreg(
     doc["peak_rss_mb"] = peak_rss_mb()
     children = peak_rss_mb(children=True)
     doc["peak_rss_children_mb"] = children if children else None
-    text = dump_json(doc, path=json_path)
+    text = dump_json(doc, path=json_path, overwrite=overwrite)
     if not quiet:
         _print_summary(doc)
         if json_path is not None:

@@ -16,6 +16,10 @@ replaces a file it was not told to replace.
   FUSE/SMB mounts), Linux's ``renameat2(RENAME_NOREPLACE)`` is used through ctypes; where that
   is missing too, a last check then :func:`os.rename` (not atomic; documented).
 - :func:`write_text_atomic`: text files (JSON, HTML reports) written the same way.
+- :func:`output_journal`: records every file :func:`move_into_place` puts in place inside the
+  block; if the block fails, those files are removed again (only if they are still the files
+  this process wrote) and a file replaced with ``overwrite`` is restored from a hard-link
+  backup. The CLI runs every command in one journal: an exit 1 leaves nothing new behind.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from pathlib import Path
 
 from xdem.errors import OutputError
 
-__all__ = ["TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic"]
+__all__ = ["TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic", "output_journal",
+           "OutputJournal"]
 
 #: Prefix of every temporary file xdem writes next to an output.
 TEMP_PREFIX = ".xdem-tmp-"
@@ -166,14 +171,110 @@ def _exists_error(path: Path) -> OutputError:
     )
 
 
+class OutputJournal:
+    """The files put in place by :func:`move_into_place` while the journal is active."""
+
+    def __init__(self) -> None:
+        self.moved: list[tuple[Path, tuple[int, int], Path | None]] = []  # path, (dev, ino), backup
+
+    def backup(self, path: Path) -> Path | None:
+        """Hard link to the existing ``path`` before it is replaced (``None`` if impossible)."""
+        if not path.exists():
+            return None
+        backup = path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-backup-{path.name}")
+        try:
+            os.link(path, backup)
+        except OSError:
+            return None
+        return backup
+
+    def record(self, path: Path, backup: Path | None) -> None:
+        st = os.stat(path)
+        self.moved.append((path, (st.st_dev, st.st_ino), backup))
+
+    def commit(self) -> None:
+        """Keep the new files; drop the backups."""
+        for _, _, backup in self.moved:
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+        self.moved.clear()
+
+    def rollback(self) -> None:
+        """Remove the files written (if still ours) and restore the replaced ones."""
+        for path, ident, backup in reversed(self.moved):
+            try:
+                st = os.stat(path)
+                ours = (st.st_dev, st.st_ino) == ident
+            except OSError:
+                ours = False
+            if ours:
+                with contextlib.suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, path)
+                        backup = None
+                    else:
+                        path.unlink()
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+        self.moved.clear()
+
+
+_JOURNALS: list[OutputJournal] = []
+
+
+@contextlib.contextmanager
+def output_journal() -> Iterator[OutputJournal]:
+    """Undo, if the block raises (anything, including ``KeyboardInterrupt``), every output that
+    :func:`move_into_place` put in place inside it.
+
+    A file written without ``overwrite`` is removed; one written with ``overwrite`` over an
+    existing file is replaced by the previous file again (kept as a hard link until the block
+    ends; where hard links are not supported the previous file cannot be restored and the new
+    one is removed). A file is only touched if it is still the one this process wrote.
+    """
+    journal = OutputJournal()
+    _JOURNALS.append(journal)
+    try:
+        yield journal
+    except BaseException as exc:
+        # a successful exit raised as an exception (sys.exit(0), click's Exit(0)) keeps the outputs
+        code = exc.code if isinstance(exc, SystemExit) else getattr(exc, "exit_code", 1)
+        if code in (0, None):
+            journal.commit()
+        else:
+            journal.rollback()
+        raise
+    else:
+        journal.commit()
+    finally:
+        _JOURNALS.remove(journal)
+
+
 def move_into_place(tmp: str | os.PathLike, path: str | os.PathLike, *, overwrite: bool) -> None:
     """Move the finished ``tmp`` onto ``path`` (same folder), atomically.
 
     With ``overwrite`` an existing ``path`` is replaced. Without, an existing ``path`` (even one
     that appeared after the checks) is never replaced: :class:`~xdem.errors.OutputError`.
-    ``tmp`` is left in place on error (the caller's temp clean-up removes it).
+    ``tmp`` is left in place on error (the caller's temp clean-up removes it). Inside
+    :func:`output_journal`, the move is recorded so that a later failure undoes it.
     """
     tmp, path = os.fspath(tmp), Path(path)
+    journal = _JOURNALS[-1] if _JOURNALS else None
+    backup = journal.backup(path) if journal is not None and overwrite else None
+    try:
+        _move(tmp, path, overwrite=overwrite)
+    except BaseException:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+        raise
+    if journal is not None:
+        journal.record(path, backup)
+
+
+def _move(tmp: str, path: Path, *, overwrite: bool) -> None:
     if overwrite:
         os.replace(tmp, path)
         return
