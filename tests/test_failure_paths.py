@@ -62,9 +62,12 @@ def _temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith((".xdem-tmp-", ".xdem-lock-")))
 
 
-def _wait_for_temp(proc: subprocess.Popen, folder: Path, *, name: str = "blocks.tif", timeout: float = 60) -> None:
+def _wait_for_temp(proc: subprocess.Popen, folder: Path, *, name: str = "blocks.tif", pid: int | None = None,
+                   timeout: float = 60) -> None:
+    """Wait until a temp file ``*name`` (of process ``pid``, if given) is in ``folder``."""
     t0 = time.time()
-    while not any(n.endswith(name) for n in _temps(folder)):
+    start = f".xdem-tmp-{pid}-" if pid is not None else ".xdem-tmp-"
+    while not any(n.endswith(name) and n.startswith(start) for n in _temps(folder)):
         if proc.poll() is not None:
             raise AssertionError(f"child ended before writing: {proc.communicate()}")
         if time.time() - t0 > timeout:
@@ -316,3 +319,189 @@ def test_cli_two_concurrent_runs(tmp_path, big_pair):
     assert _temps(tmp_path) == []
     with rasterio.open(out) as src:
         assert src.read(1, window=((0, 1), (0, 1)))[0, 0] != 0
+
+
+# ---------------------------------------------------------------------------- signals
+
+
+def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair):
+    out = tmp_path / "out.tif"
+    proc = _big_coreg(big_pair, out)
+    _wait_for_temp(proc, tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    _one_line_error(stderr, "terminated by SIGTERM")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigint_during_write_cleans_up(tmp_path, big_pair):
+    out = tmp_path / "out.tif"
+    proc = _big_coreg(big_pair, out)
+    _wait_for_temp(proc, tmp_path)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0 and list(tmp_path.iterdir()) == []
+
+
+_WRITER = """
+import sys, numpy as np, xarray as xr
+import rioxarray  # noqa: F401
+from xdem.io.cog import write_cog
+n = 3000
+a = np.random.default_rng(0).normal(size=(n, n)).astype("float32")
+dem = xr.DataArray(a, dims=("y", "x"), coords={"y": np.arange(n)[::-1] + 0.5, "x": np.arange(n) + 0.5})
+dem = dem.rio.write_crs("EPSG:32632").chunk(512)
+write_cog(dem, sys.argv[1])
+"""
+
+
+def test_sigkill_temps_removed_by_a_later_write_never_those_of_a_live_writer(tmp_path, lidar_dem):
+    script = tmp_path.parent / f"{tmp_path.name}-writer.py"
+    script.write_text(_WRITER)
+    live = _popen(str(script), str(tmp_path / "live.tif"))
+    killed = _popen(str(script), str(tmp_path / "killed.tif"))
+    try:
+        _wait_for_temp(live, tmp_path, pid=live.pid)
+        live.send_signal(signal.SIGSTOP)  # a live writer, paused so that it cannot finish meanwhile
+        _wait_for_temp(killed, tmp_path, pid=killed.pid)
+        killed.kill()  # SIGKILL: no clean-up at all
+        killed.wait(timeout=30)
+        dead = [n for n in _temps(tmp_path) if n.startswith(f".xdem-tmp-{killed.pid}-")]
+        alive = [n for n in _temps(tmp_path) if n.startswith(f".xdem-tmp-{live.pid}-")]
+        assert dead and alive and any(n.endswith("owner.lock") for n in dead)
+        write_cog(lidar_dem, tmp_path / "later.tif")  # a later write in that folder
+        left = _temps(tmp_path)
+        assert not any(n.startswith(f".xdem-tmp-{killed.pid}-") for n in left), left
+        assert any(n.startswith(f".xdem-tmp-{live.pid}-") for n in left), left  # never a live writer's
+    finally:
+        live.kill()
+        live.wait(timeout=30)
+        killed.kill()
+        killed.wait(timeout=30)
+    assert atomic.remove_stale_temps(tmp_path)  # the live writer is dead now too
+    assert _temps(tmp_path) == []
+    assert not (tmp_path / "killed.tif").exists() and not (tmp_path / "live.tif").exists()
+
+
+def test_temps_without_owner_lock_are_removed_only_when_old_and_dead(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".xdem-tmp-{dead.pid}-{'a' * 32}-out.json"
+    fresh = tmp_path / f".xdem-tmp-{dead.pid}-{'b' * 32}-out.json"
+    mine = tmp_path / f".xdem-tmp-{os.getpid()}-{'c' * 32}-out.json"
+    for p in (stale, fresh, mine):
+        p.write_text("{}")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    os.utime(mine, (old, old))
+    atomic.remove_stale_temps(tmp_path)
+    assert not stale.exists() and fresh.exists() and mine.exists()
+
+
+# ---------------------------------------------------------------------------- disk full
+
+
+def test_disk_full_during_cog_copy_is_one_error(tmp_path, monkeypatch, lidar_dem):
+    """GDAL's COG copy fails with ENOSPC (injected; rasterio raises CPLE errors or OSError)."""
+    import xdem.io.cog as cog
+
+    def full(tmp, out, **kw):
+        Path(out).write_bytes(b"partial COG")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cog, "_copy_to_cog", full)
+    with pytest.raises(OutputError, match=r"no space left .* MB are needed .* MB were free") as err:
+        write_cog(lidar_dem, tmp_path / "out.tif")
+    assert "\n" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _mount_tmpfs(folder: Path, size: str) -> bool:
+    folder.mkdir()
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return False
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    return res.returncode == 0
+
+
+def test_disk_full_real_tmpfs(tmp_path, big_pair):
+    """A real full disk: a 60 MB tmpfs holds the 36 MB temporary GTiff but not the COG as well.
+
+    Needs root (CI runs as root). Where mounting is impossible the same CLI run goes to a
+    normal folder and must succeed: the fallback path is asserted instead of skipping."""
+    small = tmp_path / "small"
+    mounted = _mount_tmpfs(small, "60m")
+    try:
+        ref, tba = big_pair
+        rng = np.random.default_rng(1)  # incompressible data: the COG is as large as the raw DEM
+        noisy = tmp_path / "noisy.tif"
+        write_tif(noisy, rng.normal(size=(3000, 3000)).astype(np.float32), tiled=True, compress=None)
+        out = small / "out.tif"
+        res = _xdem("coreg", str(noisy), str(noisy.with_name("noisy.tif")), "-o", str(out), "--method", "vshift",
+                    "-q", "--no-stats", "--json-out", str(small / "c.json"))
+        if mounted:
+            assert res.returncode == 1, res.stderr
+            _one_line_error(res.stderr, "no space left", str(small), "MB are needed")
+            assert list(small.iterdir()) == []
+        else:
+            assert res.returncode == 0, res.stderr
+            assert out.exists() and _temps(small) == []
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(small)], check=True)
+
+
+# ---------------------------------------------------------------------------- exit 1 after the output was written
+
+
+def _fail_stats(monkeypatch):
+    import xdem.cli.coreg as cli_coreg
+    from xdem.errors import NotEnoughDataError
+
+    def boom(*args, **kwargs):
+        raise NotEnoughDataError("no stable pixel left for the statistics (injected)")
+
+    monkeypatch.setattr(cli_coreg, "dh_stats", boom)
+
+
+def test_failure_after_write_removes_the_new_output(tmp_path, pair, monkeypatch):
+    _fail_stats(monkeypatch)
+    out = tmp_path / "out.tif"
+    res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--exact-stats"])
+    assert res.exit_code == 1
+    _one_line_error(res.stderr, "injected")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failure_after_write_with_overwrite_restores_the_previous_output(tmp_path, pair, monkeypatch):
+    out = tmp_path / "out.tif"
+    out.write_bytes(b"previous result")
+    _fail_stats(monkeypatch)
+    res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--exact-stats",
+                                    "--overwrite"])
+    assert res.exit_code == 1
+    assert out.read_bytes() == b"previous result" and [p.name for p in tmp_path.iterdir()] == ["out.tif"]
+
+
+def test_json_folder_gone_after_write_exits_1_and_leaves_nothing(tmp_path, big_pair):
+    """A real failure after the output is in place: the --json-out folder disappears during the run."""
+    out_dir, json_dir = tmp_path / "out", tmp_path / "json"
+    out_dir.mkdir()
+    json_dir.mkdir()
+    proc = _big_coreg(big_pair, out_dir / "out.tif", "--json-out", str(json_dir / "c.json"))
+    _wait_for_temp(proc, out_dir)  # the checks are done: the write has begun
+    json_dir.rmdir()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    _one_line_error(stderr, str(json_dir / "c.json"))
+    assert list(out_dir.iterdir()) == []
+
+
+def test_successful_run_keeps_outputs_and_no_backup(tmp_path, pair):
+    out = tmp_path / "out.tif"
+    out.write_bytes(b"old")
+    res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--overwrite",
+                                    "--method", "vshift", "--json-out", str(tmp_path / "c.json"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "out.tif"] and out.read_bytes() != b"old"

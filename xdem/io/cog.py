@@ -342,8 +342,54 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
     }
     if predictor is not None:
         options["PREDICTOR"] = predictor
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
-        rasterio.shutil.copy(tmp, out, driver="COG", **options)
+    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+        try:
+            rasterio.shutil.copy(tmp, out, driver="COG", **options)
+        except Exception:
+            if "No space left on device" in captured.text():
+                raise OSError(errno.ENOSPC, "No space left on device", out) from None
+            raise
+    if "No space left on device" in captured.text():  # GDAL may "succeed" with a truncated COG
+        raise OSError(errno.ENOSPC, "No space left on device", out)
+
+
+class _Captured:
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+        self.final: str | None = None
+
+    def text(self) -> str:
+        if self.final is not None or self.fh is None:
+            return self.final or ""
+        self.fh.flush()
+        self.fh.seek(0)
+        return self.fh.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _captured_fd2() -> Any:
+    """Capture what is written on file descriptor 2 (libtiff prints "No space left on device"
+    there from GDAL's threads, bypassing rasterio's error handler) during the block. Unless it
+    reports a full disk (which becomes one clear error), the text is written back to fd 2."""
+    import tempfile  # noqa: PLC0415
+
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all
+        yield _Captured(None)
+        return
+    fh = tempfile.TemporaryFile()
+    os.dup2(fh.fileno(), 2)
+    captured = _Captured(fh)
+    try:
+        yield captured
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        text = captured.final = captured.text()
+        fh.close()
+        if text and "No space left on device" not in text:
+            os.write(2, text.encode())
 
 
 def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict[str, Any]:
