@@ -371,7 +371,7 @@ def coreg(
 
     Both DEMs are read lazily; the fit, the output (a COG, nodata -9999) and the exact
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
-    0 success, 1 error, 2 usage error.
+    0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
     """
     from xdem.cli._common import (  # noqa: PLC0415
         Progress, check_new_output, check_scheduler, dump_json, one_line_warnings, peak_rss_mb, stdout_to_stderr,
