@@ -127,9 +127,12 @@ def test_damaged_tile_is_one_error_naming_file_and_tile(tmp_path):
     assert float(dem[:256, :256].sum().compute()) > 0  # the other tiles still read
 
 
-def test_cli_damaged_tile(tmp_path, pair):
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_cli_damaged_tile(tmp_path, scheduler):
+    """Also from a worker process: the error must survive pickling (no GDAL exception attached)."""
     path = _damaged_tif(tmp_path / "rot.tif")
-    res = _xdem("coreg", str(path), str(path), "-o", str(tmp_path / "out.tif"), "--method", "vshift")
+    res = _xdem("coreg", str(path), str(path), "-o", str(tmp_path / "out.tif"), "--method", "vshift",
+                "--scheduler", scheduler, *(["--workers", "2"] if scheduler == "processes" else []))
     assert res.returncode == 1
     _one_line_error(res.stderr, str(path), "tile column 2 row 1", "copy or download it again")
     assert not (tmp_path / "out.tif").exists() and _temps(tmp_path) == []
@@ -324,9 +327,10 @@ def test_cli_two_concurrent_runs(tmp_path, big_pair):
 # ---------------------------------------------------------------------------- signals
 
 
-def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair):
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, scheduler):
     out = tmp_path / "out.tif"
-    proc = _big_coreg(big_pair, out)
+    proc = _big_coreg(big_pair, out, "--scheduler", scheduler, *(["--workers", "2"] if scheduler == "processes" else []))
     _wait_for_temp(proc, tmp_path)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)

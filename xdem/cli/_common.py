@@ -174,7 +174,7 @@ def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Ite
                 warnings.filterwarnings("ignore", message="Port .* is already in use")
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    silence_logs=logging.CRITICAL,  # task errors are re-raised here, on one line
                 ))
             client = stack.enter_context(Client(cluster, set_as_default=False))
             info["workers"] = n

@@ -174,7 +174,10 @@ class _NamedReader:
         try:
             return np.asarray(self.lazy[key].values)
         except Exception as exc:  # noqa: BLE001 - rasterio/GDAL raise many types
-            raise ReadError(_read_error_message(self.path, self.shape, key, exc)) from exc
+            message = _read_error_message(self.path, self.shape, key, exc)
+        # raised outside the except block, without cause or context: GDAL's CPLE_* exceptions
+        # do not survive pickling, and distributed would then replace ours by a bare Exception
+        raise ReadError(message)
 
 
 def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
