@@ -509,3 +509,11 @@ def test_successful_run_keeps_outputs_and_no_backup(tmp_path, pair):
                                     "--method", "vshift", "--json-out", str(tmp_path / "c.json"), "-q"])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "out.tif"] and out.read_bytes() != b"old"
+
+
+def test_without_locks_stale_temps_fall_back_on_pid_and_age(tmp_path, monkeypatch):
+    monkeypatch.setattr(atomic, "_flock", lambda fd, block: None)  # e.g. NFS without flock
+    with atomic.owned_temps(tmp_path) as prefix:
+        Path(prefix + "blocks.tif").write_bytes(b"x")
+        assert atomic.remove_stale_temps(tmp_path) == []  # our own pid is alive
+    assert _temps(tmp_path) == []

@@ -45,16 +45,19 @@ _OWNER = "owner.lock"
 _ORPHAN_AGE_S = 3600.0
 
 
-def _flock(fd: int, *, block: bool) -> bool:
-    """``flock(LOCK_EX)`` on ``fd``; False if another process holds it (non-blocking)."""
+def _flock(fd: int, *, block: bool) -> bool | None:
+    """``flock(LOCK_EX)`` on ``fd``: True if taken, False if another process holds it
+    (non-blocking), None where locks are not available (Windows, some network filesystems)."""
     try:
         import fcntl  # noqa: PLC0415  (POSIX only)
-    except ImportError:  # pragma: no cover - Windows: files in use cannot be deleted anyway
-        return True
+    except ImportError:  # pragma: no cover - Windows
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
     except BlockingIOError:
         return False
+    except OSError:  # ENOLCK, EOPNOTSUPP: no locks on this filesystem
+        return None
     return True
 
 
@@ -84,8 +87,9 @@ def remove_stale_temps(folder: str | os.PathLike) -> list[str]:
 
     A temp set ``.xdem-tmp-<pid>-<hex>-*`` is stale when its ``owner.lock`` can be locked (its
     owner, which held the lock for its lifetime, is gone: locks die with their process, even
-    on SIGKILL). Sets without an owner lock are removed only when their pid is not running and
-    they are older than an hour. Returns the prefixes removed.
+    on SIGKILL). Sets without an owner lock, and every set where locks are not available
+    (Windows, network filesystems without ``flock``), are removed only when their pid is not
+    running on this machine and nothing in them changed for an hour. Returns the prefixes removed.
     """
     folder = Path(folder)
     removed = []
@@ -103,22 +107,29 @@ def remove_stale_temps(folder: str | os.PathLike) -> list[str]:
         try:
             fd = os.open(owner, os.O_RDWR)
         except FileNotFoundError:
-            files = list(folder.glob(prefix + "*"))
-            with contextlib.suppress(OSError):
-                newest = max(f.stat().st_mtime for f in files)
-                if not _pid_alive(pid) and time.time() - newest > _ORPHAN_AGE_S:
-                    _remove_set(folder, prefix)
-                    removed.append(prefix)
+            if _orphan(folder, prefix, pid):
+                _remove_set(folder, prefix)
+                removed.append(prefix)
             continue
         except OSError:
             continue
         try:
-            if _flock(fd, block=False):  # nobody holds it: the owner is dead
+            free = _flock(fd, block=False)
+            if free or (free is None and _orphan(folder, prefix, pid)):  # lock free: the owner is dead
                 _remove_set(folder, prefix)
                 removed.append(prefix)
         finally:
             os.close(fd)
     return removed
+
+
+def _orphan(folder: Path, prefix: str, pid: int) -> bool:
+    """No lock to ask: stale if the pid is not running here and nothing changed for an hour."""
+    try:
+        newest = max(f.stat().st_mtime for f in folder.glob(prefix + "*"))
+    except (OSError, ValueError):
+        return False
+    return not _pid_alive(pid) and time.time() - newest > _ORPHAN_AGE_S
 
 
 @contextlib.contextmanager
