@@ -312,16 +312,23 @@ def test_cli_second_run_on_same_output_exits_1(tmp_path, pair, monkeypatch):
     assert out.read_bytes() == b"first run" and not (tmp_path / "c.json").exists() and _temps(tmp_path) == []
 
 
-def test_cli_two_concurrent_runs(tmp_path, big_pair):
+def test_cli_two_concurrent_runs(tmp_path, pair):
+    """Two real runs on one -o: exactly one wins, the other exits 1 and the output is the winner's."""
     out = tmp_path / "out.tif"
-    procs = [_big_coreg(big_pair, out), _big_coreg(big_pair, out, "--chunks", "512")]
+    methods = ["vshift", "nuthkaab"]
+    procs = [_popen("-m", "xdem", "coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--method", m, "-q",
+                    "--no-stats", "--json-out", str(tmp_path / f"{m}.json")) for m in methods]
     results = [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
-    codes = sorted(code for code, _ in results)
-    assert codes == [0, 1], results
+    assert sorted(code for code, _ in results) == [0, 1], results
     _one_line_error(next(err for code, err in results if code == 1), str(out))
-    assert _temps(tmp_path) == []
+    winner = methods[[code for code, _ in results].index(0)]
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".json"] == [f"{winner}.json"] and _temps(tmp_path) == []
+    ref = xdem.open_dem(pair["ref"])
     with rasterio.open(out) as src:
-        assert src.read(1, window=((0, 1), (0, 1)))[0, 0] != 0
+        aligned = src.read(1, masked=True).filled(np.nan)
+    shifted = winner == "nuthkaab"  # vshift keeps the 3 m horizontal offset: a large residual
+    residual = float(np.nanmedian(np.abs(aligned - ref.values)))
+    assert (residual < 0.1) == shifted, (winner, residual)
 
 
 # ---------------------------------------------------------------------------- signals
