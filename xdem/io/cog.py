@@ -38,7 +38,7 @@ import rasterio.shutil
 import rasterio.windows
 import xarray as xr
 
-from xdem.errors import InputError, OutputError
+from xdem.errors import InputError, OutputError, XdemError
 from xdem.io.atomic import TEMP_PREFIX, move_into_place, owned_temps
 from xdem.io.grid import block_tasks
 from xdem.io.sources import find_sources
@@ -239,11 +239,14 @@ def _disk_full(exc: BaseException | None, folder: Path) -> bool:
     """Whether a write failure was a full disk: ENOSPC anywhere in the exception chain (GDAL
     often only says "Write failed"/"Seek error"), or under 1 MiB left in ``folder``."""
     seen = set()
+    io_error = exc is None or isinstance(exc, OSError) or type(exc).__module__.startswith("rasterio")
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in str(exc):
             return True
         exc = exc.__cause__ or exc.__context__
+    if not io_error:  # e.g. an error of the DEM's own graph: not the disk, however full
+        return False
     with contextlib.suppress(OSError):
         return shutil.disk_usage(folder).free < 2**20
     return False
@@ -514,7 +517,7 @@ def write_cog(
             _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=predictor, blocksize=blocksize)
             full = _disk_full(None, out.parent)  # GDAL may "succeed" with a truncated COG
         except Exception as exc:  # rasterio/GDAL raise RasterioIOError, OSError or CPLE_* errors
-            if _disk_full(exc, out.parent):
+            if not isinstance(exc, XdemError) and _disk_full(exc, out.parent):  # not e.g. a ReadError of an input
                 raise _disk_full_error(out, shape=dem.shape, dtype=dtype, free_mb=free_mb) from exc
             if isinstance(exc, (rasterio.errors.RasterioIOError, OSError)) and not isinstance(exc, OutputError):
                 raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
