@@ -524,3 +524,18 @@ def test_without_locks_stale_temps_fall_back_on_pid_and_age(tmp_path, monkeypatc
         Path(prefix + "blocks.tif").write_bytes(b"x")
         assert atomic.remove_stale_temps(tmp_path) == []  # our own pid is alive
     assert _temps(tmp_path) == []
+
+
+def test_damaged_input_on_a_nearly_full_disk_is_not_a_disk_error(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    import xdem.io.cog as cog
+
+    dem = xdem.open_dem(_damaged_tif(tmp_path / "rot.tif"))
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(cog.shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 1000, 1000))
+    with pytest.raises(ReadError, match="rot.tif"):
+        write_cog(dem, tmp_path / "out.tif")
+    monkeypatch.setattr(cog.shutil, "disk_usage", shutil.disk_usage)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rot.tif"]
