@@ -299,7 +299,10 @@ class NuthKaab(AffineCoreg):
         ``(shift_x, shift_y)`` to start the iterations from (a first estimate of the result,
         in CRS units, same sign convention); ``None`` starts from 0. Pixels are then drawn
         where the moved DEM is valid and the windows are cut around the shifted positions.
-        Use it when the DEMs are offset by more than about a quarter of their size.
+        Use it when the DEMs are offset by more than about a quarter of their size. The
+        to-be-aligned DEM is first brought onto the reference grid, cropped to where both
+        exist: the shifted positions must fall inside that overlap (true for DEMs on one
+        grid; a DEM whose geotransform is off by that much is better fixed there).
     on_divergence
         ``"raise"`` (default): a diverging fit raises :class:`~xdem.errors.ConvergenceError`.
         ``"warn"``: accept a partial result: a :class:`~xdem.errors.ConvergenceWarning`, the
