@@ -334,11 +334,13 @@ def test_cli_two_concurrent_runs(tmp_path, pair):
 # ---------------------------------------------------------------------------- signals
 
 
-@pytest.mark.parametrize("scheduler", ["threads", "processes"])
-def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, scheduler):
+@pytest.mark.parametrize("scheduler, phase", [("threads", "blocks.tif"), ("processes", "blocks.tif"),
+                                              ("threads", "-out.tif")])
+def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, scheduler, phase):
+    """SIGTERM in the block-writing pass (dask) or in GDAL's COG copy (handled when it returns)."""
     out = tmp_path / "out.tif"
     proc = _big_coreg(big_pair, out, "--scheduler", scheduler, *(["--workers", "2"] if scheduler == "processes" else []))
-    _wait_for_temp(proc, tmp_path)
+    _wait_for_temp(proc, tmp_path, name=phase)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
