@@ -376,9 +376,13 @@ def _captured_fd2() -> Any:
     reports a full disk (which becomes one clear error), the text is written back to fd 2."""
     import tempfile  # noqa: PLC0415
 
+    if not _FD2_LOCK.acquire(blocking=False):  # another thread's copy is capturing: fd 2 is not ours
+        yield _Captured(None)
+        return
     try:
         saved = os.dup(2)
     except OSError:  # no stderr at all
+        _FD2_LOCK.release()
         yield _Captured(None)
         return
     fh = tempfile.TemporaryFile()
@@ -389,10 +393,14 @@ def _captured_fd2() -> Any:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+        _FD2_LOCK.release()
         text = captured.final = captured.text()
         fh.close()
         if text and "No space left on device" not in text:
             os.write(2, text.encode())
+
+
+_FD2_LOCK = threading.Lock()
 
 
 def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict[str, Any]:
