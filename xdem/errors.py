@@ -9,11 +9,13 @@ from __future__ import annotations
 __all__ = [
     "XdemError",
     "InputError",
+    "ReadError",
     "CRSError",
     "OverlapError",
     "NotEnoughDataError",
     "NotFittedError",
     "OutputError",
+    "ConvergenceError",
     "ChunkSizeError",
     "XdemWarning",
     "ConvergenceWarning",
@@ -28,6 +30,10 @@ class XdemError(Exception):
 
 class InputError(XdemError, ValueError):
     """An input (file, array, argument) is missing, unreadable or malformed."""
+
+
+class ReadError(InputError):
+    """Reading a file failed after it was opened: a corrupt tile, a missing VRT source."""
 
 
 class CRSError(InputError):
@@ -48,6 +54,10 @@ class NotFittedError(XdemError, AttributeError):
 
 class OutputError(XdemError, OSError):
     """An output cannot be written (exists, is an input, folder not writable)."""
+
+
+class ConvergenceError(XdemError, RuntimeError):
+    """An iterative method diverged and the user did not accept a partial result."""
 
 
 class ChunkSizeError(InputError):

@@ -10,7 +10,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xdem.errors import InputError
+from xdem.errors import InputError, OverlapError
 from xdem.io.grid import block_pixel_offsets, get_transform, same_grid
 
 __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
@@ -39,6 +39,21 @@ def _rasterize_block(block: np.ndarray, *, geoms: list, transform, block_info=No
     return burned.astype(bool)
 
 
+def _read_vector(path: str | os.PathLike) -> Any:
+    """``geopandas.read_file(path)``, any failure (corrupt, truncated, not a vector file) as
+    one :class:`~xdem.errors.InputError` naming the mask."""
+    import geopandas as gpd
+
+    try:
+        return gpd.read_file(path)
+    except Exception as exc:  # noqa: BLE001 - pyogrio/fiona/GDAL raise many types
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise InputError(
+            f"cannot read the vector mask '{path}' ({detail}); the file is corrupt, truncated or not a vector "
+            "format GDAL reads (GeoPackage, Shapefile, GeoJSON...): export it again"
+        ) from exc
+
+
 def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
     """Lazy boolean array on ``dem``'s grid, True inside the polygons of ``vector``.
 
@@ -47,7 +62,7 @@ def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
     """
     import geopandas as gpd
 
-    gdf = gpd.read_file(vector) if isinstance(vector, (str, os.PathLike)) else vector
+    gdf = _read_vector(vector) if isinstance(vector, (str, os.PathLike)) else vector
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(f"expected a vector file or GeoDataFrame, got {type(vector).__name__}")
     if gdf.crs is None:
@@ -99,9 +114,17 @@ def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> 
 
             m = open_dem(path)
             m = (m.fillna(0) != 0).astype(np.float32)
-            _, m = align_pair(dem, m, resampling="nearest")
+            try:
+                _, m = align_pair(dem, m, resampling="nearest")
+            except OverlapError as exc:
+                mb = tuple(round(v, 3) for v in m.rio.bounds())
+                db = tuple(round(v, 3) for v in dem.rio.bounds())
+                raise OverlapError(
+                    f"the mask '{path}' does not overlap the DEM: mask bounds {mb} in {m.rio.crs}, DEM bounds {db} "
+                    f"in {dem.rio.crs}; give a mask covering the reference DEM (and check its CRS)"
+                ) from exc
             if m.shape != dem.shape:
-                raise InputError("the raster mask does not cover the DEM; give a mask on the reference grid")
+                raise InputError(f"the raster mask '{path}' does not cover the DEM; give a mask on the reference grid")
             out = m.data > 0.5
     elif isinstance(mask, xr.DataArray):
         if mask.shape != dem.shape or (mask.rio.crs is not None and not same_grid(mask, dem)):

@@ -1,13 +1,20 @@
 """The ``xdem`` command line: one click group, one module per sub-command.
 
 Exit codes: 0 success, 1 error (an :class:`xdem.errors.XdemError` or an I/O failure,
-reported on one line), 2 usage error (click's own).
+reported on one line), 2 usage error (click's own), 143 terminated by SIGTERM (128 + 15, the
+shell's convention; ``timeout``, SLURM and ``docker stop`` send it). SIGTERM unwinds the
+command like Ctrl-C (:class:`Terminated`, a ``KeyboardInterrupt``), so the same clean-up runs:
+temporary files are removed. Every command runs in one :func:`xdem.io.atomic.output_journal`:
+when it fails (any exit but 0), the outputs it had already moved into place are removed again
+(a file replaced with ``--overwrite`` is restored), so a failed run leaves nothing new behind.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -15,18 +22,44 @@ from xdem._version import __version__
 from xdem.errors import XdemError
 
 
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM (see the module notes)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
+    raise Terminated(signum)
+
+
+def _on_sigterm() -> object:
+    """Install the SIGTERM handler (main thread only); returns the previous one, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 class _XdemGroup(click.Group):
     """Turn xdem errors into one clear line on stderr and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D102
+        from xdem.io.atomic import output_journal  # noqa: PLC0415
+
+        previous = _on_sigterm()
         try:
-            return super().invoke(ctx)
+            with output_journal():
+                return super().invoke(ctx)
+        except Terminated:
+            click.echo("Error: terminated by SIGTERM; temporary files were removed and no output was left", err=True)
+            sys.exit(128 + signal.SIGTERM)
         except XdemError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(1)
         except OSError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(1)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=_XdemGroup, context_settings={"help_option_names": ["-h", "--help"]})

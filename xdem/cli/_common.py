@@ -174,7 +174,7 @@ def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Ite
                 warnings.filterwarnings("ignore", message="Port .* is already in use")
                 cluster = stack.enter_context(LocalCluster(
                     n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    silence_logs=logging.CRITICAL,  # task errors are re-raised here, on one line
                 ))
             client = stack.enter_context(Client(cluster, set_as_default=False))
             info["workers"] = n
@@ -319,21 +319,15 @@ def jsonable(value: Any) -> Any:
     return getattr(value, "__name__", repr(value))
 
 
-def dump_json(doc: Any, *, path: str | os.PathLike | None = None) -> str:
-    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``."""
+def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
+    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
+    (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
+    ``path`` meanwhile is never replaced)."""
     text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
     if path is not None:
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(text + "\n")
-            os.replace(tmp, path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            from xdem.errors import OutputError  # noqa: PLC0415
+        from xdem.io.atomic import write_text_atomic  # noqa: PLC0415
 
-            raise OutputError(f"cannot write '{path}' ({exc}); check the folder exists and is writable") from exc
+        write_text_atomic(path, text + "\n", overwrite=overwrite)
     return text
 
 

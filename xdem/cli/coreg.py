@@ -37,8 +37,11 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "fit_or_bin": ("fit_or_bin",),
     "subsample": ("subsample",),
     "random_state": ("random_state",),
+    "initial_shift": ("initial_shift",),
+    "on_divergence": ("on_divergence",),
 }
 _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
+_OPTION_FLAGS["on_divergence"] = "--allow-divergence"
 _HIDDEN = {"coregpipeline"}
 
 
@@ -389,6 +392,12 @@ def _print_summary(doc: dict) -> None:
 @click.option("--subsample", type=float, default=None, callback=_subsample,
               help="Pixels used by every step: fraction (<= 1) or count (> 1). Default: each method's own.")
 @click.option("--random-state", type=int, default=None, help="Seed of the subsample, for every step.")
+@click.option("--initial-shift", type=(float, float), default=None, metavar="DX DY",
+              help="Start the shift estimate (nuthkaab, nuthkaab_deramp) from this shift to apply to TBA, in CRS units: "
+                   "needed when the DEMs are offset by more than about a quarter of their size.")
+@click.option("--allow-divergence", is_flag=True,
+              help="Accept a partial result when the shift estimate diverges (warning, horizontal shift reset) "
+                   "instead of failing with exit code 1.")
 @click.option("--chunks", type=click.IntRange(min=16), default=None, help="Chunk side in pixels (default: auto).")
 @click.option("--overwrite", is_flag=True, help="Replace existing output, --json-out and --report files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (and nothing else).")
@@ -404,7 +413,8 @@ def _print_summary(doc: dict) -> None:
 def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
-    subsample: float | int | None, random_state: int | None, chunks: int | None, overwrite: bool, as_json: bool,
+    subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
+    allow_divergence: bool, chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba",
 ) -> None:
@@ -419,7 +429,7 @@ def coreg(
 
     Both DEMs are read lazily; the fit, the output (a COG, nodata -9999) and the exact
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
-    0 success, 1 error, 2 usage error.
+    0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
     """
     from xdem.cli._common import (  # noqa: PLC0415
         Progress, check_new_output, check_scheduler, dump_json, one_line_warnings, peak_rss_mb, stdout_to_stderr,
@@ -431,7 +441,8 @@ def coreg(
     sched = check_scheduler(scheduler, workers)
     classes = resolve_methods(method)
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
-               "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state}
+               "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
+               "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None}
     # Cheap checks first, so that nobody waits for a fit that cannot be saved.
     inputs = {"reference": ref, "to-be-aligned DEM": tba, "inlier mask": inlier_mask, "exclude mask": exclude_mask}
     for label, path in inputs.items():
@@ -559,7 +570,7 @@ def coreg(
         doc["peak_rss_mb"] = peak_rss_mb()
     children = peak_rss_mb(children=True)
     doc["peak_rss_children_mb"] = children if children else None
-    text = dump_json(doc, path=json_path)
+    text = dump_json(doc, path=json_path, overwrite=overwrite)
     if not quiet:
         _print_summary(doc)
         if json_path is not None:

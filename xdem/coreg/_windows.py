@@ -154,23 +154,67 @@ def sample_with_terrain(
     resampling: str,
     terrain_method: str,
     half: int = 2,
+    initial_shift: tuple[float, float] | None = None,
 ) -> SlopedSample:
     """Draw the subsample and cut windows of both DEMs around it: one pass over the data
     (two when few pixels are valid).
 
     The windows are cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`). Slope and
-    aspect come from the reference windows.
+    aspect come from the reference windows. With an ``initial_shift`` ``(sx, sy)``, pixels are
+    drawn where ``tba`` moved by that shift is valid (not where ``tba`` itself is), and the
+    sampler cuts the ``tba`` windows around the shifted positions at its first call (one
+    more pass).
     """
+    valid = data.valid()
+    windows = {"win_ref": data.ref.data, "win_tba": data.tba.data}
+    if initial_shift is not None and tuple(initial_shift) != (0.0, 0.0):
+        from xdem.coreg.affine import shift_dem  # noqa: PLC0415  (affine imports this module)
+
+        moved = shift_dem(data.tba, shift_x=float(initial_shift[0]), shift_y=float(initial_shift[1]),
+                          resampling=resampling)
+        valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
+        del windows["win_tba"]
     s = sample_valid(
-        data.valid(), {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
-        min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data}, half=half,
+        valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
+        min_count=min_count, what=what, windows=windows, half=half,
     )
-    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
+    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba", None)
     res_x, res_y = signed_resolution(data.ref)
     slope, aspect = terrain_at_windows(win_ref, half, res_x=res_x, res_y=res_y, method=terrain_method)
     sampler = WindowSampler(data.tba, s["row"], s["col"], resampling, half)
-    sampler.prime(win_tba)
+    if win_tba is not None:
+        sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
+
+
+def check_divergence_params(*, initial_shift: object, on_divergence: object) -> tuple[float, float]:
+    """Validate the ``initial_shift`` and ``on_divergence`` hyper-parameters of the shift
+    estimators; returns the starting shift (``(0, 0)`` when ``initial_shift`` is ``None``)."""
+    from xdem.errors import InputError  # noqa: PLC0415
+
+    if on_divergence not in ("raise", "warn"):
+        raise InputError(f"on_divergence must be 'raise' or 'warn', got {on_divergence!r}")
+    if initial_shift is None:
+        return 0.0, 0.0
+    try:
+        sx, sy = (float(v) for v in initial_shift)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise InputError(f"initial_shift must be two numbers (shift_x, shift_y) in CRS units, got {initial_shift!r}") from None
+    if not (np.isfinite(sx) and np.isfinite(sy)):
+        raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
+    return sx, sy
+
+
+def divergence_message(what: str, sx: float, sy: float, iterations: int, start: tuple[float, float]) -> str:
+    """One-line message for a diverged shift estimate, with the ways out."""
+    began = "" if start == (0.0, 0.0) else f" from initial_shift ({start[0]:g}, {start[1]:g})"
+    return (
+        f"{what} diverged: the shift reached ({sx:.1f}, {sy:.1f}) after {iterations} iterations{began}, more than a "
+        "quarter of the DEM's size; if the DEMs really are that far apart, start from an estimate with "
+        "initial_shift=(dx, dy) (CLI: --initial-shift DX DY, the shift to apply, in CRS units); otherwise check the "
+        "inlier mask and the terrain, or accept a partial result (horizontal shift reset) with on_divergence='warn' "
+        "(CLI: --allow-divergence)"
+    )
 
 
 @dataclass

@@ -19,9 +19,10 @@ import xarray as xr
 from affine import Affine
 
 from xdem.coreg.base import Coreg, FitData, register
-from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform, shift_in_pixels, with_transform
 from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrain
+from xdem.coreg._windows import check_divergence_params, divergence_message
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 from xdem.sampling import sample_valid
@@ -272,7 +273,11 @@ class NuthKaab(AffineCoreg):
     horizontal fit. If too few sloped pixels or aspect directions remain, the horizontal
     shift is not estimated: a :class:`~xdem.errors.FlatTerrainWarning` is emitted,
     ``horizontal_constrained_`` is False and ``shift_x_ = shift_y_ = 0``. Not converging
-    emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False``.
+    emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False``. Diverging
+    (the shift moving more than a quarter of the DEM's size from its start, typically when
+    the DEMs are offset by more than about half their width) raises a
+    :class:`~xdem.errors.ConvergenceError` that suggests ``initial_shift``, unless
+    ``on_divergence="warn"``.
 
     Parameters
     ----------
@@ -294,6 +299,19 @@ class NuthKaab(AffineCoreg):
         ``"bilinear"`` or ``"cubic"``: used to evaluate the DEM in fit and to apply.
     terrain_method
         Slope/aspect method: ``"horn"`` or ``"zevenbergthorne"``.
+    initial_shift
+        ``(shift_x, shift_y)`` to start the iterations from (a first estimate of the result,
+        in CRS units, same sign convention); ``None`` starts from 0. Pixels are then drawn
+        where the moved DEM is valid and the windows are cut around the shifted positions.
+        Use it when the DEMs are offset by more than about a quarter of their size. The
+        to-be-aligned DEM is first brought onto the reference grid, cropped to where both
+        exist: the shifted positions must fall inside that overlap (true for DEMs on one
+        grid; a DEM whose geotransform is off by that much is better fixed there).
+    on_divergence
+        ``"raise"`` (default): a diverging fit raises :class:`~xdem.errors.ConvergenceError`.
+        ``"warn"``: accept a partial result: a :class:`~xdem.errors.ConvergenceWarning`, the
+        horizontal shift is reset to its start (``initial_shift`` or 0), ``converged_`` is
+        False, and only the vertical shift is estimated.
 
     Learned attributes
     ------------------
@@ -334,7 +352,11 @@ class NuthKaab(AffineCoreg):
         vshift_reduc_func: Callable[[np.ndarray], float] = np.median,
         resampling: str = "bilinear",
         terrain_method: str = "horn",
+        initial_shift: tuple[float, float] | None = None,
+        on_divergence: str = "raise",
     ) -> None:
+        self.initial_shift = initial_shift
+        self.on_divergence = on_divergence
         self.max_iterations = max_iterations
         self.tolerance = tolerance
         self.subsample = subsample
@@ -349,6 +371,7 @@ class NuthKaab(AffineCoreg):
         check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self.tolerance)
         if int(self.bin_count) < 3:
             raise InputError(f"bin_count must be >= 3, got {self.bin_count}")
+        check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
@@ -357,12 +380,14 @@ class NuthKaab(AffineCoreg):
         ss = sample_with_terrain(
             data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
             what="Nuth & Kääb", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
+            initial_shift=self.initial_shift,
         )
         s, evaluate = ss.sample, ss.sampler
         sloped = np.isfinite(ss.slope) & np.isfinite(ss.aspect) & (ss.slope >= self.min_slope)
         tan_slope = np.tan(np.radians(ss.slope))
         asp = np.radians(ss.aspect)
-        sx = sy = 0.0
+        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        sx, sy = start
         history: list[list[float]] = []
         converged = False
         constrained = int(sloped.sum()) >= self._min_points
@@ -387,13 +412,13 @@ class NuthKaab(AffineCoreg):
                     break
                 sx, sy = sx - east, sy - north
                 history.append([sx, sy])
-                if math.hypot(sx / dx, sy / dy) > limit:
-                    warnings.warn(
-                        f"Nuth & Kääb diverged: the shift reached ({sx:.1f}, {sy:.1f}) after {iterations} iterations; "
-                        "the horizontal shift is reset to 0 (check the inlier mask and the terrain)",
-                        ConvergenceWarning, stacklevel=4,
-                    )
-                    sx = sy = 0.0
+                if math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy) > limit:
+                    message = divergence_message("Nuth & Kääb", sx, sy, iterations, start)
+                    if self.on_divergence == "raise":
+                        raise ConvergenceError(message)
+                    warnings.warn(f"{message}; on_divergence='warn': the horizontal shift is reset to its start",
+                                  ConvergenceWarning, stacklevel=4)
+                    sx, sy = start
                     break
                 if math.hypot(east / dx, north / dy) < float(self.tolerance):
                     converged = True
@@ -411,7 +436,7 @@ class NuthKaab(AffineCoreg):
                 f"than {self.min_slope} degrees, or too few aspect directions); only the vertical shift is estimated",
                 FlatTerrainWarning, stacklevel=4,
             )
-            sx = sy = 0.0
+            sx, sy = start
             converged = False
         dh = evaluate(sx, sy) - s["ref"]
         fin = np.isfinite(dh)

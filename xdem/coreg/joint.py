@@ -30,14 +30,14 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._windows import sample_with_terrain
+from xdem.coreg._windows import check_divergence_params, divergence_message, sample_with_terrain
 from xdem.coreg.affine import check_iteration_params, shift_dem
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
     check_poly_order, fitted_surface, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
 )
 from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
-from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.warp import FrameOp
 
@@ -87,6 +87,14 @@ class NuthKaabDeramp(Coreg):
         ``"bilinear"`` or ``"cubic"``, to evaluate ``tba`` in fit and to apply.
     terrain_method
         Slope/aspect method of the reference: ``"horn"`` or ``"zevenbergthorne"``.
+    initial_shift
+        ``(shift_x, shift_y)`` to start the iterations from (CRS units, the sign of
+        ``shift_x_``); ``None`` starts from 0. As :class:`~xdem.coreg.NuthKaab`.
+    on_divergence
+        ``"raise"`` (default): a shift moving more than a quarter of the DEM's size from its
+        start raises :class:`~xdem.errors.ConvergenceError` (suggesting ``initial_shift``).
+        ``"warn"``: a :class:`~xdem.errors.ConvergenceWarning`, the shift is reset to its
+        start, ``converged_`` is False and only the polynomial is fitted there.
 
     Learned attributes
     ------------------
@@ -137,7 +145,11 @@ class NuthKaabDeramp(Coreg):
         min_slope: float = 1.0,
         resampling: str = "bilinear",
         terrain_method: str = "horn",
+        initial_shift: tuple[float, float] | None = None,
+        on_divergence: str = "raise",
     ) -> None:
+        self.initial_shift = initial_shift
+        self.on_divergence = on_divergence
         self.poly_order = poly_order
         self.max_iterations = max_iterations
         self.tolerance = tolerance
@@ -150,6 +162,7 @@ class NuthKaabDeramp(Coreg):
     def _check_params(self) -> None:
         check_poly_order(self.poly_order)
         check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self.tolerance)
+        check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
@@ -158,6 +171,7 @@ class NuthKaabDeramp(Coreg):
         ss = sample_with_terrain(
             data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
             what="NuthKaabDeramp", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
+            initial_shift=self.initial_shift,
         )
         s, sampler = ss.sample, ss.sampler
         s["slope"], s["aspect"] = ss.slope, ss.aspect
@@ -178,9 +192,10 @@ class NuthKaabDeramp(Coreg):
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         design = np.column_stack([gx, gy, poly])
-        sx = sy = 0.0
+        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        sx, sy = start
         history: list[list[float]] = []
-        converged = False
+        converged = diverged = False
         limit = 0.25 * max(data.ref.shape)
         step = float("nan")
         it = 0
@@ -197,15 +212,19 @@ class NuthKaabDeramp(Coreg):
             sx, sy = sx + ex, sy + ey
             history.append([sx, sy])
             step = math.hypot(ex / dx, ey / dy)
-            if math.hypot(sx / dx, sy / dy) > limit:
-                raise NotEnoughDataError(
-                    f"NuthKaabDeramp diverged: the shift reached ({sx:.1f}, {sy:.1f}) after {it} iterations; "
-                    "check the inlier mask and the terrain"
-                )
+            if math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy) > limit:
+                message = divergence_message("NuthKaabDeramp", sx, sy, it, start)
+                if self.on_divergence == "raise":
+                    raise ConvergenceError(message)
+                warnings.warn(f"{message}; on_divergence='warn': the shift is reset to its start",
+                              ConvergenceWarning, stacklevel=4)
+                sx, sy = start
+                diverged = True
+                break
             if step < float(self.tolerance):
                 converged = True
                 break
-        if constrained and not converged:
+        if constrained and not converged and not diverged:
             warnings.warn(
                 f"NuthKaabDeramp did not converge in {self.max_iterations} iterations (last step {step:.4f} px > "
                 f"tolerance {self.tolerance} px); raise max_iterations or tolerance",

@@ -10,8 +10,12 @@ loads the whole array. :func:`write_cog` therefore works in two passes, both bou
    overviews), with ``GDAL_CACHEMAX`` bounded and all CPUs compressing.
 
 The temporary COG is validated with :func:`rio_cogeo.cogeo.cog_validate` and only then moved
-onto ``path`` with :func:`os.replace`. All temporary files live in the output folder and are
-removed on any error, including ``KeyboardInterrupt``.
+onto ``path`` by :func:`xdem.io.atomic.move_into_place` (never replacing a file that appeared
+meanwhile unless ``overwrite``). All temporary files live in the output folder, are owned by
+this process (:func:`xdem.io.atomic.owned_temps`: pid in the name, a lock held for its
+lifetime) and are removed on any error, including ``KeyboardInterrupt``; those of a writer
+killed outright (SIGKILL) are removed by the next write in that folder. A full disk is
+reported as one :class:`~xdem.errors.OutputError` saying how much space is needed.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import errno
 import threading
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -34,7 +38,8 @@ import rasterio.shutil
 import rasterio.windows
 import xarray as xr
 
-from xdem.errors import InputError, OutputError
+from xdem.errors import InputError, OutputError, XdemError
+from xdem.io.atomic import TEMP_PREFIX, move_into_place, owned_temps
 from xdem.io.grid import block_tasks
 from xdem.io.sources import find_sources
 
@@ -49,7 +54,7 @@ TEMP_COMPRESS: str | None = None
 TEMP_COMPRESS_LOW_DISK = "ZSTD"
 #: GDAL block cache used by both passes, in MB.
 GDAL_CACHE_MB = 256
-_TEMP_PREFIX = ".xdem-tmp-"
+_TEMP_PREFIX = TEMP_PREFIX
 _COMPRESSIONS = {"deflate", "lzw", "zstd", "lzma", "packbits", "none"}
 
 
@@ -224,16 +229,37 @@ def _check_output(dem: xr.DataArray, path: Path, *, overwrite: bool) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def _temp_files(folder: Path, name: str) -> Iterator[str]:
-    """Yield a unique temp prefix in ``folder``; remove every file with that prefix on exit."""
-    prefix = f"{_TEMP_PREFIX}{uuid.uuid4().hex}-"
-    try:
-        yield str(folder / prefix)
-    finally:
-        for leftover in folder.glob(prefix + "*"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+def _temp_files(folder: Path, name: str) -> contextlib.AbstractContextManager[str]:
+    """A temp prefix in ``folder`` owned by this process (:func:`xdem.io.atomic.owned_temps`):
+    every file with that prefix is removed on exit, stale temps of dead writers first."""
+    return owned_temps(folder)
+
+
+def _disk_full(exc: BaseException | None, folder: Path) -> bool:
+    """Whether a write failure was a full disk: ENOSPC anywhere in the exception chain (GDAL
+    often only says "Write failed"/"Seek error"), or under 1 MiB left in ``folder``."""
+    seen = set()
+    io_error = exc is None or isinstance(exc, OSError) or type(exc).__module__.startswith("rasterio")
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    if not io_error:  # e.g. an error of the DEM's own graph: not the disk, however full
+        return False
+    with contextlib.suppress(OSError):
+        return shutil.disk_usage(folder).free < 2**20
+    return False
+
+
+def _disk_full_error(out: Path, *, shape: tuple[int, int], dtype: np.dtype, free_mb: float) -> OutputError:
+    raw = shape[0] * shape[1] * dtype.itemsize / 2**20
+    return OutputError(
+        f"no space left on the disk of '{out.parent}' while writing '{out.name}': up to {raw * 2.4:.0f} MB are needed "
+        f"at once (a temporary GTiff of up to {raw:.0f} MB, plus the COG with its overviews, up to {raw * 1.4:.0f} MB "
+        f"for incompressible data) and {free_mb:.0f} MB were free; free some space or write to another folder "
+        "(nothing was left behind)"
+    )
 
 
 # ---------------------------------------------------------------------------- passes
@@ -319,8 +345,62 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
     }
     if predictor is not None:
         options["PREDICTOR"] = predictor
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
-        rasterio.shutil.copy(tmp, out, driver="COG", **options)
+    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+        try:
+            rasterio.shutil.copy(tmp, out, driver="COG", **options)
+        except Exception:
+            if "No space left on device" in captured.text():
+                raise OSError(errno.ENOSPC, "No space left on device", out) from None
+            raise
+    if "No space left on device" in captured.text():  # GDAL may "succeed" with a truncated COG
+        raise OSError(errno.ENOSPC, "No space left on device", out)
+
+
+class _Captured:
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+        self.final: str | None = None
+
+    def text(self) -> str:
+        if self.final is not None or self.fh is None:
+            return self.final or ""
+        self.fh.flush()
+        self.fh.seek(0)
+        return self.fh.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _captured_fd2() -> Any:
+    """Capture what is written on file descriptor 2 (libtiff prints "No space left on device"
+    there from GDAL's threads, bypassing rasterio's error handler) during the block. Unless it
+    reports a full disk (which becomes one clear error), the text is written back to fd 2."""
+    import tempfile  # noqa: PLC0415
+
+    if not _FD2_LOCK.acquire(blocking=False):  # another thread's copy is capturing: fd 2 is not ours
+        yield _Captured(None)
+        return
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all
+        _FD2_LOCK.release()
+        yield _Captured(None)
+        return
+    fh = tempfile.TemporaryFile()
+    os.dup2(fh.fileno(), 2)
+    captured = _Captured(fh)
+    try:
+        yield captured
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        _FD2_LOCK.release()
+        text = captured.final = captured.text()
+        fh.close()
+        if text and "No space left on device" not in text:
+            os.write(2, text.encode())
+
+
+_FD2_LOCK = threading.Lock()
 
 
 def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict[str, Any]:
@@ -437,17 +517,28 @@ def write_cog(
         "blockysize": blocksize,
     }
     profile.update(_temp_options(dem.shape, dtype, out.parent))
+    free_mb = shutil.disk_usage(out.parent).free / 2**20
     with _temp_files(out.parent, out.name) as prefix:
         tmp, tmp_cog = prefix + "blocks.tif", prefix + out.name
         try:
             extra = _store_blocks(data, tmp, profile=profile, progress=progress, also=also)
             _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=predictor, blocksize=blocksize)
-        except (rasterio.errors.RasterioIOError, OSError) as exc:
-            raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
+            full = _disk_full(None, out.parent)  # GDAL may "succeed" with a truncated COG
+        except Exception as exc:  # rasterio/GDAL raise RasterioIOError, OSError or CPLE_* errors
+            if not isinstance(exc, XdemError) and _disk_full(exc, out.parent):  # not e.g. a ReadError of an input
+                raise _disk_full_error(out, shape=dem.shape, dtype=dtype, free_mb=free_mb) from exc
+            if isinstance(exc, (rasterio.errors.RasterioIOError, OSError)) and not isinstance(exc, OutputError):
+                raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
+            raise
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # free the disk space before validating
-        _validate(tmp_cog)
-        os.replace(tmp_cog, out)
+        try:
+            _validate(tmp_cog)
+        except Exception as exc:
+            if full or _disk_full(exc, out.parent):
+                raise _disk_full_error(out, shape=dem.shape, dtype=dtype, free_mb=free_mb) from exc
+            raise
+        move_into_place(tmp_cog, out, overwrite=overwrite)
     if results is not None:
         results[:] = extra
     return out

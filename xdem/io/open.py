@@ -14,7 +14,7 @@ import rioxarray  # noqa: F401  (registers the .rio accessor)
 import xarray as xr
 from rasterio.errors import RasterioIOError
 
-from xdem.errors import ChunkSizeError, CRSError, InputError
+from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
 from xdem.io.sources import register_source
 
 __all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
@@ -147,6 +147,68 @@ def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> 
                 )
 
 
+def _check_vrt_sources(src: Any, path: Path) -> None:
+    """Refuse a VRT one of whose (local) source files is missing, naming both."""
+    if src.driver != "VRT":
+        return
+    for f in src.files[1:]:
+        if "://" in f or f.startswith("/vsi"):
+            continue  # remote or virtual: checked when read
+        if not Path(f).exists():
+            raise ReadError(f"the VRT '{path}' refers to a missing source file '{f}'; restore it or rebuild the VRT")
+
+
+class _NamedReader:
+    """Array-like over a lazily opened raster for :func:`dask.array.from_array`: a read error
+    inside a dask task becomes one :class:`~xdem.errors.ReadError` naming the file, the window
+    and (from GDAL's message) the damaged tile or missing source."""
+
+    def __init__(self, lazy: xr.DataArray, path: Path) -> None:
+        self.lazy = lazy
+        self.path = path
+        self.shape = lazy.shape
+        self.dtype = lazy.dtype
+        self.ndim = lazy.ndim
+
+    def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
+        try:
+            return np.asarray(self.lazy[key].values)
+        except Exception as exc:  # noqa: BLE001 - rasterio/GDAL raise many types
+            message = _read_error_message(self.path, self.shape, key, exc)
+        # raised outside the except block, without cause or context: GDAL's CPLE_* exceptions
+        # do not survive pickling, and distributed would then replace ours by a bare Exception
+        raise ReadError(message)
+
+
+def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
+    import re  # noqa: PLC0415
+
+    rows, cols = key[-2].indices(shape[-2]), key[-1].indices(shape[-1])
+    detail = " ".join(dict.fromkeys(str(e) for e in (exc.__cause__, exc.__context__, exc) if e is not None))
+    where = f"rows {rows[0]}-{rows[1] - 1}, columns {cols[0]}-{cols[1] - 1}"
+    tile = re.search(r"X offset (\d+), Y offset (\d+)", detail)
+    if tile:
+        where += f", tile column {tile.group(1)} row {tile.group(2)}"
+    missing = re.search(r"([^\s:']+): No such file or directory", detail)
+    if missing:
+        return (f"cannot read '{path}' ({where}): its source '{missing.group(1)}' is missing; "
+                "restore it or rebuild the VRT")
+    detail = detail.replace("Read failed. See previous exception for details.", "").strip() or type(exc).__name__
+    return f"cannot read '{path}' ({where}: {detail}); the file is damaged: copy or download it again"
+
+
+def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> xr.DataArray:
+    """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`."""
+    import dask.base  # noqa: PLC0415
+
+    lazy = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False).isel(band=[band - 1])
+    stat = path.stat()
+    token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
+    data = da.from_array(_NamedReader(lazy, path), chunks=(1, ck[0], ck[1]), lock=False,
+                         name=f"open_dem-{path.stem}-{token}", meta=np.array((), dtype=lazy.dtype))
+    return lazy.copy(data=data)
+
+
 def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
     if not path.exists():
         raise InputError(f"DEM file not found: '{path}'; check the path")
@@ -159,6 +221,7 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
             block_shape = src.block_shapes[0] if src.block_shapes else None
             has_crs = src.crs is not None
             _check_not_truncated(src, path)
+            _check_vrt_sources(src, path)
     except RasterioIOError as exc:
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
     if band is None:
@@ -171,10 +234,9 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
         raise CRSError(f"'{path}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{path}'")
     ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
     try:
-        arr = rioxarray.open_rasterio(path, chunks={"band": 1, "y": ck[0], "x": ck[1]}, lock=False, masked=False)
+        arr = _open_lazily(path, band=band, ck=ck)
     except Exception as exc:  # rasterio raises many types for corrupt files
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
-    arr = arr.isel(band=[band - 1])
     register_source(arr.data, path)  # lets writers refuse to overwrite this input
     return _finish(arr, nodata, name=path.stem)
 

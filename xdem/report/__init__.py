@@ -53,10 +53,10 @@ def _write_atomic(path: Path, text: str, overwrite: bool) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        if path.exists() and not overwrite:
-            raise OutputError(f"'{path}' appeared while the report was built; pass overwrite=True to replace it")
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        from xdem.io.atomic import move_into_place  # noqa: PLC0415
+
+        move_into_place(tmp, path, overwrite=overwrite)  # never replaces a file that appeared meanwhile
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)

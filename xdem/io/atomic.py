@@ -1,0 +1,329 @@
+"""Atomic outputs: temporary files owned by a live process, and a final move that never
+replaces a file it was not told to replace.
+
+- :func:`owned_temps`: a context manager yielding a temp-file prefix in the output folder
+  (``.xdem-tmp-<pid>-<hex>-``). The prefix's ``owner.lock`` file is ``flock``-ed for as long as
+  the writer lives; every file with the prefix is removed when the block exits, on any error,
+  ``KeyboardInterrupt`` or SIGTERM (the CLI turns SIGTERM into an exception).
+- :func:`remove_stale_temps`: removes the temps of writers that died without cleaning up
+  (SIGKILL, power loss): their ``owner.lock`` is no longer locked. A temp set whose owner
+  lock can still not be taken belongs to a live process and is never touched. Called by every
+  :func:`owned_temps`, so a later write in the same folder cleans up.
+- :func:`move_into_place`: the final move. With ``overwrite`` it is :func:`os.replace`.
+  Without, it is ``os.link(tmp, path)`` then ``os.unlink(tmp)``: ``link`` fails with
+  ``FileExistsError`` atomically if ``path`` appeared meanwhile (another run writing the same
+  output), so the other file is never replaced. Where hard links are not supported (some
+  FUSE/SMB mounts), Linux's ``renameat2(RENAME_NOREPLACE)`` is used through ctypes; where that
+  is missing too, a last check then :func:`os.rename` (not atomic; documented).
+- :func:`write_text_atomic`: text files (JSON, HTML reports) written the same way.
+- :func:`output_journal`: records every file :func:`move_into_place` puts in place inside the
+  block; if the block fails, those files are removed again (only if they are still the files
+  this process wrote) and a file replaced with ``overwrite`` is restored from a hard-link
+  backup. The CLI runs every command in one journal: an exit 1 leaves nothing new behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from xdem.errors import OutputError
+
+__all__ = ["TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic", "output_journal",
+           "OutputJournal"]
+
+#: Prefix of every temporary file xdem writes next to an output.
+TEMP_PREFIX = ".xdem-tmp-"
+_OWNER = "owner.lock"
+#: A temp set without an owner lock (written by an older xdem) is removed only if its pid is
+#: dead and its newest file is older than this (seconds).
+_ORPHAN_AGE_S = 3600.0
+
+
+def _flock(fd: int, *, block: bool) -> bool | None:
+    """``flock(LOCK_EX)`` on ``fd``: True if taken, False if another process holds it
+    (non-blocking), None where locks are not available (Windows, some network filesystems)."""
+    try:
+        import fcntl  # noqa: PLC0415  (POSIX only)
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError:  # ENOLCK, EOPNOTSUPP: no locks on this filesystem
+        return None
+    return True
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_set(folder: Path, prefix: str) -> None:
+    """Remove every file of one temp set, the owner lock last."""
+    owner = folder / (prefix + _OWNER)
+    for leftover in folder.glob(prefix + "*"):
+        if leftover != owner:
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+    with contextlib.suppress(OSError):
+        owner.unlink()
+
+
+def remove_stale_temps(folder: str | os.PathLike) -> list[str]:
+    """Remove the temporary files in ``folder`` left by xdem writers that are dead.
+
+    A temp set ``.xdem-tmp-<pid>-<hex>-*`` is stale when its ``owner.lock`` can be locked (its
+    owner, which held the lock for its lifetime, is gone: locks die with their process, even
+    on SIGKILL). Sets without an owner lock, and every set where locks are not available
+    (Windows, network filesystems without ``flock``), are removed only when their pid is not
+    running on this machine and nothing in them changed for an hour. Returns the prefixes removed.
+    """
+    folder = Path(folder)
+    removed = []
+    try:
+        names = [p.name for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
+    except OSError:
+        return removed
+    prefixes = {}
+    for name in names:
+        parts = name[len(TEMP_PREFIX):].split("-", 2)
+        if len(parts) == 3 and parts[0].isdigit() and len(parts[1]) == 32:
+            prefixes.setdefault(f"{TEMP_PREFIX}{parts[0]}-{parts[1]}-", int(parts[0]))
+    for prefix, pid in prefixes.items():
+        owner = folder / (prefix + _OWNER)
+        try:
+            fd = os.open(owner, os.O_RDWR)
+        except FileNotFoundError:
+            if _orphan(folder, prefix, pid):
+                _remove_set(folder, prefix)
+                removed.append(prefix)
+            continue
+        except OSError:
+            continue
+        try:
+            free = _flock(fd, block=False)
+            if free or (free is None and _orphan(folder, prefix, pid)):  # lock free: the owner is dead
+                _remove_set(folder, prefix)
+                removed.append(prefix)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _orphan(folder: Path, prefix: str, pid: int) -> bool:
+    """No lock to ask: stale if the pid is not running here and nothing changed for an hour."""
+    try:
+        newest = max(f.stat().st_mtime for f in folder.glob(prefix + "*"))
+    except (OSError, ValueError):
+        return False
+    return not _pid_alive(pid) and time.time() - newest > _ORPHAN_AGE_S
+
+
+@contextlib.contextmanager
+def owned_temps(folder: str | os.PathLike) -> Iterator[str]:
+    """Yield a temp prefix (``folder/.xdem-tmp-<pid>-<hex>-``) owned by this process.
+
+    Stale temps of dead writers in ``folder`` are removed first. The prefix's owner lock is
+    created under another name, locked, then renamed into place, so that no other process
+    can ever see it unlocked while this one lives. Every file with the prefix is removed when
+    the block exits, whatever the reason.
+    """
+    folder = Path(folder)
+    remove_stale_temps(folder)
+    prefix = f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-"
+    pending = folder / f".xdem-lock-{uuid.uuid4().hex}"
+    fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _flock(fd, block=True)
+        os.rename(pending, folder / (prefix + _OWNER))
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            pending.unlink()
+        raise
+    try:
+        yield str(folder / prefix)
+    finally:
+        _remove_set(folder, prefix)
+        os.close(fd)
+
+
+def _renameat2_noreplace(src: str, dst: str) -> None:
+    """Linux ``renameat2(src, dst, RENAME_NOREPLACE)``; ``OSError`` if unavailable."""
+    import ctypes  # noqa: PLC0415
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    func = getattr(libc, "renameat2", None)
+    if func is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    at_fdcwd, rename_noreplace = -100, 1
+    if func(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), rename_noreplace) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), dst)
+
+
+def _exists_error(path: Path) -> OutputError:
+    return OutputError(
+        f"'{path}' was created by another process while this run was writing it; it was left untouched and "
+        "this run's result discarded; choose another path, or pass --overwrite (overwrite=True) to replace it"
+    )
+
+
+class OutputJournal:
+    """The files put in place by :func:`move_into_place` while the journal is active."""
+
+    def __init__(self) -> None:
+        self.moved: list[tuple[Path, tuple[int, int], Path | None]] = []  # path, (dev, ino), backup
+
+    def backup(self, path: Path) -> Path | None:
+        """Hard link to the existing ``path`` before it is replaced (``None`` if impossible)."""
+        if not path.exists():
+            return None
+        backup = path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-backup-{path.name}")
+        try:
+            os.link(path, backup)
+        except OSError:
+            return None
+        return backup
+
+    def record(self, path: Path, backup: Path | None) -> None:
+        st = os.stat(path)
+        self.moved.append((path, (st.st_dev, st.st_ino), backup))
+
+    def commit(self) -> None:
+        """Keep the new files; drop the backups."""
+        for _, _, backup in self.moved:
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+        self.moved.clear()
+
+    def rollback(self) -> None:
+        """Remove the files written (if still ours) and restore the replaced ones."""
+        for path, ident, backup in reversed(self.moved):
+            try:
+                st = os.stat(path)
+                ours = (st.st_dev, st.st_ino) == ident
+            except OSError:
+                ours = False
+            if ours:
+                with contextlib.suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, path)
+                        backup = None
+                    else:
+                        path.unlink()
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+        self.moved.clear()
+
+
+_JOURNALS: list[OutputJournal] = []
+
+
+@contextlib.contextmanager
+def output_journal() -> Iterator[OutputJournal]:
+    """Undo, if the block raises (anything, including ``KeyboardInterrupt``), every output that
+    :func:`move_into_place` put in place inside it.
+
+    A file written without ``overwrite`` is removed; one written with ``overwrite`` over an
+    existing file is replaced by the previous file again (kept as a hard link until the block
+    ends; where hard links are not supported the previous file cannot be restored and the new
+    one is removed). A file is only touched if it is still the one this process wrote.
+    """
+    journal = OutputJournal()
+    _JOURNALS.append(journal)
+    try:
+        yield journal
+    except BaseException as exc:
+        # a successful exit raised as an exception (sys.exit(0), click's Exit(0)) keeps the outputs
+        code = exc.code if isinstance(exc, SystemExit) else getattr(exc, "exit_code", 1)
+        if code in (0, None):
+            journal.commit()
+        else:
+            journal.rollback()
+        raise
+    else:
+        journal.commit()
+    finally:
+        _JOURNALS.remove(journal)
+
+
+def move_into_place(tmp: str | os.PathLike, path: str | os.PathLike, *, overwrite: bool) -> None:
+    """Move the finished ``tmp`` onto ``path`` (same folder), atomically.
+
+    With ``overwrite`` an existing ``path`` is replaced. Without, an existing ``path`` (even one
+    that appeared after the checks) is never replaced: :class:`~xdem.errors.OutputError`.
+    ``tmp`` is left in place on error (the caller's temp clean-up removes it). Inside
+    :func:`output_journal`, the move is recorded so that a later failure undoes it.
+    """
+    tmp, path = os.fspath(tmp), Path(path)
+    journal = _JOURNALS[-1] if _JOURNALS else None
+    backup = journal.backup(path) if journal is not None and overwrite else None
+    try:
+        _move(tmp, path, overwrite=overwrite)
+    except BaseException:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+        raise
+    if journal is not None:
+        journal.record(path, backup)
+
+
+def _move(tmp: str, path: Path, *, overwrite: bool) -> None:
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise _exists_error(path) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS, errno.EMLINK):
+            raise
+        try:
+            _renameat2_noreplace(tmp, os.fspath(path))
+        except FileExistsError:
+            raise _exists_error(path) from None
+        except OSError as exc2:
+            if exc2.errno not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+            if path.exists():  # last resort, not atomic: no link and no renameat2 here
+                raise _exists_error(path) from None
+            os.rename(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool) -> Path:
+    """Write ``text`` to a temp file next to ``path`` and move it into place
+    (:func:`move_into_place`). Raises :class:`~xdem.errors.OutputError` naming ``path``."""
+    path = Path(path)
+    tmp = path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-{path.name}")
+    try:
+        tmp.write_text(text)
+        move_into_place(tmp, path, overwrite=overwrite)
+    except OutputError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputError(f"cannot write '{path}' ({exc}); check the folder exists, is writable and has free space") from exc
+    return path
