@@ -226,6 +226,27 @@ def test_initial_shift_recovers_far_shift(cls):
     assert model.get_params()["initial_shift"] == start
 
 
+@pytest.mark.parametrize("cls, far", [(NuthKaab, (230.0, 0.0)), (NuthKaabDeramp, (-260.0, 120.0))])
+def test_far_shift_that_stops_unconverged_is_an_error_too(cls, far):
+    """Beyond half the DEM's width the estimate may wander without passing the divergence
+    limit and stop at max_iterations still moving: an unusable result is an error as well
+    (before: a ConvergenceWarning and exit 0 with a meaningless shift)."""
+    ref, tba, _ = example_pair(shift_x=far[0], shift_y=far[1])
+    with pytest.raises(ConvergenceError, match=r"(did not converge|diverged).*initial_shift=\(dx, dy\)"):
+        cls().fit(ref, tba)
+    with pytest.warns(ConvergenceWarning):
+        model = cls(on_divergence="warn").fit(ref, tba)
+    assert not model.converged_
+
+
+def test_short_max_iterations_still_only_warns():
+    """Stopping early with a small last step is a usable result: a warning, not an error."""
+    ref, tba, _ = example_pair()
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        nk = NuthKaab(max_iterations=1).fit(ref, tba)
+    assert not nk.converged_ and nk.shift_x_ != 0.0
+
+
 def test_on_divergence_warn_accepts_partial_result():
     ref, tba, _ = example_pair(shift_x=FAR[0], shift_y=FAR[1])
     with pytest.warns(ConvergenceWarning, match="diverged"):

@@ -10,7 +10,7 @@ windows (the 3 x 3 neighbourhood of each pixel), so no full-size terrain raster 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import dask
@@ -215,6 +215,64 @@ def divergence_message(what: str, sx: float, sy: float, iterations: int, start: 
         "inlier mask and the terrain, or accept a partial result (horizontal shift reset) with on_divergence='warn' "
         "(CLI: --allow-divergence)"
     )
+
+
+#: A fit stopped by ``max_iterations`` is unusable (treated like a divergence: an error, or a
+#: warning with ``on_divergence="warn"``) when, after at least 3 iterations, its last step is
+#: larger than this (pixels): it is still moving...
+UNUSABLE_STEP_PX = 0.5
+#: ... or when it moved more than this (pixels) without bringing the NMAD of dh below
+#: :data:`UNUSABLE_NMAD_RATIO` times its value at the start: it wandered (DEMs shifted by more
+#: than the fit can follow, e.g. more than half the DEM's width).
+UNUSABLE_MOVE_PX = 2.0
+UNUSABLE_NMAD_RATIO = 0.8
+
+
+def nmad_ratio(evaluate: Callable[[float, float], np.ndarray], ref: np.ndarray, start: tuple[float, float],
+               end: tuple[float, float]) -> float:
+    """NMAD of ``evaluate(*end) - ref`` over that of ``evaluate(*start) - ref`` (the sample's dh
+    at two shifts; in memory). NaN when either has no finite value."""
+    from xdem.coreg.fitfuncs import nmad  # noqa: PLC0415
+
+    def spread(shift: tuple[float, float]) -> float:
+        dh = evaluate(*shift) - ref
+        return nmad(dh[np.isfinite(dh)])
+
+    first = spread(start)
+    return spread(end) / first if first > 0 else float("nan")
+
+
+def not_converged(what: str, *, step_px: float, moved_px: float, nmad_ratio: float, sx: float, sy: float,
+                  iterations: int, tolerance: float, start: tuple[float, float], on_divergence: str) -> bool:
+    """Report a fit stopped by ``max_iterations``. Usable (only not to ``tolerance``): a
+    warning. Unusable (see :data:`UNUSABLE_STEP_PX`, :data:`UNUSABLE_MOVE_PX`): a
+    :class:`~xdem.errors.ConvergenceError` unless ``on_divergence == "warn"``. Returns True
+    when the horizontal shift must be reset to ``start`` (the accepted partial result).
+
+    ``moved_px`` is the distance from the start to the last shift, ``nmad_ratio`` the NMAD
+    of dh at the last shift over that at the start."""
+    import warnings  # noqa: PLC0415
+
+    from xdem.errors import ConvergenceError, ConvergenceWarning  # noqa: PLC0415
+
+    message = (f"{what} did not converge in {iterations} iterations (last step {step_px:.4f} px > tolerance "
+               f"{tolerance} px)")
+    still_moving = iterations >= 3 and step_px > UNUSABLE_STEP_PX
+    wandered = moved_px > UNUSABLE_MOVE_PX and not nmad_ratio < UNUSABLE_NMAD_RATIO
+    if not (still_moving or wandered):
+        warnings.warn(f"{message}; raise max_iterations or tolerance", ConvergenceWarning, stacklevel=5)
+        return False
+    began = "" if start == (0.0, 0.0) else f" from initial_shift ({start[0]:g}, {start[1]:g})"
+    why = "still moving" if still_moving else f"the NMAD of dh only went to {nmad_ratio:.2f} of its start"
+    unusable = (f"{message}, {why} at ({sx:.1f}, {sy:.1f}){began}: the result is unusable; if the DEMs are "
+                "far apart, start from an estimate with initial_shift=(dx, dy) (CLI: --initial-shift DX DY), or raise "
+                "max_iterations; to accept a partial result (horizontal shift reset) use on_divergence='warn' "
+                "(CLI: --allow-divergence)")
+    if on_divergence == "raise":
+        raise ConvergenceError(unusable)
+    warnings.warn(f"{unusable}; on_divergence='warn': the horizontal shift is reset to its start", ConvergenceWarning,
+                  stacklevel=5)
+    return True
 
 
 @dataclass

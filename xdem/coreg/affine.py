@@ -22,7 +22,7 @@ from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, get_transform, shift_in_pixels, with_transform
 from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrain
-from xdem.coreg._windows import check_divergence_params, divergence_message
+from xdem.coreg._windows import check_divergence_params, divergence_message, nmad_ratio, not_converged
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 from xdem.sampling import sample_valid
@@ -273,9 +273,12 @@ class NuthKaab(AffineCoreg):
     horizontal fit. If too few sloped pixels or aspect directions remain, the horizontal
     shift is not estimated: a :class:`~xdem.errors.FlatTerrainWarning` is emitted,
     ``horizontal_constrained_`` is False and ``shift_x_ = shift_y_ = 0``. Not converging
-    emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False``. Diverging
-    (the shift moving more than a quarter of the DEM's size from its start, typically when
-    the DEMs are offset by more than about half their width) raises a
+    emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False`` when the
+    result is usable. Diverging (the shift moving more than a quarter of the DEM's size from
+    its start, typically when the DEMs are offset by more than about half their width), or
+    stopping unconverged with an unusable result (still moving by more than 0.5 pixel per
+    iteration after 3 or more, or having moved more than 2 pixels without bringing the NMAD
+    of dh below 0.8 of its start: :func:`xdem.coreg._windows.not_converged`), raises a
     :class:`~xdem.errors.ConvergenceError` that suggests ``initial_shift``, unless
     ``on_divergence="warn"``.
 
@@ -308,7 +311,8 @@ class NuthKaab(AffineCoreg):
         exist: the shifted positions must fall inside that overlap (true for DEMs on one
         grid; a DEM whose geotransform is off by that much is better fixed there).
     on_divergence
-        ``"raise"`` (default): a diverging fit raises :class:`~xdem.errors.ConvergenceError`.
+        ``"raise"`` (default): a diverging fit, or one stopped unconverged with an unusable
+        result, raises :class:`~xdem.errors.ConvergenceError`.
         ``"warn"``: accept a partial result: a :class:`~xdem.errors.ConvergenceWarning`, the
         horizontal shift is reset to its start (``initial_shift`` or 0), ``converged_`` is
         False, and only the vertical shift is estimated.
@@ -424,12 +428,12 @@ class NuthKaab(AffineCoreg):
                     converged = True
                     break
             else:
-                warnings.warn(
-                    f"Nuth & Kääb did not converge in {self.max_iterations} iterations (last step "
-                    f"{math.hypot(east / dx, north / dy):.4f} px > tolerance {self.tolerance} px); "
-                    "raise max_iterations or tolerance",
-                    ConvergenceWarning, stacklevel=4,
-                )
+                if not_converged("Nuth & Kääb", step_px=math.hypot(east / dx, north / dy), sx=sx, sy=sy,
+                                 moved_px=math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy),
+                                 nmad_ratio=nmad_ratio(evaluate, s["ref"], start, (sx, sy)),
+                                 iterations=iterations, tolerance=float(self.tolerance), start=start,
+                                 on_divergence=self.on_divergence):
+                    sx, sy = start
         if not constrained:
             warnings.warn(
                 f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "

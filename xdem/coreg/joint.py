@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._windows import check_divergence_params, divergence_message, sample_with_terrain
+from xdem.coreg._windows import check_divergence_params, divergence_message, nmad_ratio, not_converged, sample_with_terrain
 from xdem.coreg.affine import check_iteration_params, shift_dem
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
@@ -224,12 +224,12 @@ class NuthKaabDeramp(Coreg):
             if step < float(self.tolerance):
                 converged = True
                 break
-        if constrained and not converged and not diverged:
-            warnings.warn(
-                f"NuthKaabDeramp did not converge in {self.max_iterations} iterations (last step {step:.4f} px > "
-                f"tolerance {self.tolerance} px); raise max_iterations or tolerance",
-                ConvergenceWarning, stacklevel=4,
-            )
+        if constrained and not converged and not diverged and not_converged(
+            "NuthKaabDeramp", step_px=step, sx=sx, sy=sy, iterations=it, tolerance=float(self.tolerance), start=start,
+            moved_px=math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy),
+            nmad_ratio=nmad_ratio(sampler, s["ref"], start, (sx, sy)), on_divergence=self.on_divergence,
+        ):
+            sx, sy = start
         dh = sampler(sx, sy) - s["ref"]
         ok = np.isfinite(dh)
         p0 = _solve_rejecting(poly[ok], dh[ok])
