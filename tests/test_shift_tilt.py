@@ -156,17 +156,17 @@ def test_pipeline_deramp_fits_on_the_nuth_kaab_sample_without_a_pass(tilted):
 
 def test_shared_points_give_the_lazily_corrected_dem(tilted):
     """SharedPoints.dh() equals (shift_dem(tba) - ref) at the sampled pixels, NaN included."""
-    from xdem.coreg._windows import COLLECT_POINTS
     from xdem.coreg.affine import shift_dem
     from xdem.coreg.base import prepare_pair
 
     ref, tba, _ = tilted
     data = prepare_pair(ref, tba)
-    data.points = COLLECT_POINTS
+    data.collect_points = True  # what a pipeline asks of a step followed by others
     nk = NuthKaab(random_state=0)
-    nk._reset()
     nk.fit_prepared(data)
-    pts = nk._shared.moved(nk.to_translations())
+    shared = nk.pop_shared_points()
+    assert shared is not None and nk.pop_shared_points() is None  # handed over once, then forgotten
+    pts = shared.moved(nk.to_translations())
     moved = shift_dem(tba, shift_x=nk.shift_x_, shift_y=nk.shift_y_, shift_z=nk.shift_z_)
     expected = (moved.values.astype(np.float64) - ref.values.astype(np.float64))[pts.rows, pts.cols]
     got = pts.dh()

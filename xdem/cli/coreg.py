@@ -175,7 +175,7 @@ def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
     remainder is nothing (no non-constant ramp)."""
     import numpy as np  # noqa: PLC0415
 
-    from xdem.coreg.affine import translation_matrix  # noqa: PLC0415
+    from xdem.coreg._shift import translation_matrix  # noqa: PLC0415
 
     total = np.zeros(3)
     complete = True

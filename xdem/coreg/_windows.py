@@ -18,15 +18,14 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xdem.coreg.base import FitData
+from xdem.coreg._data import FitData
+from xdem.coreg._shift import shift_dem
+from xdem.coreg.fitfuncs import nmad
 from xdem.io.grid import shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 
-#: ``FitData.points`` value by which a pipeline asks a step to leave its points in ``_shared``.
-COLLECT_POINTS = "collect"
-
-__all__ = ["COLLECT_POINTS", "gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain", "SharedPoints"]
+__all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
 
 
 def gather_windows(
@@ -168,8 +167,6 @@ def sample_with_terrain(
     valid = data.valid()
     windows = {"win_ref": data.ref.data, "win_tba": data.tba.data}
     if initial_shift is not None and tuple(initial_shift) != (0.0, 0.0):
-        from xdem.coreg.affine import shift_dem  # noqa: PLC0415  (affine imports this module)
-
         moved = shift_dem(data.tba, shift_x=float(initial_shift[0]), shift_y=float(initial_shift[1]),
                           resampling=resampling)
         valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
@@ -232,8 +229,6 @@ def nmad_ratio(evaluate: Callable[[float, float], np.ndarray], ref: np.ndarray, 
                end: tuple[float, float]) -> float:
     """NMAD of ``evaluate(*end) - ref`` over that of ``evaluate(*start) - ref`` (the sample's dh
     at two shifts; in memory). NaN when either has no finite value."""
-    from xdem.coreg.fitfuncs import nmad  # noqa: PLC0415
-
     def spread(shift: tuple[float, float]) -> float:
         dh = evaluate(*shift) - ref
         return nmad(dh[np.isfinite(dh)])
@@ -273,37 +268,3 @@ def not_converged(what: str, *, step_px: float, moved_px: float, nmad_ratio: flo
     warnings.warn(f"{unusable}; on_divergence='warn': the horizontal shift is reset to its start", ConvergenceWarning,
                   stacklevel=5)
     return True
-
-
-@dataclass
-class SharedPoints:
-    """A Nuth & Kääb subsample that later steps of a pipeline can fit on without a pass.
-
-    ``dh()`` is ``tba`` moved by ``shift`` (the pipeline's merged translation so far, with
-    the interpolation of ``apply``) minus the reference, at the sampled pixels, evaluated from
-    the windows gathered by Nuth & Kääb: the values of the lazily corrected DEM there. A
-    step may use it when it would draw the same subsample (``subsample`` and
-    ``random_state`` equal); its pixels are those of the Nuth & Kääb draw still valid after
-    the shift.
-    """
-
-    rows: np.ndarray
-    cols: np.ndarray
-    ref: np.ndarray
-    sampler: WindowSampler
-    subsample: float | int
-    random_state: int | None
-    shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
-
-    def moved(self, shift: tuple[float, float, float]) -> "SharedPoints":
-        """The same points for ``tba`` moved by ``shift`` (the merged translation so far)."""
-        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift)
-
-    def serves(self, subsample: float | int, random_state: int | None) -> bool:
-        """Whether a step with these settings would draw this subsample."""
-        return subsample == self.subsample and random_state == self.random_state
-
-    def dh(self) -> np.ndarray:
-        """``dh`` of the corrected DEM at the points (NaN where it is not valid)."""
-        sx, sy, sz = self.shift
-        return self.sampler(sx, sy) + sz - self.ref

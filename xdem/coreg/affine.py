@@ -16,89 +16,41 @@ import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
-from affine import Affine
 
+from xdem.coreg._data import SharedPoints
+from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
+from xdem.coreg._windows import (
+    check_divergence_params,
+    divergence_message,
+    nmad_ratio,
+    not_converged,
+    sample_with_terrain,
+)
 from xdem.coreg.base import Coreg, FitData, register
-from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io.grid import check_projected, get_resolution, get_transform, shift_in_pixels, with_transform
-from xdem.coreg._windows import COLLECT_POINTS, SharedPoints, sample_with_terrain
-from xdem.coreg._windows import check_divergence_params, divergence_message, nmad_ratio, not_converged
-from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
-from xdem.overlap import map_overlap_nan
+from xdem.errors import (
+    ConvergenceError,
+    ConvergenceWarning,
+    FlatTerrainWarning,
+    InputError,
+    NotEnoughDataError,
+)
+from xdem.io.grid import (
+    check_projected,
+    get_resolution,
+)
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp
 
-__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]
-
-
-def translation_matrix(shift_x: float, shift_y: float, shift_z: float) -> np.ndarray:
-    """4 x 4 homogeneous matrix of a translation."""
-    m = np.eye(4)
-    m[:3, 3] = (shift_x, shift_y, shift_z)
-    return m
-
-
-def _check_resampling(resampling: str) -> str:
-    if resampling not in ORDERS:
-        raise InputError(f"resampling must be one of {', '.join(ORDERS)}, got {resampling!r}")
-    return resampling
+__all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]  # the last two: from _shift
 
 
 def check_iteration_params(*, resampling: str, max_iterations: int, tolerance: float) -> None:
     """Validate the hyper-parameters shared by the iterative shift estimators."""
-    _check_resampling(resampling)
+    check_resampling(resampling)
     if int(max_iterations) < 1:
         raise InputError(f"max_iterations must be >= 1, got {max_iterations}")
     if not tolerance > 0:
         raise InputError(f"tolerance must be > 0 (pixels), got {tolerance}")
-
-
-def shift_dem(
-    dem: xr.DataArray,
-    *,
-    shift_x: float,
-    shift_y: float,
-    shift_z: float = 0.0,
-    resampling: str = "bilinear",
-    resample: bool = True,
-) -> xr.DataArray:
-    """Lazily translate a DEM: ``out(x, y) = dem(x - shift_x, y - shift_y) + shift_z``.
-
-    With ``resample=True`` the output is on ``dem``'s grid, computed by a NaN-local
-    interpolation over ``map_overlap`` whose ``depth`` is the shift in pixels plus the
-    kernel footprint (a NaN hole grows by at most the footprint). With ``resample=False``
-    the data is untouched and the geotransform is moved instead.
-
-    Examples
-    --------
-    >>> import xdem
-    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
-    >>> out = shift_dem(dem, shift_x=0.5, shift_y=0.0)
-    >>> out.shape == dem.shape
-    True
-    """
-    _check_resampling(resampling)
-    if not resample:
-        out = with_transform(dem, Affine.translation(shift_x, shift_y) @ get_transform(dem))
-        return out + np.asarray(shift_z, dtype=dem.dtype) if shift_z else out
-    drow, dcol = shift_in_pixels(dem, shift_x, shift_y)
-    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
-    if abs(drow) < 1e-12 and abs(dcol) < 1e-12:
-        out_data = data
-    else:
-        before, after = footprint(resampling)
-        depth = {
-            0: min(int(math.ceil(abs(drow))) + max(before, after) + 1, max(data.shape[0] - 1, 0)),
-            1: min(int(math.ceil(abs(dcol))) + max(before, after) + 1, max(data.shape[1] - 1, 0)),
-        }
-        out_data = map_overlap_nan(
-            shift_block_kernel, data, depth=(depth[0], depth[1]), dtype=data.dtype, name="shift",
-            drow=drow, dcol=dcol, resampling=resampling,
-        )
-    if shift_z:
-        out_data = out_data + np.asarray(shift_z, dtype=data.dtype)
-    out = dem.copy(data=out_data)
-    return out.rio.write_nodata(np.nan, encoded=False)
 
 
 class AffineCoreg(Coreg):
@@ -455,5 +407,6 @@ class NuthKaab(AffineCoreg):
         self.count_ = int(n_fit)
         self.history_ = history
         self.passes_ = int(ss.passes)
-        if data.points is COLLECT_POINTS:  # a pipeline asks: its next step may fit on these points
-            self._shared = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample, self.random_state)
+        if data.collect_points:  # a pipeline asks: its next step may fit on these points
+            self._shared_points = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample,
+                                               self.random_state)

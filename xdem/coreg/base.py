@@ -15,19 +15,15 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._data import FitData, SharedPoints, as_dem, prepare_pair
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
-from xdem.io.grid import align_pair, check_projected, local_metric_crs, reproject_to_crs, same_grid
-from xdem.io.open import open_dem
-from xdem.masks import stable_mask_like
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -40,74 +36,6 @@ def register(cls: type[Coreg]) -> type[Coreg]:
     """Class decorator adding a :class:`Coreg` subclass to :data:`METHODS`."""
     METHODS[cls.__name__.lower()] = cls
     return cls
-
-
-def as_dem(source: Any) -> xr.DataArray:
-    """Open anything :func:`xdem.open_dem` accepts, keeping an already-open DEM's chunks."""
-    return open_dem(source)
-
-
-@dataclass
-class FitData:
-    """A DEM pair on one grid, with its inlier mask and optional bias variables.
-
-    Attributes
-    ----------
-    ref, tba
-        DataArrays on the same grid (tba reprojected lazily if needed).
-    inlier
-        Lazy boolean array, True where a pixel may be used.
-    bias_vars
-        Name -> DataArray on the same grid (bias corrections only).
-    points
-        Inside a :class:`~xdem.coreg.CoregPipeline`: the subsample drawn by an earlier
-        Nuth & Kääb step, able to give ``dh`` of ``tba`` at its pixels without reading the
-        data again (:class:`xdem.coreg._windows.SharedPoints`), or ``None``.
-    """
-
-    ref: xr.DataArray
-    tba: xr.DataArray
-    inlier: da.Array
-    bias_vars: dict[str, xr.DataArray]
-    points: Any = None
-
-    def valid(self) -> da.Array:
-        """Lazy mask: finite in both DEMs and inside the inlier mask."""
-        return da.isfinite(self.ref.data) & da.isfinite(self.tba.data) & self.inlier
-
-
-def prepare_pair(
-    ref: Any,
-    tba: Any,
-    *,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
-    bias_vars: dict[str, Any] | None = None,
-) -> FitData:
-    """Open both DEMs, bring ``tba`` onto ``ref``'s grid lazily, build the masks.
-
-    ``inlier_mask`` marks stable pixels (True = used); ``exclude_mask`` marks unstable
-    ones (e.g. glacier outlines; True/inside = not used). Both may be given.
-    """
-    ref_d, tba_d = as_dem(ref), as_dem(tba)
-    if ref_d.rio.crs is not None and ref_d.rio.crs.is_geographic:
-        # a geographic reference is coregistered in the UTM zone of its centre (metres); the
-        # fitted correction records that CRS (crs_) and is applied there (xdem.warp)
-        ref_d = reproject_to_crs(ref_d, local_metric_crs(ref_d))
-    check_projected(ref_d, "coregistration")
-    ref_d, tba_d = align_pair(ref_d, tba_d)
-    if tba_d.data.chunks != ref_d.data.chunks:
-        tba_d = tba_d.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
-    mask = stable_mask_like(ref_d, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    bv: dict[str, xr.DataArray] = {}
-    for name, var in (bias_vars or {}).items():
-        v = as_dem(var)
-        if not same_grid(v, ref_d):
-            _, v = align_pair(ref_d, v)
-        if not same_grid(v, ref_d):
-            raise InputError(f"bias variable '{name}' does not cover the reference grid; give it on the same grid")
-        bv[name] = v.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
-    return FitData(ref=ref_d, tba=tba_d, inlier=mask, bias_vars=bv)
 
 
 def _jsonable(value: Any) -> Any:
@@ -258,6 +186,12 @@ class Coreg:
             return apply_in_frame(self, d, bv, target)
         return self._apply(d, bv, resample)
 
+    def pop_shared_points(self) -> SharedPoints | None:
+        """The subsample this step drew in its last fit, if a pipeline asked it to keep it
+        (``FitData.collect_points``), handed over once and then forgotten (it holds windows of
+        both DEMs: not kept longer than needed). ``None`` for methods that draw none."""
+        return vars(self).pop("_shared_points", None)
+
     def _frame_op(self) -> FrameOp | None:
         """This fitted step as a correction in its frame (horizontal motion, vertical shift,
         ramps), or ``None`` for a step that acts on elevation values and bias variables only."""
@@ -274,7 +208,9 @@ class Coreg:
         return self.apply(tba, bias_vars=fit_kwargs.get("bias_vars"))
 
     def __add__(self, other: Coreg) -> Coreg:
-        from xdem.coreg.pipeline import CoregPipeline
+        # The one import back into an estimator module: a pipeline is a Coreg, so
+        # xdem.coreg.pipeline imports this module; building one from `a + b` must import it here.
+        from xdem.coreg.pipeline import CoregPipeline  # noqa: PLC0415
 
         if not isinstance(other, Coreg):
             return NotImplemented

@@ -33,10 +33,24 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg.base import Coreg, FitData, as_dem, register
-from xdem.coreg.binning import APPLY_METHODS, bin_centres, binned_statistic, evaluate_table, fill_empty_bins, make_edges
+from xdem.coreg.binning import (
+    APPLY_METHODS,
+    bin_centres,
+    binned_statistic,
+    evaluate_table,
+    fill_empty_bins,
+    make_edges,
+)
+from xdem.coreg.deramp import grid_normalisation, pixel_xy
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
-from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, get_transform, same_grid
+from xdem.io.grid import (
+    align_pair,
+    block_pixel_offsets,
+    block_xy,
+    get_transform,
+    same_grid,
+)
 from xdem.sampling import sample_valid
 
 __all__ = ["BiasCorr", "DirectionalBias", "TerrainBias", "FIT_OR_BIN"]
@@ -463,8 +477,6 @@ class DirectionalBias(BiasCorr):
         return {}
 
     def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
-        from xdem.coreg.deramp import grid_normalisation, pixel_xy
-
         self.origin_ = np.asarray(grid_normalisation(data.ref)[0])
         x, y = pixel_xy(get_transform(data.ref), rows, cols)
         a = np.radians(float(self.angle))

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
-from xdem.coreg._windows import SharedPoints
+from xdem.coreg._data import SharedPoints
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError

@@ -30,14 +30,32 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._windows import check_divergence_params, divergence_message, nmad_ratio, not_converged, sample_with_terrain
-from xdem.coreg.affine import check_iteration_params, shift_dem
+from xdem.coreg._shift import shift_dem
+from xdem.coreg._windows import (
+    check_divergence_params,
+    divergence_message,
+    nmad_ratio,
+    not_converged,
+    sample_with_terrain,
+)
+from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
-    check_poly_order, fitted_surface, grid_normalisation, pixel_xy, subtract_surface, surface_terms,
+    check_poly_order,
+    fitted_surface,
+    grid_normalisation,
+    pixel_xy,
+    subtract_surface,
+    surface_terms,
 )
 from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
-from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.errors import (
+    ConvergenceError,
+    ConvergenceWarning,
+    FlatTerrainWarning,
+    InputError,
+    NotEnoughDataError,
+)
 from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.warp import FrameOp
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._windows import COLLECT_POINTS, SharedPoints
-from xdem.coreg.affine import shift_dem, translation_matrix
+from xdem.coreg._data import SharedPoints
+from xdem.coreg._shift import shift_dem, translation_matrix
 from xdem.coreg.base import Coreg, FitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
 
@@ -147,14 +147,11 @@ class CoregPipeline(Coreg):
         since = 0  # the shared points are of the DEM seen by pending[since]
         for k, step in enumerate(self.steps):
             current = self._apply_affine(base, pending) if pending else base
-            points: Any = None
-            if shared is not None:
-                points = shared.moved(_merged_translation(pending[since:]))
-            elif self.share_sample and k + 1 < len(self.steps):
-                points = COLLECT_POINTS
+            points = shared.moved(_merged_translation(pending[since:])) if shared is not None else None
+            collect = shared is None and self.share_sample and k + 1 < len(self.steps)
             step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
-                                      points=points))
-            made = step.__dict__.pop("_shared", None)
+                                      points=points, collect_points=collect))
+            made = step.pop_shared_points()
             if step.is_affine:
                 if made is not None:
                     shared, since = made, len(pending)  # points of the DEM this step was fitted on
