@@ -235,7 +235,6 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
             mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
             check = _source_positions(spec, mr[:, None], mc[None, :])
-            res = max(abs(spec.grid.transform.a), abs(spec.grid.transform.e), 1e-300)
             ok = True
             for k, (v, c) in enumerate(zip(exact, check)):
                 err = np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max()

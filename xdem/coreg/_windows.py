@@ -10,7 +10,7 @@ windows (the 3 x 3 neighbourhood of each pixel), so no full-size terrain raster 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import dask
@@ -20,7 +20,6 @@ import xarray as xr
 
 from xdem.coreg._data import FitData
 from xdem.coreg._shift import shift_dem
-from xdem.coreg.fitfuncs import nmad
 from xdem.io.grid import shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
@@ -182,89 +181,3 @@ def sample_with_terrain(
     if win_tba is not None:
         sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
-
-
-def check_divergence_params(*, initial_shift: object, on_divergence: object) -> tuple[float, float]:
-    """Validate the ``initial_shift`` and ``on_divergence`` hyper-parameters of the shift
-    estimators; returns the starting shift (``(0, 0)`` when ``initial_shift`` is ``None``)."""
-    from xdem.errors import InputError  # noqa: PLC0415
-
-    if on_divergence not in ("raise", "warn"):
-        raise InputError(f"on_divergence must be 'raise' or 'warn', got {on_divergence!r}")
-    if initial_shift is None:
-        return 0.0, 0.0
-    try:
-        sx, sy = (float(v) for v in initial_shift)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        raise InputError(f"initial_shift must be two numbers (shift_x, shift_y) in CRS units, got {initial_shift!r}") from None
-    if not (np.isfinite(sx) and np.isfinite(sy)):
-        raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
-    return sx, sy
-
-
-def divergence_message(what: str, sx: float, sy: float, iterations: int, start: tuple[float, float]) -> str:
-    """One-line message for a diverged shift estimate, with the ways out."""
-    began = "" if start == (0.0, 0.0) else f" from initial_shift ({start[0]:g}, {start[1]:g})"
-    return (
-        f"{what} diverged: the shift reached ({sx:.1f}, {sy:.1f}) after {iterations} iterations{began}, more than a "
-        "quarter of the DEM's size; if the DEMs really are that far apart, start from an estimate with "
-        "initial_shift=(dx, dy) (CLI: --initial-shift DX DY, the shift to apply, in CRS units); otherwise check the "
-        "inlier mask and the terrain, or accept a partial result (horizontal shift reset) with on_divergence='warn' "
-        "(CLI: --allow-divergence)"
-    )
-
-
-#: A fit stopped by ``max_iterations`` is unusable (treated like a divergence: an error, or a
-#: warning with ``on_divergence="warn"``) when, after at least 3 iterations, its last step is
-#: larger than this (pixels): it is still moving...
-UNUSABLE_STEP_PX = 0.5
-#: ... or when it moved more than this (pixels) without bringing the NMAD of dh below
-#: :data:`UNUSABLE_NMAD_RATIO` times its value at the start: it wandered (DEMs shifted by more
-#: than the fit can follow, e.g. more than half the DEM's width).
-UNUSABLE_MOVE_PX = 2.0
-UNUSABLE_NMAD_RATIO = 0.8
-
-
-def nmad_ratio(evaluate: Callable[[float, float], np.ndarray], ref: np.ndarray, start: tuple[float, float],
-               end: tuple[float, float]) -> float:
-    """NMAD of ``evaluate(*end) - ref`` over that of ``evaluate(*start) - ref`` (the sample's dh
-    at two shifts; in memory). NaN when either has no finite value."""
-    def spread(shift: tuple[float, float]) -> float:
-        dh = evaluate(*shift) - ref
-        return nmad(dh[np.isfinite(dh)])
-
-    first = spread(start)
-    return spread(end) / first if first > 0 else float("nan")
-
-
-def not_converged(what: str, *, step_px: float, moved_px: float, nmad_ratio: float, sx: float, sy: float,
-                  iterations: int, tolerance: float, start: tuple[float, float], on_divergence: str) -> bool:
-    """Report a fit stopped by ``max_iterations``. Usable (only not to ``tolerance``): a
-    warning. Unusable (see :data:`UNUSABLE_STEP_PX`, :data:`UNUSABLE_MOVE_PX`): a
-    :class:`~xdem.errors.ConvergenceError` unless ``on_divergence == "warn"``. Returns True
-    when the horizontal shift must be reset to ``start`` (the accepted partial result).
-
-    ``moved_px`` is the distance from the start to the last shift, ``nmad_ratio`` the NMAD
-    of dh at the last shift over that at the start."""
-    import warnings  # noqa: PLC0415
-
-    from xdem.errors import ConvergenceError, ConvergenceWarning  # noqa: PLC0415
-
-    message = (f"{what} did not converge in {iterations} iterations (last step {step_px:.4f} px > tolerance "
-               f"{tolerance} px)")
-    still_moving = iterations >= 3 and step_px > UNUSABLE_STEP_PX
-    wandered = moved_px > UNUSABLE_MOVE_PX and not nmad_ratio < UNUSABLE_NMAD_RATIO
-    if not (still_moving or wandered):
-        warnings.warn(f"{message}; raise max_iterations or tolerance", ConvergenceWarning, stacklevel=5)
-        return False
-    began = "" if start == (0.0, 0.0) else f" from initial_shift ({start[0]:g}, {start[1]:g})"
-    why = "still moving" if still_moving else f"the NMAD of dh only went to {nmad_ratio:.2f} of its start"
-    unusable = (f"{message}, {why} at ({sx:.1f}, {sy:.1f}){began}: the result is unusable; if the DEMs are "
-                "far apart, start from an estimate with initial_shift=(dx, dy) (CLI: --initial-shift DX DY), or raise "
-                "max_iterations; to accept a partial result (horizontal shift reset) use on_divergence='warn' "
-                "(CLI: --allow-divergence)")
-    if on_divergence == "raise":
-        raise ConvergenceError(unusable)
-    warnings.warn(f"{unusable}; on_divergence='warn': the horizontal shift is reset to its start", ConvergenceWarning,
-                  stacklevel=5)
-    return True

@@ -8,7 +8,6 @@ the geotransform and keeps the data exact).
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any, Callable, ClassVar
 
@@ -18,26 +17,12 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import SharedPoints
+from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
-from xdem.coreg._windows import (
-    check_divergence_params,
-    divergence_message,
-    nmad_ratio,
-    not_converged,
-    sample_with_terrain,
-)
+from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.base import Coreg, FitData, register
-from xdem.errors import (
-    ConvergenceError,
-    ConvergenceWarning,
-    FlatTerrainWarning,
-    InputError,
-    NotEnoughDataError,
-)
-from xdem.io.grid import (
-    check_projected,
-    get_resolution,
-)
+from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.io.grid import check_projected, get_resolution
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp
 
@@ -230,7 +215,7 @@ class NuthKaab(AffineCoreg):
     its start, typically when the DEMs are offset by more than about half their width), or
     stopping unconverged with an unusable result (still moving by more than 0.5 pixel per
     iteration after 3 or more, or having moved more than 2 pixels without bringing the NMAD
-    of dh below 0.8 of its start: :func:`xdem.coreg._windows.not_converged`), raises a
+    of dh below 0.8 of its start: :func:`xdem.coreg._iterate.not_converged`), raises a
     :class:`~xdem.errors.ConvergenceError` that suggests ``initial_shift``, unless
     ``on_divergence="warn"``.
 
@@ -343,57 +328,40 @@ class NuthKaab(AffineCoreg):
         tan_slope = np.tan(np.radians(ss.slope))
         asp = np.radians(ss.aspect)
         start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
-        sx, sy = start
-        history: list[list[float]] = []
-        converged = False
-        constrained = int(sloped.sum()) >= self._min_points
-        n_fit = 0
-        iterations = 0
-        limit = 0.25 * max(data.ref.shape)
-        if constrained:
-            for iterations in range(1, int(self.max_iterations) + 1):
-                dh = evaluate(sx, sy) - s["ref"]
-                ok = sloped & np.isfinite(dh)
-                n_fit = int(ok.sum())
-                if n_fit < self._min_points:
-                    raise NotEnoughDataError(
-                        f"Nuth & Kääb: only {n_fit} sampled pixels remain valid at shift ({sx:.3f}, {sy:.3f}) "
-                        f"(need {self._min_points}); the DEMs barely overlap or the shift is too large"
-                    )
-                east, north, n_bins = _nuth_kaab_step(
-                    dh[ok], tan_slope[ok], asp[ok], n_bins=int(self.bin_count), min_bin_count=10
+        used = {"n_fit": 0}
+
+        def step(sx: float, sy: float) -> tuple[float, float] | None:
+            dh = evaluate(sx, sy) - s["ref"]
+            ok = sloped & np.isfinite(dh)
+            used["n_fit"] = n_fit = int(ok.sum())
+            if n_fit < self._min_points:
+                raise NotEnoughDataError(
+                    f"Nuth & Kääb: only {n_fit} sampled pixels remain valid at shift ({sx:.3f}, {sy:.3f}) "
+                    f"(need {self._min_points}); the DEMs barely overlap or the shift is too large"
                 )
-                if not np.isfinite(east) or n_bins < max(3, int(self.bin_count) // 8):
-                    constrained = False
-                    break
-                sx, sy = sx - east, sy - north
-                history.append([sx, sy])
-                if math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy) > limit:
-                    message = divergence_message("Nuth & Kääb", sx, sy, iterations, start)
-                    if self.on_divergence == "raise":
-                        raise ConvergenceError(message)
-                    warnings.warn(f"{message}; on_divergence='warn': the horizontal shift is reset to its start",
-                                  ConvergenceWarning, stacklevel=4)
-                    sx, sy = start
-                    break
-                if math.hypot(east / dx, north / dy) < float(self.tolerance):
-                    converged = True
-                    break
-            else:
-                if not_converged("Nuth & Kääb", step_px=math.hypot(east / dx, north / dy), sx=sx, sy=sy,
-                                 moved_px=math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy),
-                                 nmad_ratio=nmad_ratio(evaluate, s["ref"], start, (sx, sy)),
-                                 iterations=iterations, tolerance=float(self.tolerance), start=start,
-                                 on_divergence=self.on_divergence):
-                    sx, sy = start
-        if not constrained:
+            east, north, n_bins = _nuth_kaab_step(dh[ok], tan_slope[ok], asp[ok], n_bins=int(self.bin_count),
+                                                  min_bin_count=10)
+            if not np.isfinite(east) or n_bins < max(3, int(self.bin_count) // 8):
+                return None  # too few aspect directions
+            return -east, -north
+
+        constrained = int(sloped.sum()) >= self._min_points
+        run = Iterations(start, [], 0, converged=False, constrained=False)
+        if constrained:
+            run = iterate_shift(
+                step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=data.ref.shape,
+                max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
+                on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(evaluate, s["ref"], a, b),
+            )
+        if not run.constrained:
             warnings.warn(
                 f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
                 f"than {self.min_slope} degrees, or too few aspect directions); only the vertical shift is estimated",
                 FlatTerrainWarning, stacklevel=4,
             )
-            sx, sy = start
-            converged = False
+        sx, sy = run.shift
+        history, iterations, converged, constrained, n_fit = (
+            run.history, run.n_iterations, run.converged, run.constrained, used["n_fit"])
         dh = evaluate(sx, sy) - s["ref"]
         fin = np.isfinite(dh)
         if not fin.any():

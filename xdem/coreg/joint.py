@@ -31,13 +31,8 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._shift import shift_dem
-from xdem.coreg._windows import (
-    check_divergence_params,
-    divergence_message,
-    nmad_ratio,
-    not_converged,
-    sample_with_terrain,
-)
+from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
+from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
@@ -50,8 +45,6 @@ from xdem.coreg.deramp import (
 )
 from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
 from xdem.errors import (
-    ConvergenceError,
-    ConvergenceWarning,
     FlatTerrainWarning,
     InputError,
     NotEnoughDataError,
@@ -211,13 +204,8 @@ class NuthKaabDeramp(Coreg):
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         design = np.column_stack([gx, gy, poly])
         start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
-        sx, sy = start
-        history: list[list[float]] = []
-        converged = diverged = False
-        limit = 0.25 * max(data.ref.shape)
-        step = float("nan")
-        it = 0
-        for it in range(1, int(self.max_iterations) + 1 if constrained else 1):
+
+        def step(sx: float, sy: float) -> tuple[float, float]:
             dh = sampler(sx, sy) - s["ref"]
             ok = np.isfinite(dh)
             if int((ok & sloped).sum()) < self._min_points:
@@ -226,28 +214,17 @@ class NuthKaabDeramp(Coreg):
                     f"({sx:.3f}, {sy:.3f}); the DEMs barely overlap or the shift is too large"
                 )
             p = _solve_rejecting(design[ok], dh[ok])
-            ex, ey = float(p[0]), float(p[1])
-            sx, sy = sx + ex, sy + ey
-            history.append([sx, sy])
-            step = math.hypot(ex / dx, ey / dy)
-            if math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy) > limit:
-                message = divergence_message("NuthKaabDeramp", sx, sy, it, start)
-                if self.on_divergence == "raise":
-                    raise ConvergenceError(message)
-                warnings.warn(f"{message}; on_divergence='warn': the shift is reset to its start",
-                              ConvergenceWarning, stacklevel=4)
-                sx, sy = start
-                diverged = True
-                break
-            if step < float(self.tolerance):
-                converged = True
-                break
-        if constrained and not converged and not diverged and not_converged(
-            "NuthKaabDeramp", step_px=step, sx=sx, sy=sy, iterations=it, tolerance=float(self.tolerance), start=start,
-            moved_px=math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy),
-            nmad_ratio=nmad_ratio(sampler, s["ref"], start, (sx, sy)), on_divergence=self.on_divergence,
-        ):
-            sx, sy = start
+            return float(p[0]), float(p[1])
+
+        run = Iterations(start, [], 0, converged=False, constrained=False)
+        if constrained:
+            run = iterate_shift(
+                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=data.ref.shape,
+                max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
+                on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(sampler, s["ref"], a, b),
+            )
+        sx, sy = run.shift
+        history, it, converged = run.history, run.n_iterations, run.converged
         dh = sampler(sx, sy) - s["ref"]
         ok = np.isfinite(dh)
         p0 = _solve_rejecting(poly[ok], dh[ok])
