@@ -11,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, OverlapError
-from xdem.io.grid import block_pixel_offsets, get_transform, same_grid
+from xdem.io.grid import block_pixel_offsets, dask_data, get_transform, same_grid
 
 __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
 
@@ -69,7 +69,7 @@ def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
         raise InputError("the vector mask has no CRS; set one, e.g. gdf.set_crs('EPSG:XXXX')")
     gdf = gdf.to_crs(dem.rio.crs)
     geoms = [g for g in gdf.geometry if g is not None and not g.is_empty]
-    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(dem.values)
+    data = dask_data(dem)
     return da.map_blocks(
         _rasterize_block, data, geoms=geoms, transform=get_transform(dem), dtype=bool,
         meta=np.array((), dtype=bool),
@@ -97,7 +97,7 @@ def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> 
     >>> bool(inlier_mask_like(None, dem).all().compute())
     True
     """
-    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    data = dask_data(dem)
     if mask is None:
         if exclude:
             raise InputError("exclude=True needs a mask of the areas to exclude")

@@ -37,6 +37,7 @@ from dask.highlevelgraph import HighLevelGraph
 from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
+from xdem.io.grid import dask_data
 from xdem.kernels.interp import ORDERS, footprint
 from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel
@@ -363,7 +364,7 @@ def warp_dem(
     """
     if resampling not in ORDERS:
         raise ValueError(f"resampling must be one of {ORDERS}, got {resampling!r}")
-    data = src.data if isinstance(src.data, da.Array) else da.from_array(np.asarray(src.data))
+    data = dask_data(src)
     spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling)
     if chunks is None:
         chunks = (max(data.chunks[0]), max(data.chunks[1]))

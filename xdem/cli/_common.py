@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import sys
 import threading
@@ -35,6 +34,7 @@ import click
 import dask
 
 from xdem.errors import XdemError
+from xdem.io.jsondoc import jsonable  # the CLI's documents use the one conversion
 
 __all__ = [
     "LOCAL_SCHEDULERS",
@@ -297,26 +297,6 @@ def one_line_warnings() -> Iterator[None]:
 
 # ---------------------------------------------------------------------------- JSON, memory
 
-
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays, paths and tuples made JSON-able; NaN/inf -> None."""
-    import numpy as np  # noqa: PLC0415
-
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return getattr(value, "__name__", repr(value))
 
 
 def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:

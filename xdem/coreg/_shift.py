@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 from affine import Affine
 
 from xdem.errors import InputError
-from xdem.io.grid import get_transform, shift_in_pixels, with_transform
+from xdem.io.grid import dask_data, get_transform, shift_in_pixels, with_transform
 from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 
@@ -62,7 +61,7 @@ def shift_dem(
         out = with_transform(dem, Affine.translation(shift_x, shift_y) @ get_transform(dem))
         return out + np.asarray(shift_z, dtype=dem.dtype) if shift_z else out
     drow, dcol = shift_in_pixels(dem, shift_x, shift_y)
-    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    data = dask_data(dem)
     if abs(drow) < 1e-12 and abs(dcol) < 1e-12:
         out_data = data
     else:

@@ -24,6 +24,8 @@ import xarray as xr
 from xdem.coreg._data import FitData, SharedPoints, as_dem, prepare_pair
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
+from xdem.io.atomic import write_text_atomic
+from xdem.io.jsondoc import jsonable
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -36,18 +38,6 @@ def register(cls: type[Coreg]) -> type[Coreg]:
     """Class decorator adding a :class:`Coreg` subclass to :data:`METHODS`."""
     METHODS[cls.__name__.lower()] = cls
     return cls
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        return value.item()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 class Coreg:
@@ -243,14 +233,14 @@ class Coreg:
         for k, v in self.get_params().items():
             if k in self._callable_params and callable(v):
                 v = getattr(v, "__name__", repr(v))
-            params[k] = _jsonable(v)
-        return {"method": type(self).__name__, "params": params, "learned": _jsonable(self.learned())}
+            params[k] = jsonable(v)
+        return {"method": type(self).__name__, "params": params, "learned": jsonable(self.learned())}
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         """JSON text of :meth:`to_dict`; also written to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
-            Path(path).write_text(text)
+            write_text_atomic(path, text + "\n", overwrite=True)  # never a half-written file
         return text
 
     @classmethod

@@ -44,13 +44,7 @@ from xdem.coreg.binning import (
 from xdem.coreg.deramp import grid_normalisation, pixel_xy
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
-from xdem.io.grid import (
-    align_pair,
-    block_pixel_offsets,
-    block_xy,
-    get_transform,
-    same_grid,
-)
+from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, dask_data, get_transform, same_grid
 from xdem.sampling import sample_valid
 
 __all__ = ["BiasCorr", "DirectionalBias", "TerrainBias", "FIT_OR_BIN"]
@@ -371,7 +365,7 @@ class BiasCorr(Coreg):
         return True  # a function of bias variables given on the grid of the DEM being corrected
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
-        data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+        data = dask_data(dem)
         arrays = [a.rechunk(data.chunks) for a in self._apply_arrays(dem, bias_vars)]
         out = da.map_blocks(
             _correct_kernel, data, *arrays, model=self._model(), dtype=data.dtype, meta=np.array((), dtype=data.dtype)
@@ -494,7 +488,7 @@ class DirectionalBias(BiasCorr):
         return False  # along-track distance: map coordinates of the frame
 
     def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
-        data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+        data = dask_data(dem)
         along = da.map_blocks(
             _along_track_kernel, data, transform=get_transform(dem), origin=tuple(map(float, self.origin_)),
             angle=float(self.angle), dtype=np.float64, meta=np.array((), dtype=np.float64),

@@ -28,7 +28,7 @@ from xdem.coreg._data import SharedPoints
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
-from xdem.io.grid import block_pixel_offsets, block_xy, get_transform
+from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp, Surface
@@ -99,7 +99,7 @@ def subtract_surface(
     dem: xr.DataArray, *, center: tuple[float, float], scale: float, terms: list[tuple[int, int]], coefs: np.ndarray
 ) -> xr.DataArray:
     """Lazily subtract a polynomial surface of the coordinates from ``dem`` (``map_blocks``)."""
-    data = dem.data if isinstance(dem.data, da.Array) else da.from_array(np.asarray(dem.data))
+    data = dask_data(dem)
     out = da.map_blocks(
         _surface_kernel, data, transform=get_transform(dem), center=tuple(center), scale=float(scale),
         terms=[tuple(t) for t in terms], coefs=np.asarray(coefs, dtype=np.float64), dtype=data.dtype,

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Callable
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 from affine import Affine
@@ -24,9 +25,24 @@ __all__ = [
     "same_grid",
     "with_transform",
     "align_pair",
+    "dask_data",
     "local_metric_crs",
     "reproject_to_crs",
 ]
+
+
+def dask_data(dem: xr.DataArray, *, chunks: Any = "auto") -> da.Array:
+    """The lazy data of a DEM: its dask array, or a numpy-backed DEM's values wrapped in one
+    (``chunks`` as :func:`dask.array.from_array`; ignored for dask-backed DEMs).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> dask_data(xr.DataArray(np.zeros((4, 4)), dims=("y", "x")), chunks=2).numblocks
+    (2, 2)
+    """
+    data = dem.data
+    return data if isinstance(data, da.Array) else da.from_array(np.asarray(data), chunks=chunks)
 
 
 def get_transform(dem: xr.DataArray) -> Affine:

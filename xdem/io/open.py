@@ -15,6 +15,7 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
+from xdem.io.grid import dask_data
 from xdem.io.sources import register_source
 
 __all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
@@ -104,10 +105,7 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: str | None) -> xr.Dat
     if file_nodata is None:
         file_nodata = arr.rio.encoded_nodata
     fdtype = _float_dtype(arr.dtype)
-    data = arr.data
-    if not isinstance(data, da.Array):
-        data = da.from_array(np.asarray(data), chunks=auto_chunks(arr.shape))
-    data = data.astype(fdtype, copy=False)
+    data = dask_data(arr, chunks=auto_chunks(arr.shape)).astype(fdtype, copy=False)
     if file_nodata is not None and not np.isnan(file_nodata):
         data = da.where(data == fdtype.type(file_nodata), fdtype.type(np.nan), data)
     out = xr.DataArray(data, dims=("y", "x"), coords={"y": arr["y"].values, "x": arr["x"].values}, name=name)
