@@ -432,13 +432,7 @@ def coreg(
     0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
     """
     from xdem.cli._common import (  # noqa: PLC0415
-        Progress,
-        check_new_output,
-        check_scheduler,
-        dump_json,
-        one_line_warnings,
-        peak_rss_mb,
-        stdout_to_stderr,
+        Progress, check_new_output, check_scheduler, dump_json, one_line_warnings, peak_rss_mb, stdout_to_stderr,
         use_scheduler,
     )
     from xdem.errors import InputError  # noqa: PLC0415

@@ -17,12 +17,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import SharedPoints
-from xdem.coreg._iterate import (
-    Iterations,
-    check_divergence_params,
-    iterate_shift,
-    nmad_ratio,
-)
+from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
 from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.base import Coreg, FitData, register

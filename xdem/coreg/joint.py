@@ -30,12 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._iterate import (
-    Iterations,
-    check_divergence_params,
-    iterate_shift,
-    nmad_ratio,
-)
+from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.affine import check_iteration_params

@@ -21,9 +21,9 @@ reported as one :class:`~xdem.errors.OutputError` saying how much space is neede
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
+import errno
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -304,8 +304,7 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, al
             pass  # create only; blocks are written by the tasks
     client = _active_client(data)
     if client is not None:
-        from distributed import Lock  # noqa: PLC0415
-        from distributed import progress as dprogress
+        from distributed import Lock, progress as dprogress  # noqa: PLC0415
 
         lock: Any = Lock(name=f"xdem-write-cog-{os.path.basename(tmp)}")
     else:

@@ -9,15 +9,7 @@ import numpy as np
 
 from xdem.report import figures as F
 from xdem.report.data import ReportData
-from xdem.report.html import (
-    cell,
-    img,
-    key_value_rows,
-    label_cell,
-    note,
-    render_value,
-    table,
-)
+from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 
 __all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
@@ -263,12 +255,7 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
 
 
 def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
-    from xdem.verdict import (
-        NMAD_RATIO_MAX,
-        RESIDUAL_NMAD,
-        RESIDUAL_PIXELS,
-        compute_verdict,
-    )
+    from xdem.verdict import NMAD_RATIO_MAX, RESIDUAL_NMAD, RESIDUAL_PIXELS, compute_verdict
 
     verdict, prefix = _get(summary, "verdict"), "verdict"
     src = "From the coregistration summary (its own stable subsample)."
