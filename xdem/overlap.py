@@ -27,8 +27,9 @@ __all__ = ["map_overlap_nan"]
 _SIDES = (-1, 0, 1)
 
 
-def _rows(side: int, depth: int) -> slice:
-    """Rows (or columns) of a chunk on one ``side``: -1 first ``depth``, +1 last ``depth``, 0 all."""
+def _strip(side: int, depth: int) -> slice:
+    """Along one axis (rows or columns), the part of a chunk on one ``side``: -1 the first
+    ``depth``, +1 the last ``depth``, 0 all of it."""
     if side < 0:
         return slice(0, depth)
     if side > 0:
@@ -42,7 +43,7 @@ def _edges(block: np.ndarray, dr: int, dc: int) -> dict[tuple[int, int], np.ndar
     for sr in _SIDES:
         for sc in _SIDES:
             if (sr, sc) != (0, 0) and (sr == 0 or dr) and (sc == 0 or dc):
-                out[(sr, sc)] = np.array(block[_rows(sr, dr), _rows(sc, dc)], copy=True)
+                out[(sr, sc)] = np.array(block[_strip(sr, dr), _strip(sc, dc)], copy=True)
     return out
 
 

@@ -38,7 +38,7 @@ from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
 from xdem.io.grid import dask_data
-from xdem.kernels.interp import ORDERS, footprint
+from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel
 
@@ -362,8 +362,8 @@ def warp_dem(
     >>> out.shape == dem.shape
     True
     """
-    if resampling not in ORDERS:
-        raise ValueError(f"resampling must be one of {ORDERS}, got {resampling!r}")
+    if resampling not in RESAMPLINGS:
+        raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
     data = dask_data(src)
     spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling)
     if chunks is None:

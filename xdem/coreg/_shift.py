@@ -12,7 +12,7 @@ from affine import Affine
 
 from xdem.errors import InputError
 from xdem.io.grid import dask_data, get_transform, shift_in_pixels, with_transform
-from xdem.kernels.interp import ORDERS, footprint, shift_block_kernel
+from xdem.kernels.interp import RESAMPLINGS, footprint, shift_block_kernel
 from xdem.overlap import map_overlap_nan
 
 __all__ = ["shift_dem", "translation_matrix", "check_resampling"]
@@ -27,8 +27,8 @@ def translation_matrix(shift_x: float, shift_y: float, shift_z: float) -> np.nda
 
 def check_resampling(resampling: str) -> str:
     """``resampling`` if it is a known interpolation name, else a clear :class:`~xdem.errors.InputError`."""
-    if resampling not in ORDERS:
-        raise InputError(f"resampling must be one of {', '.join(ORDERS)}, got {resampling!r}")
+    if resampling not in RESAMPLINGS:
+        raise InputError(f"resampling must be one of {', '.join(RESAMPLINGS)}, got {resampling!r}")
     return resampling
 
 

@@ -12,10 +12,12 @@ import math
 
 import numpy as np
 
-__all__ = ["ORDERS", "footprint", "weights_1d", "shift_block_kernel", "interp_windows_kernel"]
+__all__ = ["RESAMPLINGS", "ORDERS", "footprint", "weights_1d", "shift_block_kernel", "interp_windows_kernel"]
 
 #: Interpolation names accepted by ``resampling`` arguments.
-ORDERS = ("bilinear", "cubic")
+RESAMPLINGS = ("bilinear", "cubic")
+#: Former name of :data:`RESAMPLINGS` (kept for existing imports).
+ORDERS = RESAMPLINGS
 
 
 def footprint(resampling: str) -> tuple[int, int]:
@@ -24,7 +26,7 @@ def footprint(resampling: str) -> tuple[int, int]:
         return (0, 1)
     if resampling == "cubic":
         return (1, 2)
-    raise ValueError(f"resampling must be one of {ORDERS}, got {resampling!r}")
+    raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
 
 
 def weights_1d(frac: np.ndarray | float, resampling: str) -> list[tuple[int, np.ndarray | float]]:
@@ -42,7 +44,7 @@ def weights_1d(frac: np.ndarray | float, resampling: str) -> list[tuple[int, np.
             return a * t**3 - 5.0 * a * t**2 + 8.0 * a * t - 4.0 * a
 
         return [(-1, far(1.0 + f)), (0, near(f)), (1, near(1.0 - f)), (2, far(2.0 - f))]
-    raise ValueError(f"resampling must be one of {ORDERS}, got {resampling!r}")
+    raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
 
 
 def _accumulate(terms: list[tuple[np.ndarray | float, np.ndarray]], shape: tuple[int, ...]) -> np.ndarray:
