@@ -1,7 +1,8 @@
 """The Sphinx documentation builds offline and without a single warning.
 
 The build runs on a copy of ``docs/``, ``examples/`` and ``CHANGELOG.md`` in a temporary
-folder (sphinx-gallery writes generated pages next to the sources), with ``-W`` (warnings
+folder (sphinx-gallery writes generated pages next to the sources) by the Makefile's ``docs``
+target, with ``-W`` (warnings
 are errors) and ``-D plot_gallery=0`` (gallery pages are made without running the examples,
 which ``tests/test_examples_gallery.py`` runs). Network access through HTTP(S) proxies is
 pointed at a closed port, so an extension reaching out would fail the build.
@@ -57,11 +58,15 @@ def built(tmp_path_factory) -> dict:
     shutil.copytree(ROOT / "docs", base / "docs", ignore=ignore)
     shutil.copytree(ROOT / "examples", base / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy2(ROOT / "CHANGELOG.md", base / "CHANGELOG.md")
-    out = base / "html"
+    shutil.copy2(ROOT / "Makefile", base / "Makefile")
+    out = base / "docs" / "_build" / "html"
     env = {**os.environ, "MPLBACKEND": "Agg", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "", "NO_PROXY": ""}
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-D", "plot_gallery=0",
-           "-d", str(base / "doctrees"), str(base / "docs"), str(out)]
+    # the README's `make docs` itself (its install stamps taken as done: this venv has the packages),
+    # with the gallery not executed and sphinx going on after a warning to list them all
+    venv = Path(sys.executable).parent
+    cmd = ["make", "-C", str(base), "-o", ".venv/.docs-stamp", "-o", ".venv/.installed-stamp", "docs", f"BIN={venv}",
+           f"SPHINXOPTS=--keep-going -D plot_gallery=0 -d {base / 'doctrees'}"]
     proc = subprocess.run(cmd, cwd=base, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     return {"proc": proc, "out": out}
 
@@ -125,7 +130,15 @@ def test_cli_reference_lists_every_command(built):
         assert re.search(rf"xdem[- ]{name}", text), f"'xdem {name}' is missing from the CLI reference"
 
 
-def test_make_docs_target():
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^docs:", makefile, re.M), "the Makefile has no docs target"
-    assert "sphinx-build -W -b html docs docs/_build/html" in makefile
+def test_make_docs_builds_with_warnings_as_errors(built, tmp_path):
+    """The build above ran `make docs`; a warning must fail that target (sphinx -W)."""
+    assert built["proc"].returncode == 0 and (built["out"] / "index.html").exists()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conf.py").write_text('project = "warning-check"\n')  # a bare Sphinx project
+    (tmp_path / "docs" / "index.rst").write_text("Title\n=====\n\n.. toctree::\n\n   missing_page\n")
+    shutil.copy2(ROOT / "Makefile", tmp_path / "Makefile")
+    venv = Path(sys.executable).parent
+    proc = subprocess.run(["make", "-C", str(tmp_path), "-o", ".venv/.docs-stamp", "-o", ".venv/.installed-stamp",
+                           "docs", f"BIN={venv}"],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert proc.returncode != 0 and "missing_page" in proc.stdout + proc.stderr
