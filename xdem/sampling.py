@@ -32,6 +32,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
+from xdem.kernels.robust import group_by
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_SEED"]
 
@@ -151,10 +152,9 @@ def join_windows(keys: np.ndarray, parts: np.ndarray, wanted: np.ndarray) -> np.
     ``fmax`` of every piece with that key (pieces of one window never overlap, so this puts
     each pixel where its block left it). Every wanted key must have at least one piece."""
     sel = np.flatnonzero(np.isin(keys, wanted))
-    sel = sel[np.argsort(keys[sel], kind="stable")]
-    sk = keys[sel]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if len(sk) else np.zeros(0, dtype=np.intp)
-    if len(starts) != len(wanted) or not np.array_equal(sk[starts], wanted):
+    g = group_by(keys[sel])
+    sel, starts = sel[g.order], g.starts
+    if len(starts) != len(wanted) or not np.array_equal(g.keys, wanted):
         raise AssertionError("a sampled window is missing some of its pieces")
     if len(sel) == len(starts):
         return parts[sel]
