@@ -27,6 +27,7 @@ from xdem.io.grid import check_projected, get_transform, signed_resolution
 from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
+from xdem.terrain.options import ASPECT_UNITS, SLOPE_UNITS, TerrainOptions
 
 __all__ = [
     "ATTRIBUTES",
@@ -65,8 +66,8 @@ _ALIASES = {
     "maximum": "maximum_curvature",
     "max_curvature": "maximum_curvature",
 }
-_SLOPE_UNITS = ("degrees", "percent", "radians")
-_ASPECT_UNITS = ("degrees", "radians")
+_SLOPE_UNITS = SLOPE_UNITS
+_ASPECT_UNITS = ASPECT_UNITS
 
 
 def _canonical(name: str) -> str:
@@ -77,10 +78,8 @@ def _canonical(name: str) -> str:
     return key
 
 
-def _depth(name: str, opts: dict[str, Any]) -> int:
-    if name in ("topographic_position_index", "roughness"):
-        return K._check_window(opts["window_size"])
-    return 1
+def _depth(name: str, opts: TerrainOptions) -> int:
+    return opts.window_depth(name)
 
 
 def _crop(z: np.ndarray, have: int, need: int) -> np.ndarray:
@@ -90,27 +89,27 @@ def _crop(z: np.ndarray, have: int, need: int) -> np.ndarray:
 
 
 def _attribute_block(
-    name: str, z: np.ndarray, depth: int, cache: dict, *, res_x: float, res_y: float, opts: dict[str, Any]
+    name: str, z: np.ndarray, depth: int, cache: dict, *, res_x: float, res_y: float, opts: TerrainOptions
 ) -> np.ndarray:
     """One attribute (float64, interior shape, final units) of a block padded by ``depth``."""
     need = _depth(name, opts)
     zz = _crop(z, depth, need)
     if name in ("slope", "aspect", "hillshade"):
         if "gradient" not in cache:
-            cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts["method"])
+            cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts.method)
         dzdx, dzdy = cache["gradient"]
         if name == "hillshade":
             return K._hillshade_from_gradient(
-                dzdx, dzdy, azimuth=opts["azimuth"], altitude=opts["altitude"], z_factor=opts["z_factor"]
+                dzdx, dzdy, azimuth=opts.azimuth, altitude=opts.altitude, z_factor=opts.z_factor
             )
         if name == "slope":
-            units = opts["slope_units"]
+            units = opts.slope_units
             if units == "percent":
                 return np.multiply(K._gradient_norm(dzdx, dzdy), 100.0)
             s = K._slope_from_gradient(dzdx, dzdy)
             return np.degrees(s, out=s) if units == "degrees" else s
         a = K._aspect_from_gradient(dzdx, dzdy)
-        return np.degrees(a, out=a) if opts["aspect_units"] == "degrees" else a
+        return np.degrees(a, out=a) if opts.aspect_units == "degrees" else a
     if name.endswith("curvature"):
         if "curvature" not in cache:  # coefficients and NaN mask shared by the curvature kinds
             cache["curvature"] = (K.curvature_coefficients(zz, res_x=res_x, res_y=res_y), K.nan_window_mask(zz, 1))
@@ -119,16 +118,16 @@ def _attribute_block(
         out[bad] = np.nan
         return out
     if name == "terrain_ruggedness_index":
-        return K.tri_kernel(zz, algorithm=opts["tri_algorithm"])
+        return K.tri_kernel(zz, algorithm=opts.tri_algorithm)
     if name == "topographic_position_index":
-        return K.tpi_kernel(zz, window_size=opts["window_size"])
-    return K.roughness_kernel(zz, window_size=opts["window_size"])
+        return K.tpi_kernel(zz, window_size=opts.window_size)
+    return K.roughness_kernel(zz, window_size=opts.window_size)
 
 
-def _cast(name: str, values: np.ndarray, dtype: np.dtype, opts: dict[str, Any]) -> np.ndarray:
+def _cast(name: str, values: np.ndarray, dtype: np.dtype, opts: TerrainOptions) -> np.ndarray:
     out = values.astype(dtype, copy=False)
     if name == "aspect":  # rounding can turn 359.99999 into 360: keep [0, 360)
-        full = 360.0 if opts["aspect_units"] == "degrees" else dtype.type(2.0 * np.pi)
+        full = 360.0 if opts.aspect_units == "degrees" else dtype.type(2.0 * np.pi)
         out[out >= full] = 0
     return out
 
@@ -141,7 +140,7 @@ def _terrain_block_kernel(
     res_x: float,
     res_y: float,
     out_dtype: np.dtype,
-    opts: dict[str, Any],
+    opts: TerrainOptions,
     stacked: bool,
 ) -> np.ndarray:
     """Kernel mapped by :func:`_run`: the attributes of one padded block, in ``dtype``."""
@@ -153,7 +152,7 @@ def _terrain_block_kernel(
     return np.stack(outs) if stacked else outs[0]
 
 
-def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: dict[str, Any], stacked: bool):
+def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: TerrainOptions, stacked: bool):
     """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
     depth = max(_depth(n, opts) for n in names)
     dtype = np.dtype(data.dtype)
@@ -183,12 +182,12 @@ def _prepare(dem: Any, depth: int) -> xr.DataArray:
     return dem
 
 
-def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: dict[str, Any]) -> xr.DataArray:
+def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: TerrainOptions) -> xr.DataArray:
     units = ATTRIBUTES[name]
     if name == "slope":
-        units = opts["slope_units"]
+        units = opts.slope_units
     elif name == "aspect":
-        units = opts["aspect_units"]
+        units = opts.aspect_units
     out = xr.DataArray(data, dims=dem.dims, coords=dem.coords, name=name, attrs={"units": units})
     if dem.rio.crs is not None:
         out = out.rio.write_crs(dem.rio.crs)
@@ -257,21 +256,9 @@ def get_terrain_attribute(
     names = tuple(dict.fromkeys(_canonical(n) for n in ([attribute] if single else attribute)))
     if not names:
         raise InputError("no terrain attribute requested; pass a name such as 'slope' or a list of names")
-    if slope_units not in _SLOPE_UNITS:
-        raise InputError(f"unknown slope units {slope_units!r}; use one of {', '.join(_SLOPE_UNITS)}")
-    if aspect_units not in _ASPECT_UNITS:
-        raise InputError(f"unknown aspect units {aspect_units!r}; use one of {', '.join(_ASPECT_UNITS)}")
-    if str(tri_algorithm).lower() not in ("riley", "wilson"):
-        raise InputError(f"unknown TRI algorithm {tri_algorithm!r}; use 'riley' or 'wilson'")
-    opts = dict(
-        method=K.normalise_method(method),
-        slope_units=slope_units,
-        aspect_units=aspect_units,
-        azimuth=float(azimuth),
-        altitude=float(altitude),
-        z_factor=float(z_factor),
-        tri_algorithm=str(tri_algorithm).lower(),
-        window_size=window_size,
+    opts = TerrainOptions(
+        method=method, slope_units=slope_units, aspect_units=aspect_units, azimuth=azimuth, altitude=altitude,
+        z_factor=z_factor, tri_algorithm=tri_algorithm, window_size=window_size,
     )
     depth = max(_depth(n, opts) for n in names)
     dem = _prepare(dem, depth)
