@@ -34,6 +34,7 @@ import numpy as np
 
 from xdem.kernels.nuth_kaab import nuth_kaab_step
 from xdem.kernels.robust import nmad
+from xdem.typing import MaskLike
 
 __all__ = ["MIN_SLOPE", "RESIDUAL_PIXELS", "RESIDUAL_NMAD", "NMAD_RATIO_MAX", "VERDICT_SUBSAMPLE",
            "residual_sinusoid", "compute_verdict", "verdict_sample", "verdict_while_writing", "verdict_of_run"]
@@ -167,7 +168,7 @@ def compute_verdict(
 
 
 def verdict_sample(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
+    ref: Any, tba: Any, aligned: Any, *, inlier_mask: MaskLike = None, exclude_mask: MaskLike = None,
     subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Stable sampled pixels of dh before/after, slope and aspect of ``ref``, lazily on the
@@ -205,7 +206,7 @@ def verdict_sample(
 
 def verdict_of_run(
     ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
-    inlier_mask: Any = None, exclude_mask: Any = None, random_state: int | None = None,
+    inlier_mask: MaskLike = None, exclude_mask: MaskLike = None, random_state: int | None = None,
     subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
     """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while

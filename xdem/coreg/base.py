@@ -28,6 +28,7 @@ from xdem.errors import InputError, NotFittedError
 from xdem.io.grid import align_pair, check_projected, local_metric_crs, reproject_to_crs, same_grid
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
+from xdem.typing import DEMLike, MaskLike
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -42,7 +43,7 @@ def register(cls: type[Coreg]) -> type[Coreg]:
     return cls
 
 
-def as_dem(source: Any) -> xr.DataArray:
+def as_dem(source: DEMLike) -> xr.DataArray:
     """Open anything :func:`xdem.open_dem` accepts, keeping an already-open DEM's chunks."""
     return open_dem(source)
 
@@ -77,11 +78,11 @@ class FitData:
 
 
 def prepare_pair(
-    ref: Any,
-    tba: Any,
+    ref: DEMLike,
+    tba: DEMLike,
     *,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
     bias_vars: dict[str, Any] | None = None,
 ) -> FitData:
     """Open both DEMs, bring ``tba`` onto ``ref``'s grid lazily, build the masks.
@@ -185,11 +186,11 @@ class Coreg:
     # --- public API ----------------------------------------------------------------------
     def fit(
         self,
-        ref: Any,
-        tba: Any,
+        ref: DEMLike,
+        tba: DEMLike,
         *,
-        inlier_mask: Any = None,
-        exclude_mask: Any = None,
+        inlier_mask: MaskLike = None,
+        exclude_mask: MaskLike = None,
         bias_vars: dict[str, Any] | None = None,
     ) -> Coreg:
         """Estimate the correction that brings ``tba`` onto ``ref``; returns ``self``.
@@ -220,7 +221,7 @@ class Coreg:
         return self
 
     def apply(
-        self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
+        self, dem: DEMLike, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
     ) -> xr.DataArray:
         """Apply the fitted correction to ``dem``; lazy, computes nothing.
 
@@ -268,7 +269,7 @@ class Coreg:
         or horizontal distances), so that it can be applied on a DEM in another CRS as it is."""
         return False
 
-    def fit_and_apply(self, ref: Any, tba: Any, **fit_kwargs: Any) -> xr.DataArray:
+    def fit_and_apply(self, ref: DEMLike, tba: DEMLike, **fit_kwargs: Any) -> xr.DataArray:
         """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy."""
         self.fit(ref, tba, **fit_kwargs)
         return self.apply(tba, bias_vars=fit_kwargs.get("bias_vars"))

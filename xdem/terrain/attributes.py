@@ -28,6 +28,7 @@ from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
 from xdem.terrain.options import ASPECT_UNITS, SLOPE_UNITS, TerrainOptions
+from xdem.typing import DEMLike
 
 __all__ = [
     "ATTRIBUTES",
@@ -196,7 +197,7 @@ def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: TerrainOptions) ->
 
 
 def get_terrain_attribute(
-    dem: Any,
+    dem: DEMLike,
     attribute: str | Sequence[str],
     *,
     method: str = "horn",
@@ -274,7 +275,7 @@ def get_terrain_attribute(
     return [outs[names.index(n)] for n in requested]
 
 
-def slope(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+def slope(dem: DEMLike, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
     """Slope of ``dem`` (lazy): ``"degrees"`` (default), ``"percent"`` (100 tan) or ``"radians"``.
 
     Examples
@@ -285,7 +286,7 @@ def slope(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataA
     return get_terrain_attribute(dem, "slope", method=method, slope_units=units)
 
 
-def aspect(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+def aspect(dem: DEMLike, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
     """Aspect of ``dem`` (lazy): direction the slope faces, clockwise from north, in [0, 360).
 
     Flat cells (zero gradient) are NaN (gdaldem writes -9999 there, or 0 with ``-zero_for_flat``).
@@ -299,7 +300,7 @@ def aspect(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.Data
 
 
 def hillshade(
-    dem: Any, *, azimuth: float = 315.0, altitude: float = 45.0, z_factor: float = 1.0, method: str = "horn"
+    dem: DEMLike, *, azimuth: float = 315.0, altitude: float = 45.0, z_factor: float = 1.0, method: str = "horn"
 ) -> xr.DataArray:
     """Hillshade of ``dem`` (lazy) on gdaldem's scale, ``1 + 254 * max(cos(i), 0)`` in [1, 255].
 
@@ -314,7 +315,7 @@ def hillshade(
     return get_terrain_attribute(dem, "hillshade", method=method, azimuth=azimuth, altitude=altitude, z_factor=z_factor)
 
 
-def curvature(dem: Any) -> xr.DataArray:
+def curvature(dem: DEMLike) -> xr.DataArray:
     """Total curvature ``-2 (D + E) * 100`` (Zevenbergen & Thorne 1987), 1/100 m^-1, convex > 0.
 
     See :func:`xdem.terrain.kernels.curvature_kernel` for the formulas.
@@ -327,7 +328,7 @@ def curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "curvature")
 
 
-def profile_curvature(dem: Any) -> xr.DataArray:
+def profile_curvature(dem: DEMLike) -> xr.DataArray:
     """Profile curvature (along the steepest slope), 1/100 m^-1, convex > 0 (lazy).
 
     Examples
@@ -338,7 +339,7 @@ def profile_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "profile_curvature")
 
 
-def planform_curvature(dem: Any) -> xr.DataArray:
+def planform_curvature(dem: DEMLike) -> xr.DataArray:
     """Planform curvature (across the slope, along the contour), 1/100 m^-1, convex > 0 (lazy).
 
     Examples
@@ -349,7 +350,7 @@ def planform_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "planform_curvature")
 
 
-def maximum_curvature(dem: Any) -> xr.DataArray:
+def maximum_curvature(dem: DEMLike) -> xr.DataArray:
     """Of profile and planform curvature, the one of larger magnitude (signed), 1/100 m^-1 (lazy).
 
     Examples
@@ -360,7 +361,7 @@ def maximum_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "maximum_curvature")
 
 
-def terrain_ruggedness_index(dem: Any, *, algorithm: str = "riley") -> xr.DataArray:
+def terrain_ruggedness_index(dem: DEMLike, *, algorithm: str = "riley") -> xr.DataArray:
     """Terrain ruggedness index (lazy): ``"riley"`` (default, Riley et al. 1999) or ``"wilson"``.
 
     Examples
@@ -371,7 +372,7 @@ def terrain_ruggedness_index(dem: Any, *, algorithm: str = "riley") -> xr.DataAr
     return get_terrain_attribute(dem, "terrain_ruggedness_index", tri_algorithm=algorithm)
 
 
-def topographic_position_index(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+def topographic_position_index(dem: DEMLike, *, window_size: int = 3) -> xr.DataArray:
     """Topographic position index (lazy): centre minus the mean of its neighbours in the window.
 
     Examples
@@ -382,7 +383,7 @@ def topographic_position_index(dem: Any, *, window_size: int = 3) -> xr.DataArra
     return get_terrain_attribute(dem, "topographic_position_index", window_size=window_size)
 
 
-def roughness(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+def roughness(dem: DEMLike, *, window_size: int = 3) -> xr.DataArray:
     """Roughness (lazy): largest minus smallest elevation of the window.
 
     Examples
