@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np

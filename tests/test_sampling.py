@@ -113,3 +113,19 @@ def test_windows_equal_slices_of_the_padded_array(field):
         np.testing.assert_array_equal(s["w"][k], padded[r - 2 : r + 4, c - 2 : c + 4])
     # windows crossing chunk borders and the grid edge are among them
     assert ((s["row"] % 41 < 2) | (s["col"] % 57 < 2)).any() and ((s["row"] < 2) | (s["col"] < 2)).any()
+
+
+def test_sample_is_a_dataclass_read_like_a_dict():
+    import dataclasses
+
+    from xdem.sampling import Sample
+
+    assert dataclasses.is_dataclass(Sample)
+    assert [f.name for f in dataclasses.fields(Sample)] == ["values", "n_valid", "counts", "passes"]
+    a = Sample(values={"row": np.arange(3), "dh": np.ones(3)}, n_valid=7, passes=1)
+    b = Sample(values={"row": np.arange(2)})
+    a.counts["x"] = 1
+    assert b.counts == {}  # no state shared between instances
+    assert "dh" in a and "x" not in a and list(a.keys()) == ["row", "dh"] and a.get("x") is None
+    assert a["dh"].tolist() == [1.0, 1.0, 1.0] and set(dict(a)) == {"row", "dh"}
+    assert [k for k, _ in a.items()] == ["row", "dh"]

@@ -339,3 +339,22 @@ def test_south_up_grid_gives_the_same_aspect():
     a1 = xdem.terrain.aspect(north_up).values
     a2 = xdem.terrain.aspect(south_up).values[::-1]
     np.testing.assert_allclose(a1, a2, atol=1e-9)
+
+
+def test_terrain_options_checked_once_and_immutable():
+    import dataclasses
+
+    from xdem.errors import InputError
+    from xdem.terrain import TerrainOptions
+
+    opts = TerrainOptions(method="zevenbergen_thorne", tri_algorithm="WILSON", azimuth=10)
+    assert (opts.method, opts.tri_algorithm, opts.azimuth) == ("zevenbergthorne", "wilson", 10.0)
+    assert TerrainOptions(**opts.kwargs()) == opts
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.method = "horn"  # type: ignore[misc]
+    for bad in ({"slope_units": "grad"}, {"aspect_units": "percent"}, {"tri_algorithm": "x"}, {"method": "x"}):
+        with pytest.raises(InputError):
+            TerrainOptions(**bad)
+    assert TerrainOptions(window_size=4).window_depth("slope") == 1  # only checked where used
+    with pytest.raises(InputError):
+        TerrainOptions(window_size=4).window_depth("roughness")

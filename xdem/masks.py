@@ -12,6 +12,7 @@ import xarray as xr
 
 from xdem.errors import InputError, OverlapError
 from xdem.io.grid import block_pixel_offsets, dask_data, get_transform, same_grid
+from xdem.typing import MaskLike
 
 __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
 
@@ -76,7 +77,7 @@ def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
     )
 
 
-def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> da.Array:
+def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False) -> da.Array:
     """Lazy boolean inlier mask (True = stable, used for fitting) on ``dem``'s grid.
 
     Parameters
@@ -148,7 +149,7 @@ def inlier_mask_like(mask: Any, dem: xr.DataArray, *, exclude: bool = False) -> 
     return ~out if exclude else out
 
 
-def stable_mask_like(dem: xr.DataArray, *, inlier_mask: Any = None, exclude_mask: Any = None) -> da.Array:
+def stable_mask_like(dem: xr.DataArray, *, inlier_mask: MaskLike = None, exclude_mask: MaskLike = None) -> da.Array:
     """Lazy boolean mask of the stable pixels on ``dem``'s grid: inside ``inlier_mask`` (areas
     to USE; ``None`` = everywhere) and outside ``exclude_mask`` (areas to EXCLUDE, e.g.
     glacier outlines; ``None`` = nothing excluded). Both accept what

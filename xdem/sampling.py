@@ -24,7 +24,9 @@ of the DEM.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import dask
 import dask.array as da
@@ -32,6 +34,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
+from xdem.kernels.robust import group_by
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_SEED"]
 
@@ -117,17 +120,65 @@ def resolve_count(subsample: float | int, n_valid: int) -> int:
     return int(min(n_valid, int(subsample)))
 
 
-class Sample(dict):
-    """Values of arrays at the drawn pixels (a dict of 1-D numpy arrays), plus metadata.
+@dataclass
+class Sample:
+    """Values of arrays at the drawn pixels, and how they were drawn.
 
-    Keys ``"row"`` and ``"col"`` hold the global pixel indices (sorted by global index);
-    other keys are the names of the sampled arrays. ``n_valid`` is the number of valid
-    pixels the draw was made from.
+    Read like a dict of 1-D numpy arrays (``s["row"]``, ``"dh" in s``, ``s.keys()``,
+    ``s.items()``, ``s.get("x")``, ``dict(s)``): keys ``"row"`` and ``"col"`` hold the
+    global pixel indices (sorted by global index); other keys are the names of the sampled
+    arrays (and windows).
+
+    Attributes
+    ----------
+    values
+        Name -> values at the drawn pixels.
+    n_valid
+        Number of valid pixels the draw was made from.
+    counts
+        Name -> exact number of True pixels of each ``extra_counts`` array.
+    passes
+        Passes over the data the draw made (1 or 2).
+
+    Examples
+    --------
+    >>> s = Sample(values={"row": np.array([0, 1]), "dh": np.array([0.5, -0.5])}, n_valid=10, passes=1)
+    >>> s["dh"].tolist(), "row" in s, sorted(s.keys()), s.n_valid
+    ([0.5, -0.5], True, ['dh', 'row'], 10)
     """
 
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     n_valid: int = 0
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = field(default_factory=dict)
     passes: int = 0
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.values[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def keys(self) -> KeysView[str]:
+        """Names of the sampled arrays."""
+        return self.values.keys()
+
+    def items(self) -> ItemsView[str, np.ndarray]:
+        """``(name, values)`` pairs."""
+        return self.values.items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]`` if present, else ``default``."""
+        return self.values.get(key, default)
+
+    def __setitem__(self, key: str, value: np.ndarray) -> None:
+        self.values[key] = value
+
+    def pop(self, key: str, *default: Any) -> Any:
+        """Remove and return the values of ``key`` (e.g. windows once used)."""
+        return self.values.pop(key, *default)
 
 
 def cut_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
@@ -151,10 +202,9 @@ def join_windows(keys: np.ndarray, parts: np.ndarray, wanted: np.ndarray) -> np.
     ``fmax`` of every piece with that key (pieces of one window never overlap, so this puts
     each pixel where its block left it). Every wanted key must have at least one piece."""
     sel = np.flatnonzero(np.isin(keys, wanted))
-    sel = sel[np.argsort(keys[sel], kind="stable")]
-    sk = keys[sel]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if len(sk) else np.zeros(0, dtype=np.intp)
-    if len(starts) != len(wanted) or not np.array_equal(sk[starts], wanted):
+    g = group_by(keys[sel])
+    sel, starts = sel[g.order], g.starts
+    if len(starts) != len(wanted) or not np.array_equal(g.keys, wanted):
         raise AssertionError("a sampled window is missing some of its pieces")
     if len(sel) == len(starts):
         return parts[sel]
@@ -276,7 +326,7 @@ def sample_valid(
     Returns
     -------
     Sample
-        Dict of 1-D arrays: ``row``, ``col`` and one entry per name of ``arrays`` (and of
+        Read like a dict of 1-D arrays: ``row``, ``col`` and one entry per name of ``arrays`` (and of
         ``windows``); ``passes`` is the number of passes made (1, or 2 when fewer than
         about 80 % of the pixels are valid and ``subsample`` is a count).
 
@@ -320,13 +370,10 @@ def sample_valid(
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     order = np.argsort(merged["h"], kind="stable")[:n]
     order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
-    out = Sample({k: merged[k][order] for k in keys[1:]})
+    values = {k: merged[k][order] for k in keys[1:]}
     if win_names:
         wkeys = np.concatenate([p["wkey"] for p in parts])
-        wanted = out["row"] * nx + out["col"]  # sorted: rows then columns
+        wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
         for k in win_names:
-            out[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
-    out.n_valid = n_valid
-    out.counts = {k: int(v) for k, v in extra.items()}
-    out.passes = passes
-    return out
+            values[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
+    return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes)

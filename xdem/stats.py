@@ -9,8 +9,8 @@ The median of a dask array is found exactly, chunk by chunk, without sorting it:
    in memory; otherwise the same is repeated inside them (a min/max pass, then a finer
    histogram) until few enough remain, or all remaining values are equal.
 
-Bin indices are a monotonic function of the value, so bins split the sorted values into
-contiguous runs and the result is exact: it equals ``numpy.nanmedian`` of the values in
+Bin indices (:func:`xdem.kernels.robust.equal_width_bin_index`) are a monotonic function
+of the value, so bins split the sorted values into contiguous runs and the result is exact: it equals ``numpy.nanmedian`` of the values in
 float64, for any chunking. Three passes over the data are typical for a median, five for
 :func:`robust_summary` (median and NMAD). Memory is bounded by
 the chunk size plus ``N_BINS`` counters per chunk and at most ``MAX_GATHER`` values.
@@ -28,11 +28,11 @@ import dask.array as da
 import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
+from xdem.kernels.robust import nmad as _nmad_in_memory
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish", "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
 
-#: Scale making the median absolute deviation a consistent estimator of a normal std.
-NMAD_FACTOR = 1.4826
 #: Histogram bins per refinement pass.
 N_BINS = 2**16
 #: Largest number of values gathered in memory to finish a median exactly.
@@ -52,30 +52,6 @@ def _as_dask(x: Any) -> da.Array:
     if arr.dtype.kind not in "fiub":
         raise InputError(f"statistics need a numeric array, got dtype {arr.dtype}")
     return da.from_array(arr, chunks=arr.shape or ())
-
-
-def _bin_index(v: np.ndarray, lo: float, hi: float, nbins: int) -> np.ndarray:
-    """Bin index in ``[0, nbins)`` of finite float64 values ``v`` for bins over [lo, hi].
-
-    A non-decreasing function of the value (every step below is monotonic and rounding is
-    monotonic), always computed the same way for the same ``(lo, hi, nbins)``: so a bin
-    holds a contiguous run of the sorted values. ``lo`` goes to bin 0, ``hi`` to the last.
-    """
-    span = hi - lo
-    if np.isfinite(span) and span > 0:
-        t = v - lo
-        scale = nbins / span
-        if np.isfinite(scale):
-            t *= scale
-        else:  # tiny span
-            t /= span
-            t *= nbins
-    else:  # the span overflows float64: halve everything
-        t = v / 2
-        t -= lo / 2
-        t *= nbins / (hi / 2 - lo / 2)
-    np.clip(t, 0, nbins - 1, out=t)
-    return t.astype(np.int64)  # truncation = floor for t >= 0
 
 
 def _value_bounds(cond: _Cond) -> tuple[np.float64, np.float64]:
@@ -107,7 +83,7 @@ def _selected(block: np.ndarray, conds: tuple[_Cond, ...]) -> np.ndarray:
     vals = vals[np.isfinite(vals)]
     for cond in conds:
         lo, hi, nbins, b0, b1 = cond
-        idx = _bin_index(vals, lo, hi, nbins)
+        idx = equal_width_bin_index(vals, lo=lo, hi=hi, n_bins=nbins)
         vals = vals[(idx >= b0) & (idx <= b1)]
     return vals
 
@@ -131,7 +107,7 @@ def _stats_kernel(block: np.ndarray, conds: tuple[_Cond, ...] = ()) -> np.ndarra
 
 def _hist_kernel(block: np.ndarray, conds: tuple[_Cond, ...], lo: float, hi: float, nbins: int) -> np.ndarray:
     """Counts, shape ``(1, 1, nbins)``, of the selected values of one block over [lo, hi]."""
-    idx = _bin_index(_selected(block, conds), lo, hi, nbins)
+    idx = equal_width_bin_index(_selected(block, conds), lo=lo, hi=hi, n_bins=nbins)
     return np.bincount(idx, minlength=nbins).astype(np.int64)[None, None, :]
 
 
@@ -414,7 +390,7 @@ def dh_stats_finish(merged: dict) -> dict[str, dict]:
         m = float(np.median(dh))
         out[name] = {
             "median": m,
-            "nmad": float(NMAD_FACTOR * np.median(np.abs(dh - m))),
+            "nmad": _nmad_in_memory(dh, center=m),
             "count": int(merged["counts"][k]),
             "sampled": int(dh.size),
         }

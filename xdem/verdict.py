@@ -32,6 +32,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from xdem.kernels.nuth_kaab import nuth_kaab_step
+from xdem.kernels.robust import nmad
+from xdem.typing import MaskLike
+
 __all__ = ["MIN_SLOPE", "RESIDUAL_PIXELS", "RESIDUAL_NMAD", "NMAD_RATIO_MAX", "VERDICT_SUBSAMPLE",
            "residual_sinusoid", "compute_verdict", "verdict_sample", "verdict_while_writing", "verdict_of_run"]
 
@@ -49,9 +53,7 @@ VERDICT_SUBSAMPLE = 200_000
 
 def _nmad(v: np.ndarray) -> float | None:
     v = v[np.isfinite(v)]
-    if v.size == 0:
-        return None
-    return float(1.4826 * np.median(np.abs(v - np.median(v))))
+    return nmad(v) if v.size else None
 
 
 def residual_sinusoid(
@@ -70,14 +72,12 @@ def residual_sinusoid(
     >>> round(residual_sinusoid(dh, slope, aspect)["amplitude"], 2)
     1.5
     """
-    from xdem.coreg.affine import _nuth_kaab_step
-
     dh, slope, aspect = (np.asarray(v, dtype=np.float64) for v in (dh, slope, aspect))
     ok = np.isfinite(dh) & np.isfinite(slope) & np.isfinite(aspect) & (slope >= min_slope)
     if int(ok.sum()) < 100:
         return None
     tan_s = np.tan(np.radians(slope[ok]))
-    east, north, n_bins = _nuth_kaab_step(dh[ok], tan_s, np.radians(aspect[ok]), n_bins=72, min_bin_count=10)
+    east, north, n_bins = nuth_kaab_step(dh[ok], tan_s, np.radians(aspect[ok]), n_bins=72, min_bin_count=10)
     if not np.isfinite(east) or n_bins < 9:
         return None
     a = math.hypot(east, north)
@@ -168,7 +168,7 @@ def compute_verdict(
 
 
 def verdict_sample(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
+    ref: Any, tba: Any, aligned: Any, *, inlier_mask: MaskLike = None, exclude_mask: MaskLike = None,
     subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Stable sampled pixels of dh before/after, slope and aspect of ``ref``, lazily on the
@@ -206,7 +206,7 @@ def verdict_sample(
 
 def verdict_of_run(
     ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
-    inlier_mask: Any = None, exclude_mask: Any = None, random_state: int | None = None,
+    inlier_mask: MaskLike = None, exclude_mask: MaskLike = None, random_state: int | None = None,
     subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
     """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while

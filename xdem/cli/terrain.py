@@ -85,6 +85,7 @@ def terrain(
     from xdem.io.cog import write_cog
     from xdem.io.open import open_dem
     from xdem.terrain.attributes import get_terrain_attribute
+    from xdem.terrain.options import TerrainOptions
 
     names = _split_attributes(attributes)
     out = Path(output)
@@ -93,9 +94,9 @@ def terrain(
     if existing and not overwrite:
         raise OutputError(f"output exists: {', '.join(existing)}; pass --overwrite to replace it")
     source = open_dem(dem, chunks=chunks if chunks else "auto")
-    opts = dict(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
-                tri_algorithm=tri_algorithm, window_size=window_size)
-    attrs = [get_terrain_attribute(source, name, **opts) for name in names]  # validates all before writing
+    opts = TerrainOptions(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
+                          tri_algorithm=tri_algorithm, window_size=window_size)
+    attrs = [get_terrain_attribute(source, name, **opts.kwargs()) for name in names]  # validates all before writing
     targets[0].parent.mkdir(parents=True, exist_ok=True)
     for attr, target in zip(attrs, targets):
         written = write_cog(attr, target, overwrite=overwrite, progress=progress)

@@ -25,6 +25,7 @@ from xdem.io.grid import (
 )
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
+from xdem.typing import DEMLike, MaskLike
 
 __all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem"]
 
@@ -63,7 +64,7 @@ class SharedPoints:
         return self.sampler(sx, sy) + sz - self.ref
 
 
-def as_dem(source: Any) -> xr.DataArray:
+def as_dem(source: DEMLike) -> xr.DataArray:
     """Open anything :func:`xdem.open_dem` accepts, keeping an already-open DEM's chunks."""
     return open_dem(source)
 
@@ -102,12 +103,12 @@ class FitData:
 
 
 def prepare_pair(
-    ref: Any,
-    tba: Any,
+    ref: DEMLike,
+    tba: DEMLike,
     *,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
-    bias_vars: dict[str, Any] | None = None,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
+    bias_vars: dict[str, DEMLike] | None = None,
 ) -> FitData:
     """Open both DEMs, bring ``tba`` onto ``ref``'s grid lazily, build the masks.
 

@@ -23,6 +23,7 @@ from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution
+from xdem.kernels.nuth_kaab import nuth_kaab_step as _nuth_kaab_step
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp
 
@@ -152,39 +153,6 @@ _EXACT_REDUCERS: dict[Any, str] = {np.median: "median", np.nanmedian: "median", 
 # ---------------------------------------------------------------------------------------------
 # Nuth & Kääb
 # ---------------------------------------------------------------------------------------------
-def _nuth_kaab_step(
-    dh: np.ndarray, tan_slope: np.ndarray, aspect: np.ndarray, *, n_bins: int, min_bin_count: int
-) -> tuple[float, float, int]:
-    """One Nuth & Kääb estimate of the residual horizontal shift ``(east, north)``.
-
-    ``dh / tan(slope) = a cos(b - aspect) + c`` is fitted on the medians of aspect bins
-    (robust), as a linear least-squares problem in ``(a cos b, a sin b, c)``; returns
-    ``east = a sin b``, ``north = a cos b`` and the number of bins used.
-    """
-    med = np.median(dh)
-    nmad = 1.4826 * np.median(np.abs(dh - med))
-    keep = np.abs(dh - med) <= max(4.0 * nmad, 1e-9)
-    y = (dh[keep] - med) / tan_slope[keep]
-    asp = aspect[keep]
-    idx = np.minimum((asp / (2.0 * np.pi) * n_bins).astype(np.int64), n_bins - 1)
-    order = np.argsort(idx, kind="stable")
-    idx_s, y_s, a_s = idx[order], y[order], asp[order]
-    starts = np.flatnonzero(np.r_[True, idx_s[1:] != idx_s[:-1]])
-    ends = np.r_[starts[1:], len(idx_s)]
-    rows = []
-    for s0, s1 in zip(starts, ends):
-        if s1 - s0 >= min_bin_count:
-            rows.append((np.median(a_s[s0:s1]), np.median(y_s[s0:s1]), s1 - s0))
-    if len(rows) < 3:
-        return float("nan"), float("nan"), len(rows)
-    b_asp, b_y, b_n = (np.array(v, dtype=np.float64) for v in zip(*rows))
-    w = np.sqrt(b_n)
-    design = np.column_stack([np.cos(b_asp), np.sin(b_asp), np.ones_like(b_asp)]) * w[:, None]
-    coef, *_ = np.linalg.lstsq(design, b_y * w, rcond=None)
-    north, east = coef[0], coef[1]
-    return float(east), float(north), len(rows)
-
-
 @register
 class NuthKaab(AffineCoreg):
     """Horizontal and vertical shift by Nuth & Kääb (2011), fitted on a subsample.

@@ -26,6 +26,7 @@ from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
+from xdem.typing import DEMLike, MaskLike
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -103,11 +104,11 @@ class Coreg:
     # --- public API ----------------------------------------------------------------------
     def fit(
         self,
-        ref: Any,
-        tba: Any,
+        ref: DEMLike,
+        tba: DEMLike,
         *,
-        inlier_mask: Any = None,
-        exclude_mask: Any = None,
+        inlier_mask: MaskLike = None,
+        exclude_mask: MaskLike = None,
         bias_vars: dict[str, Any] | None = None,
     ) -> Coreg:
         """Estimate the correction that brings ``tba`` onto ``ref``; returns ``self``.
@@ -138,7 +139,7 @@ class Coreg:
         return self
 
     def apply(
-        self, dem: Any, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
+        self, dem: DEMLike, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
     ) -> xr.DataArray:
         """Apply the fitted correction to ``dem``; lazy, computes nothing.
 
@@ -192,7 +193,7 @@ class Coreg:
         or horizontal distances), so that it can be applied on a DEM in another CRS as it is."""
         return False
 
-    def fit_and_apply(self, ref: Any, tba: Any, **fit_kwargs: Any) -> xr.DataArray:
+    def fit_and_apply(self, ref: DEMLike, tba: DEMLike, **fit_kwargs: Any) -> xr.DataArray:
         """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy."""
         self.fit(ref, tba, **fit_kwargs)
         return self.apply(tba, bias_vars=fit_kwargs.get("bias_vars"))

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from xdem.errors import EmptyBinWarning, InputError, NotEnoughDataError
+from xdem.kernels.robust import bin_index, group_by
 
 __all__ = ["make_edges", "binned_statistic", "bin_centres", "fill_empty_bins", "evaluate_table", "APPLY_METHODS"]
 
@@ -62,15 +63,6 @@ def bin_centres(edges: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [0.5 * (np.asarray(e)[:-1] + np.asarray(e)[1:]) for e in edges]
 
 
-def _bin_index(values: np.ndarray, edges: np.ndarray, *, clip: bool) -> np.ndarray:
-    idx = np.searchsorted(edges, values, side="right") - 1
-    idx[values == edges[-1]] = len(edges) - 2  # the last edge belongs to the last bin
-    if clip:
-        return np.clip(idx, 0, len(edges) - 2)
-    idx[(values < edges[0]) | (values > edges[-1])] = -1
-    return idx
-
-
 def binned_statistic(
     xs: Sequence[np.ndarray],
     y: np.ndarray,
@@ -85,19 +77,17 @@ def binned_statistic(
     NaN (an :class:`~xdem.errors.EmptyBinWarning` says how many).
     """
     shape = tuple(len(e) - 1 for e in edges)
-    idx = [_bin_index(np.asarray(x, dtype=np.float64), e, clip=False) for x, e in zip(xs, edges)]
+    idx = [bin_index(np.asarray(x, dtype=np.float64), e, outside="drop") for x, e in zip(xs, edges)]
     inside = np.logical_and.reduce([i >= 0 for i in idx])
     flat = np.ravel_multi_index(tuple(i[inside] for i in idx), shape) if inside.any() else np.array([], dtype=np.int64)
     yv = np.asarray(y, dtype=np.float64)[inside]
     counts = np.bincount(flat, minlength=int(np.prod(shape)))
     table = np.full(int(np.prod(shape)), np.nan)
-    order = np.argsort(flat, kind="stable")
-    flat_s, y_s = flat[order], yv[order]
-    starts = np.flatnonzero(np.r_[True, flat_s[1:] != flat_s[:-1]]) if flat_s.size else np.array([], dtype=np.int64)
-    ends = np.r_[starts[1:], len(flat_s)]
-    for s0, s1 in zip(starts, ends):
+    g = group_by(flat)
+    y_s = yv[g.order]
+    for key, s0, s1 in zip(g.keys, g.starts, g.ends):
         if s1 - s0 >= min_count:
-            table[flat_s[s0]] = float(statistic(y_s[s0:s1]))
+            table[key] = float(statistic(y_s[s0:s1]))
     n_empty = int(np.isnan(table).sum())
     if n_empty:
         warnings.warn(
@@ -150,7 +140,7 @@ def evaluate_table(
         return out
     vf = [v[finite] for v in vals]
     if method == "per_bin":
-        idx = tuple(_bin_index(v, e, clip=True) for v, e in zip(vf, edges))
+        idx = tuple(bin_index(v, e, outside="clip") for v, e in zip(vf, edges))
         got = np.asarray(table)[idx]
         out[finite] = np.where(np.isfinite(got), got, 0.0)
         return out

@@ -41,6 +41,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from xdem.errors import InputError
+from xdem.kernels.robust import group_by, nmad  # noqa: F401 (nmad: imported from here by other modules)
 
 __all__ = [
     "FitFunction", "FIT_FUNCTIONS", "fit_function", "poly_terms", "poly_design", "nmad", "robust_refine",
@@ -56,12 +57,6 @@ def single_thread_blas() -> contextlib.AbstractContextManager:
     except ImportError:  # pragma: no cover - optional
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def nmad(values: np.ndarray) -> float:
-    """Normalised median absolute deviation ``1.4826 * median(|v - median(v)|)``."""
-    values = np.asarray(values, dtype=np.float64)
-    return float(1.4826 * np.median(np.abs(values - np.median(values)))) if values.size else float("nan")
 
 
 def poly_terms(n_vars: int, order: int) -> list[tuple[int, ...]]:
@@ -197,12 +192,10 @@ def _binned_medians(x: np.ndarray, y: np.ndarray, n_bins: int) -> tuple[np.ndarr
     lo, hi = float(x.min()), float(x.max())
     width = (hi - lo) / n_bins if hi > lo else 1.0
     idx = np.minimum(((x - lo) / width).astype(np.int64), n_bins - 1)
-    order = np.argsort(idx, kind="stable")
-    idx_s, x_s, y_s = idx[order], x[order], y[order]
-    starts = np.flatnonzero(np.r_[True, idx_s[1:] != idx_s[:-1]])
-    ends = np.r_[starts[1:], len(idx_s)]
-    bx = np.array([np.median(x_s[a:b]) for a, b in zip(starts, ends)])
-    by = np.array([np.median(y_s[a:b]) for a, b in zip(starts, ends)])
+    g = group_by(idx)
+    x_s, y_s = x[g.order], y[g.order]
+    bx = np.array([np.median(x_s[a:b]) for a, b in zip(g.starts, g.ends)])
+    by = np.array([np.median(y_s[a:b]) for a, b in zip(g.starts, g.ends)])
     return bx, by, width
 
 

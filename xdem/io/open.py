@@ -17,6 +17,7 @@ from rasterio.errors import RasterioIOError
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
 from xdem.io.grid import dask_data
 from xdem.io.sources import register_source
+from xdem.typing import DEMLike
 
 __all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
 
@@ -240,7 +241,7 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
 
 
 def open_dem(
-    source: str | os.PathLike | xr.DataArray | Any,
+    source: DEMLike,
     *,
     chunks: int | tuple[int, int] | str = "auto",
     band: int | None = None,

@@ -1,1 +1,8 @@
-"""Plain numpy kernels shared by several methods (each works on one chunk)."""
+"""Plain numpy kernels shared by several methods (each works on one chunk or one sample).
+
+- :mod:`xdem.kernels.interp`: NaN-local interpolation (shift a block, evaluate points in windows);
+- :mod:`xdem.kernels.warp`: NaN-local interpolation of a source window for the warp;
+- :mod:`xdem.kernels.surface`: polynomial surfaces of normalised coordinates;
+- :mod:`xdem.kernels.nuth_kaab`: one Nuth & Kääb estimate of a horizontal shift;
+- :mod:`xdem.kernels.robust`: NMAD, sort-based group-by and bin indices.
+"""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from xdem.errors import InputError, OutputError
+from xdem.typing import DEMLike, MaskLike
 
 __all__ = ["write_report"]
 
@@ -72,17 +73,17 @@ def _name(src: Any, default: str) -> str:
 def write_report(
     path: str | os.PathLike,
     *,
-    ref: Any,
-    tba: Any,
-    aligned: Any = None,
+    ref: DEMLike,
+    tba: DEMLike,
+    aligned: DEMLike | None = None,
     coreg: Any = None,
     summary: dict | None = None,
     overwrite: bool = False,
     max_pixels: int = 1_000_000,
     subsample: int = 200_000,
     random_state: int | None = None,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
     on_final_block: Callable[[], None] | None = None,
 ) -> Path:
     """Write a self-contained HTML report of a DEM pair before (and after) coregistration.

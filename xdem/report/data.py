@@ -27,6 +27,7 @@ from xdem.errors import CRSError, InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, get_resolution, get_transform
 from xdem.io.open import open_dem
 from xdem.sampling import sample_valid
+from xdem.typing import DEMLike, MaskLike
 
 __all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "maps_and_reductions", "ReportData", "open_inputs", "collect"]
 
@@ -137,7 +138,7 @@ def _as_dem(source: Any, what: str) -> xr.DataArray:
         raise type(exc)(f"{what}: {exc}") from exc
 
 
-def open_inputs(ref: Any, tba: Any, aligned: Any = None) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
+def open_inputs(ref: DEMLike, tba: DEMLike, aligned: DEMLike | None = None) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
     """Open the DEMs lazily and bring ``tba`` and ``aligned`` onto the reference grid.
 
     Raises :class:`~xdem.errors.OverlapError` when a DEM does not overlap the reference.
@@ -246,8 +247,8 @@ def collect(
     subsample: int,
     random_state: int | None,
     need_stats: bool,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
 ) -> ReportData:
     """Compute everything the report shows, out of core (several passes, small results).
 

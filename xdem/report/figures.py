@@ -16,6 +16,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from xdem.kernels.robust import bin_index
+
 __all__ = ["to_png_base64", "maps_figure", "histogram_figure", "nuth_kaab_figure", "history_figure", "symmetric_limit"]
 
 DPI = 100
@@ -144,7 +146,7 @@ def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int,
 
 def _binned_medians(x: np.ndarray, y: np.ndarray, nbins: int = 36) -> tuple[np.ndarray, np.ndarray]:
     edges = np.linspace(0.0, 360.0, nbins + 1)
-    idx = np.clip(np.digitize(x, edges) - 1, 0, nbins - 1)
+    idx = bin_index(x, edges, outside="clip")
     centres, meds = [], []
     for b in range(nbins):
         sel = y[idx == b]

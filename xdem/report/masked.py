@@ -28,6 +28,8 @@ from typing import Any, Mapping
 import dask.array as da
 import numpy as np
 
+from xdem.kernels.robust import nmad
+
 __all__ = ["VARIOGRAM_POINTS", "inside_sums", "inside_block"]
 
 #: Stable sampled pixels used for the variogram of the uncertainty.
@@ -46,7 +48,7 @@ def inside_sums(dhs: Mapping[str, da.Array], stable: da.Array) -> dict[str, da.A
 
 
 def _nmad(v: np.ndarray) -> float | None:
-    return float(1.4826 * np.median(np.abs(v - np.median(v)))) if v.size else None
+    return nmad(v) if v.size else None
 
 
 def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[float, float], area: float,

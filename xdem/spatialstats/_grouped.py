@@ -31,6 +31,7 @@ import dask.array as da
 import numpy as np
 
 from xdem import stats as _stats
+from xdem.kernels.robust import bin_index
 
 __all__ = [
     "Grouping", "bin_index", "group_ids", "gid_array", "group_moments", "group_order_statistics",
@@ -56,32 +57,6 @@ class Grouping(NamedTuple):
     @property
     def n_groups(self) -> int:
         return int(np.prod([e.size - 1 for e in self.edges]))
-
-
-def bin_index(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Bin ``j`` with ``edges[j] <= x < edges[j + 1]`` (last bin closed), for ``x`` within the edges.
-
-    Equals ``clip(searchsorted(edges, x, "right") - 1, 0, n - 1)`` (``n`` bins), also for
-    repeated edges, but avoids a binary search per value (slow on unsorted data): a sum of
-    comparisons for few edges, else a linear guess corrected against the exact edges.
-    """
-    n = edges.size - 1
-    if n <= 32:
-        idx = np.zeros(x.shape, dtype=np.int8)
-        for e in edges[1:-1]:
-            idx += x >= e
-        return idx.astype(np.int64)
-    lo, hi = float(edges[0]), float(edges[-1])
-    with np.errstate(invalid="ignore", over="ignore"):
-        guess = np.floor((x - lo) * (n / (hi - lo)))
-    idx = np.clip(np.nan_to_num(guess, nan=0.0), 0, n - 1).astype(np.int64)
-    for _ in range(4):  # each pass moves by one bin; the guess is off by at most one
-        down = (x < edges[idx]) & (idx > 0)
-        up = (x >= edges[idx + 1]) & (idx < n - 1)
-        if not (down.any() or up.any()):
-            return idx
-        idx = idx - down + up
-    return np.clip(np.searchsorted(edges, x, side="right") - 1, 0, n - 1)
 
 
 def group_ids(blocks: Sequence[np.ndarray], edges: Sequence[np.ndarray]) -> np.ndarray:

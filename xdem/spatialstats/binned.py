@@ -29,6 +29,7 @@ import xarray as xr
 
 from xdem import stats as _stats
 from xdem.errors import EmptyBinWarning, InputError, NotEnoughDataError
+from xdem.kernels.robust import group_by, nmad
 from xdem.sampling import sample_valid
 from xdem.spatialstats import _grouped
 
@@ -241,15 +242,14 @@ def _sampled_quantiles(
         out["nmad"] = np.full(n_groups, np.nan)
     for p in pcts:
         out[f"p{p:g}"] = np.full(n_groups, np.nan)
-    order = np.argsort(g, kind="stable")
-    gs, vs = g[order], s["v"][order]
-    for grp in np.unique(gs):
-        a, b = np.searchsorted(gs, [grp, grp + 1])
+    groups = group_by(g)
+    vs = s["v"][groups.order]
+    for grp, a, b in zip(groups.keys, groups.starts, groups.ends):
         x = vs[a:b]
         m = float(np.median(x))
         out["median"][grp] = m
         if "nmad" in stats:
-            out["nmad"][grp] = _stats.NMAD_FACTOR * float(np.median(np.abs(x - m)))
+            out["nmad"][grp] = nmad(x, center=m)
         for p in pcts:
             out[f"p{p:g}"][grp] = float(np.percentile(x, p))
     return out

@@ -31,9 +31,11 @@ from xdem.terrain.attributes import (
     topographic_position_index,
 )
 from xdem.terrain.kernels import slope_aspect_kernel
+from xdem.terrain.options import TerrainOptions
 
 __all__ = [
     "ATTRIBUTES",
+    "TerrainOptions",
     "kernels",
     "slope_aspect_kernel",
     "get_terrain_attribute",

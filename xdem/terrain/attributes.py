@@ -27,6 +27,8 @@ from xdem.io.grid import check_projected, get_transform, signed_resolution
 from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
+from xdem.terrain.options import ASPECT_UNITS, SLOPE_UNITS, TerrainOptions
+from xdem.typing import DEMLike
 
 __all__ = [
     "ATTRIBUTES",
@@ -65,8 +67,8 @@ _ALIASES = {
     "maximum": "maximum_curvature",
     "max_curvature": "maximum_curvature",
 }
-_SLOPE_UNITS = ("degrees", "percent", "radians")
-_ASPECT_UNITS = ("degrees", "radians")
+_SLOPE_UNITS = SLOPE_UNITS
+_ASPECT_UNITS = ASPECT_UNITS
 
 
 def _canonical(name: str) -> str:
@@ -77,10 +79,8 @@ def _canonical(name: str) -> str:
     return key
 
 
-def _depth(name: str, opts: dict[str, Any]) -> int:
-    if name in ("topographic_position_index", "roughness"):
-        return K._check_window(opts["window_size"])
-    return 1
+def _depth(name: str, opts: TerrainOptions) -> int:
+    return opts.window_depth(name)
 
 
 def _crop(z: np.ndarray, have: int, need: int) -> np.ndarray:
@@ -90,27 +90,27 @@ def _crop(z: np.ndarray, have: int, need: int) -> np.ndarray:
 
 
 def _attribute_block(
-    name: str, z: np.ndarray, depth: int, cache: dict, *, res_x: float, res_y: float, opts: dict[str, Any]
+    name: str, z: np.ndarray, depth: int, cache: dict, *, res_x: float, res_y: float, opts: TerrainOptions
 ) -> np.ndarray:
     """One attribute (float64, interior shape, final units) of a block padded by ``depth``."""
     need = _depth(name, opts)
     zz = _crop(z, depth, need)
     if name in ("slope", "aspect", "hillshade"):
         if "gradient" not in cache:
-            cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts["method"])
+            cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts.method)
         dzdx, dzdy = cache["gradient"]
         if name == "hillshade":
             return K._hillshade_from_gradient(
-                dzdx, dzdy, azimuth=opts["azimuth"], altitude=opts["altitude"], z_factor=opts["z_factor"]
+                dzdx, dzdy, azimuth=opts.azimuth, altitude=opts.altitude, z_factor=opts.z_factor
             )
         if name == "slope":
-            units = opts["slope_units"]
+            units = opts.slope_units
             if units == "percent":
                 return np.multiply(K._gradient_norm(dzdx, dzdy), 100.0)
             s = K._slope_from_gradient(dzdx, dzdy)
             return np.degrees(s, out=s) if units == "degrees" else s
         a = K._aspect_from_gradient(dzdx, dzdy)
-        return np.degrees(a, out=a) if opts["aspect_units"] == "degrees" else a
+        return np.degrees(a, out=a) if opts.aspect_units == "degrees" else a
     if name.endswith("curvature"):
         if "curvature" not in cache:  # coefficients and NaN mask shared by the curvature kinds
             cache["curvature"] = (K.curvature_coefficients(zz, res_x=res_x, res_y=res_y), K.nan_window_mask(zz, 1))
@@ -119,16 +119,16 @@ def _attribute_block(
         out[bad] = np.nan
         return out
     if name == "terrain_ruggedness_index":
-        return K.tri_kernel(zz, algorithm=opts["tri_algorithm"])
+        return K.tri_kernel(zz, algorithm=opts.tri_algorithm)
     if name == "topographic_position_index":
-        return K.tpi_kernel(zz, window_size=opts["window_size"])
-    return K.roughness_kernel(zz, window_size=opts["window_size"])
+        return K.tpi_kernel(zz, window_size=opts.window_size)
+    return K.roughness_kernel(zz, window_size=opts.window_size)
 
 
-def _cast(name: str, values: np.ndarray, dtype: np.dtype, opts: dict[str, Any]) -> np.ndarray:
+def _cast(name: str, values: np.ndarray, dtype: np.dtype, opts: TerrainOptions) -> np.ndarray:
     out = values.astype(dtype, copy=False)
     if name == "aspect":  # rounding can turn 359.99999 into 360: keep [0, 360)
-        full = 360.0 if opts["aspect_units"] == "degrees" else dtype.type(2.0 * np.pi)
+        full = 360.0 if opts.aspect_units == "degrees" else dtype.type(2.0 * np.pi)
         out[out >= full] = 0
     return out
 
@@ -141,7 +141,7 @@ def _terrain_block_kernel(
     res_x: float,
     res_y: float,
     out_dtype: np.dtype,
-    opts: dict[str, Any],
+    opts: TerrainOptions,
     stacked: bool,
 ) -> np.ndarray:
     """Kernel mapped by :func:`_run`: the attributes of one padded block, in ``dtype``."""
@@ -153,7 +153,7 @@ def _terrain_block_kernel(
     return np.stack(outs) if stacked else outs[0]
 
 
-def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: dict[str, Any], stacked: bool):
+def _run(data: da.Array, names: tuple[str, ...], *, res_x: float, res_y: float, opts: TerrainOptions, stacked: bool):
     """Map the kernel over ``data`` with ``map_overlap`` (NaN boundary), lazily."""
     depth = max(_depth(n, opts) for n in names)
     dtype = np.dtype(data.dtype)
@@ -183,12 +183,12 @@ def _prepare(dem: Any, depth: int) -> xr.DataArray:
     return dem
 
 
-def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: dict[str, Any]) -> xr.DataArray:
+def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: TerrainOptions) -> xr.DataArray:
     units = ATTRIBUTES[name]
     if name == "slope":
-        units = opts["slope_units"]
+        units = opts.slope_units
     elif name == "aspect":
-        units = opts["aspect_units"]
+        units = opts.aspect_units
     out = xr.DataArray(data, dims=dem.dims, coords=dem.coords, name=name, attrs={"units": units})
     if dem.rio.crs is not None:
         out = out.rio.write_crs(dem.rio.crs)
@@ -197,7 +197,7 @@ def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: dict[str, Any]) ->
 
 
 def get_terrain_attribute(
-    dem: Any,
+    dem: DEMLike,
     attribute: str | Sequence[str],
     *,
     method: str = "horn",
@@ -257,21 +257,9 @@ def get_terrain_attribute(
     names = tuple(dict.fromkeys(_canonical(n) for n in ([attribute] if single else attribute)))
     if not names:
         raise InputError("no terrain attribute requested; pass a name such as 'slope' or a list of names")
-    if slope_units not in _SLOPE_UNITS:
-        raise InputError(f"unknown slope units {slope_units!r}; use one of {', '.join(_SLOPE_UNITS)}")
-    if aspect_units not in _ASPECT_UNITS:
-        raise InputError(f"unknown aspect units {aspect_units!r}; use one of {', '.join(_ASPECT_UNITS)}")
-    if str(tri_algorithm).lower() not in ("riley", "wilson"):
-        raise InputError(f"unknown TRI algorithm {tri_algorithm!r}; use 'riley' or 'wilson'")
-    opts = dict(
-        method=K.normalise_method(method),
-        slope_units=slope_units,
-        aspect_units=aspect_units,
-        azimuth=float(azimuth),
-        altitude=float(altitude),
-        z_factor=float(z_factor),
-        tri_algorithm=str(tri_algorithm).lower(),
-        window_size=window_size,
+    opts = TerrainOptions(
+        method=method, slope_units=slope_units, aspect_units=aspect_units, azimuth=azimuth, altitude=altitude,
+        z_factor=z_factor, tri_algorithm=tri_algorithm, window_size=window_size,
     )
     depth = max(_depth(n, opts) for n in names)
     dem = _prepare(dem, depth)
@@ -287,7 +275,7 @@ def get_terrain_attribute(
     return [outs[names.index(n)] for n in requested]
 
 
-def slope(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+def slope(dem: DEMLike, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
     """Slope of ``dem`` (lazy): ``"degrees"`` (default), ``"percent"`` (100 tan) or ``"radians"``.
 
     Examples
@@ -298,7 +286,7 @@ def slope(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataA
     return get_terrain_attribute(dem, "slope", method=method, slope_units=units)
 
 
-def aspect(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
+def aspect(dem: DEMLike, *, method: str = "horn", units: str = "degrees") -> xr.DataArray:
     """Aspect of ``dem`` (lazy): direction the slope faces, clockwise from north, in [0, 360).
 
     Flat cells (zero gradient) are NaN (gdaldem writes -9999 there, or 0 with ``-zero_for_flat``).
@@ -312,7 +300,7 @@ def aspect(dem: Any, *, method: str = "horn", units: str = "degrees") -> xr.Data
 
 
 def hillshade(
-    dem: Any, *, azimuth: float = 315.0, altitude: float = 45.0, z_factor: float = 1.0, method: str = "horn"
+    dem: DEMLike, *, azimuth: float = 315.0, altitude: float = 45.0, z_factor: float = 1.0, method: str = "horn"
 ) -> xr.DataArray:
     """Hillshade of ``dem`` (lazy) on gdaldem's scale, ``1 + 254 * max(cos(i), 0)`` in [1, 255].
 
@@ -327,7 +315,7 @@ def hillshade(
     return get_terrain_attribute(dem, "hillshade", method=method, azimuth=azimuth, altitude=altitude, z_factor=z_factor)
 
 
-def curvature(dem: Any) -> xr.DataArray:
+def curvature(dem: DEMLike) -> xr.DataArray:
     """Total curvature ``-2 (D + E) * 100`` (Zevenbergen & Thorne 1987), 1/100 m^-1, convex > 0.
 
     See :func:`xdem.terrain.kernels.curvature_kernel` for the formulas.
@@ -340,7 +328,7 @@ def curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "curvature")
 
 
-def profile_curvature(dem: Any) -> xr.DataArray:
+def profile_curvature(dem: DEMLike) -> xr.DataArray:
     """Profile curvature (along the steepest slope), 1/100 m^-1, convex > 0 (lazy).
 
     Examples
@@ -351,7 +339,7 @@ def profile_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "profile_curvature")
 
 
-def planform_curvature(dem: Any) -> xr.DataArray:
+def planform_curvature(dem: DEMLike) -> xr.DataArray:
     """Planform curvature (across the slope, along the contour), 1/100 m^-1, convex > 0 (lazy).
 
     Examples
@@ -362,7 +350,7 @@ def planform_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "planform_curvature")
 
 
-def maximum_curvature(dem: Any) -> xr.DataArray:
+def maximum_curvature(dem: DEMLike) -> xr.DataArray:
     """Of profile and planform curvature, the one of larger magnitude (signed), 1/100 m^-1 (lazy).
 
     Examples
@@ -373,7 +361,7 @@ def maximum_curvature(dem: Any) -> xr.DataArray:
     return get_terrain_attribute(dem, "maximum_curvature")
 
 
-def terrain_ruggedness_index(dem: Any, *, algorithm: str = "riley") -> xr.DataArray:
+def terrain_ruggedness_index(dem: DEMLike, *, algorithm: str = "riley") -> xr.DataArray:
     """Terrain ruggedness index (lazy): ``"riley"`` (default, Riley et al. 1999) or ``"wilson"``.
 
     Examples
@@ -384,7 +372,7 @@ def terrain_ruggedness_index(dem: Any, *, algorithm: str = "riley") -> xr.DataAr
     return get_terrain_attribute(dem, "terrain_ruggedness_index", tri_algorithm=algorithm)
 
 
-def topographic_position_index(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+def topographic_position_index(dem: DEMLike, *, window_size: int = 3) -> xr.DataArray:
     """Topographic position index (lazy): centre minus the mean of its neighbours in the window.
 
     Examples
@@ -395,7 +383,7 @@ def topographic_position_index(dem: Any, *, window_size: int = 3) -> xr.DataArra
     return get_terrain_attribute(dem, "topographic_position_index", window_size=window_size)
 
 
-def roughness(dem: Any, *, window_size: int = 3) -> xr.DataArray:
+def roughness(dem: DEMLike, *, window_size: int = 3) -> xr.DataArray:
     """Roughness (lazy): largest minus smallest elevation of the window.
 
     Examples

@@ -1,0 +1,137 @@
+"""Unit tests of the plain numpy kernels of xdem.kernels (nuth_kaab, robust)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xdem.kernels.nuth_kaab import nuth_kaab_step
+from xdem.kernels.robust import NMAD_FACTOR, bin_index, equal_width_bin_index, group_by, nmad
+
+N_BINS = 72
+WIDTH = 2 * np.pi / N_BINS
+
+
+def _analytic(rng: np.random.Generator, *, a: float, b: float, c: float, per_bin: int) -> tuple[np.ndarray, ...]:
+    """``dh = a tan(s) cos(b - asp) + c`` with random slopes and aspects, ``per_bin`` (odd)
+    random aspects strictly inside each of the first 36 aspect bins and their mirrors
+    ``asp + pi`` (same slope): ``median(dh) = c`` (to rounding) and, ``b`` on a bin edge, the
+    relation is monotonic inside every bin, so the bin medians lie on the sinusoid."""
+    k = np.repeat(np.arange(N_BINS // 2), per_bin)
+    asp = (k + rng.uniform(0.01, 0.99, k.size)) * WIDTH
+    asp = np.concatenate([asp, asp + np.pi])
+    slope = np.tile(np.radians(rng.uniform(5.0, 45.0, k.size)), 2)
+    tan_s = np.tan(slope)
+    dh = a * tan_s * np.cos(b - asp) + c
+    return dh, tan_s, asp
+
+
+@pytest.mark.parametrize(("a", "b_deg", "c"), [(2.0, 30.0, 0.7), (0.35, 245.0, -3.0), (7.5, 0.0, 0.0)])
+def test_nuth_kaab_step_recovers_an_analytic_shift(a: float, b_deg: float, c: float) -> None:
+    rng = np.random.default_rng(int(b_deg))
+    b = np.radians(b_deg)
+    dh, tan_s, asp = _analytic(rng, a=a, b=b, c=c, per_bin=31)
+    east, north, used = nuth_kaab_step(dh, tan_s, asp, n_bins=N_BINS, min_bin_count=10)
+    assert used == N_BINS
+    assert abs(east - a * np.sin(b)) < 1e-9
+    assert abs(north - a * np.cos(b)) < 1e-9
+
+
+def test_nuth_kaab_step_is_robust_to_gross_outliers() -> None:
+    rng = np.random.default_rng(42)
+    a, b, c, n = 3.0, np.radians(130.0), 1.5, 40_000
+    asp = rng.uniform(0.0, 2 * np.pi, n)
+    tan_s = np.tan(np.radians(rng.uniform(5.0, 45.0, n)))
+    dh = a * tan_s * np.cos(b - asp) + c
+    bad = rng.random(n) < 0.10
+    dh[bad] += rng.choice([-1.0, 1.0], bad.sum()) * rng.uniform(50.0, 500.0, bad.sum())
+    east, north, used = nuth_kaab_step(dh, tan_s, asp, n_bins=N_BINS, min_bin_count=10)
+    assert used == N_BINS
+    assert abs(east - a * np.sin(b)) < 0.02 * a
+    assert abs(north - a * np.cos(b)) < 0.02 * a
+
+
+def test_nuth_kaab_step_too_few_bins() -> None:
+    asp = np.full(50, 1.0)
+    east, north, used = nuth_kaab_step(np.ones(50), np.ones(50), asp, n_bins=N_BINS, min_bin_count=10)
+    assert used == 1 and np.isnan(east) and np.isnan(north)
+
+
+def test_nuth_kaab_step_is_the_one_of_affine_and_verdict() -> None:
+    from xdem.coreg import affine
+
+    assert affine._nuth_kaab_step is nuth_kaab_step
+
+
+# ------------------------------------------------------------------------------- robust
+def test_nmad_equals_numpy() -> None:
+    rng = np.random.default_rng(0)
+    v = rng.standard_t(3, 10_001)
+    ref = 1.4826 * np.median(np.abs(v - np.median(v)))
+    assert nmad(v) == ref
+    assert nmad(v, center=0.25) == 1.4826 * np.median(np.abs(v - 0.25))
+    assert nmad(v.astype(np.float32)) == pytest.approx(ref, rel=1e-6)
+    assert np.isnan(nmad(np.array([])))
+    assert NMAD_FACTOR == 1.4826
+
+
+def test_one_nmad_factor() -> None:
+    import xdem.stats
+
+    assert xdem.stats.NMAD_FACTOR is NMAD_FACTOR
+
+
+def test_group_by_matches_unique() -> None:
+    rng = np.random.default_rng(1)
+    keys = rng.integers(-3, 20, 1000)
+    values = rng.normal(size=1000)
+    g = group_by(keys)
+    np.testing.assert_array_equal(g.keys, np.unique(keys))
+    vs = values[g.order]
+    for k, s0, s1 in zip(g.keys, g.starts, g.ends):
+        np.testing.assert_array_equal(vs[s0:s1], values[keys == k])  # stable: input order kept
+    assert g.ends[-1] == keys.size and (g.starts[1:] == g.ends[:-1]).all()
+    e = group_by(np.array([], dtype=np.int64))
+    assert e.keys.size == e.starts.size == e.ends.size == e.order.size == 0
+
+
+@pytest.mark.parametrize("n_bins", [4, 31, 33, 200])
+def test_bin_index_equals_searchsorted(n_bins: int) -> None:
+    rng = np.random.default_rng(n_bins)
+    edges = np.sort(rng.uniform(-10, 10, n_bins + 1))
+    x = np.concatenate([rng.uniform(-12, 12, 5000), edges, [edges[0] - 1, edges[-1] + 1]])
+    ref = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, n_bins - 1)
+    np.testing.assert_array_equal(bin_index(x, edges), ref)
+    drop = bin_index(x, edges, outside="drop")
+    outside = (x < edges[0]) | (x > edges[-1])
+    np.testing.assert_array_equal(drop[~outside], ref[~outside])
+    assert (drop[outside] == -1).all()
+    assert bin_index(np.array([edges[-1]]), edges, outside="drop")[0] == n_bins - 1  # last bin closed
+    assert bin_index(np.array([np.nan]), edges, outside="drop")[0] == -1
+
+
+def test_bin_index_matches_histogram() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=3000)
+    counts, edges = np.histogram(x, bins=17)
+    np.testing.assert_array_equal(np.bincount(bin_index(x, edges), minlength=17), counts)
+
+
+def test_bin_index_rejects_unknown_outside() -> None:
+    with pytest.raises(ValueError):
+        bin_index(np.zeros(2), np.array([0.0, 1.0]), outside="ignore")
+
+
+def test_equal_width_bin_index() -> None:
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.uniform(-1.0, 11.0, 10_000))
+    idx = equal_width_bin_index(x, lo=0.0, hi=10.0, n_bins=7)
+    assert idx.dtype == np.int64 and idx.min() == 0 and idx.max() == 6
+    assert (np.diff(idx) >= 0).all()  # monotonic: a bin is a run of the sorted values
+    inner = (x > 0) & (x < 10)
+    assert (idx[inner] == np.floor(x[inner] / 10.0 * 7).astype(np.int64)).all()
+    np.testing.assert_array_equal(equal_width_bin_index(np.array([0.0, 10.0]), lo=0.0, hi=10.0, n_bins=7), [0, 6])
+    # a span overflowing float64, and a zero span
+    big = equal_width_bin_index(np.array([-1e308, 0.0, 1e308]), lo=-1e308, hi=1e308, n_bins=4)
+    np.testing.assert_array_equal(big, [0, 2, 3])
+    np.testing.assert_array_equal(equal_width_bin_index(np.array([2.0, 2.0]), lo=2.0, hi=2.0, n_bins=4), [0, 0])

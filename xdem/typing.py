@@ -1,0 +1,51 @@
+"""Type aliases of what the public functions accept as a DEM or a mask (annotations only).
+
+Examples
+--------
+>>> import xdem
+>>> from xdem.typing import DEMLike
+>>> def mean_elevation(dem: DEMLike) -> float:
+...     return float(xdem.open_dem(dem).mean())
+>>> round(mean_elevation(xdem.examples.get_path("lidar")), 1) > 0
+True
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol, Union
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike"]
+
+
+class RasterLike(Protocol):
+    """A raster object converting itself to xarray, e.g. :class:`geoutils.Raster`."""
+
+    def to_xarray(self, *args: Any, **kwargs: Any) -> xr.DataArray: ...
+
+
+class GeoDataFrameLike(Protocol):
+    """Polygons with a CRS, e.g. a :class:`geopandas.GeoDataFrame` (geopandas is not imported)."""
+
+    @property
+    def geometry(self) -> Any: ...
+
+    @property
+    def crs(self) -> Any: ...
+
+
+#: A file path.
+PathLike = Union[str, os.PathLike[str]]
+
+#: A DEM as :func:`xdem.open_dem` accepts it: a path to anything rasterio opens (GeoTIFF,
+#: COG, VRT), a georeferenced :class:`xarray.DataArray` (numpy- or dask-backed) or a
+#: geoutils Raster.
+DEMLike = Union[str, os.PathLike[str], xr.DataArray, RasterLike]
+
+#: A mask as :func:`xdem.masks.inlier_mask_like` accepts it: ``None`` (every pixel), a
+#: boolean DataArray or numpy array on the DEM's grid, a raster or vector file path, or a
+#: GeoDataFrame (inside the polygons).
+MaskLike = Union[None, str, os.PathLike[str], xr.DataArray, np.ndarray, GeoDataFrameLike]
