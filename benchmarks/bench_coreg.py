@@ -129,7 +129,8 @@ def _vrt(tile: Path, size: int, dst: Path) -> None:
     dst.write_text(
         f"""<VRTDataset rasterXSize="{size}" rasterYSize="{size}"><SRS>{crs.replace("<", "&lt;")}</SRS>
 <GeoTransform>{t.c}, {t.a}, {t.b}, {t.f}, {t.d}, {t.e}</GeoTransform>
-<VRTRasterBand dataType="Float32" band="1" blockXSize="512" blockYSize="512"><NoDataValue>-9999</NoDataValue>{sources}</VRTRasterBand>
+<VRTRasterBand dataType="Float32" band="1" blockXSize="512" blockYSize="512"><NoDataValue>-9999</NoDataValue>
+{sources}</VRTRasterBand>
 </VRTDataset>
 """
     )

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import REPO, CACHE_DIR, cached_pair, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
+from _measure import CACHE_DIR, REPO, cached_pair, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
 
 ATTRIBUTES = ("slope", "aspect", "hillshade")
 READ = """

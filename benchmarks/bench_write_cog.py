@@ -159,9 +159,9 @@ are the steadier figure):
   took 7.1 s CPU against 15.7 s with `IGNORE_EXISTING` (GDAL's default CUBIC overview resampling;
   AVERAGE 13.3 s, NEAREST 11.0 s). `write_cog` keeps GDAL's default resampling. Against the
   overview-reusing copy, which is not a fair floor, `write_cog` measured 2.0x (8000^2).
-- Why `write_cog` beats the floor (our reading of the CPU times, not traced): GDAL decodes a deflate source twice (once to build the overviews,
-  once to copy the full resolution), while `write_cog` decodes its input once in pass 1 and GDAL then
-  reads the uncompressed temporary file twice.
+- Why `write_cog` beats the floor (our reading of the CPU times, not traced): GDAL decodes a deflate
+  source twice (once to build the overviews, once to copy the full resolution), while `write_cog`
+  decodes its input once in pass 1 and GDAL then reads the uncompressed temporary file twice.
 - Memory: dask chunks of 2048^2 (4 tiles of 512 a side, `open_dem`'s default), 2 threads, GDAL cache
   64 MB per block write and 256 MB for the COG pass: peak RSS does not depend on the DEM size.
 """

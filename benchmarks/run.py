@@ -2,8 +2,9 @@
 
 Each ``benchmarks/bench_*.py`` runs in its own process with its default sizes, or with small
 sizes under ``--quick`` (a check that the benchmarks run, in a few minutes; the docs are then left
-alone, since those numbers are not the documented ones). Results go to ``docs/performance.md`` (and ``docs/terrain.md``), each script
-replacing only its own ``## section``; ``--no-doc`` leaves the docs alone.
+alone, since those numbers are not the documented ones). Results go to ``docs/performance.md``
+(and ``docs/terrain.md``), each script replacing only its own ``## section``; ``--no-doc`` leaves
+the docs alone.
 
 Run: ``python benchmarks/run.py [--quick] [--only coreg write_cog] [--no-doc]``.
 """

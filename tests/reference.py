@@ -3,7 +3,8 @@ schedulers for any computation on DEMs (``from reference import check_chunk_inde
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import dask
 import numpy as np

@@ -10,13 +10,13 @@ import dask.array as da
 import numpy as np
 import pytest
 from affine import Affine
+from helpers import count_computes
+from reference import check_chunk_independence
 
 from xdem.coreg import BiasCorr, Coreg, CoregPipeline, Deramp, DirectionalBias, NuthKaab, TerrainBias
 from xdem.errors import EmptyBinWarning, InputError, NotFittedError
 from xdem.examples import example_pair
 from xdem.io.grid import with_transform
-from helpers import count_computes
-from reference import check_chunk_independence
 
 
 @pytest.fixture(scope="module")

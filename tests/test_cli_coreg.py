@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from helpers import count_computes
 from rio_cogeo.cogeo import cog_validate
 
 import xdem
 import xdem.coreg
-from helpers import count_computes
 from xdem.cli import main
 from xdem.cli._common import check_scheduler, use_scheduler
 from xdem.cli.coreg import build_coreg, resolve_methods

@@ -194,7 +194,9 @@ def test_refuses_missing_or_unwritable_folder(tmp_path: Path, monkeypatch: pytes
     assert sorted(os.listdir(tmp_path)) == ["file.txt"]
 
 
-def _failing(shape=(200, 200), chunks=50, bad=(2, 1), exc=RuntimeError("boom in block")) -> xr.DataArray:
+def _failing(shape=(200, 200), chunks=50, bad=(2, 1), exc: BaseException | None = None) -> xr.DataArray:
+    exc = RuntimeError("boom in block") if exc is None else exc
+
     def kernel(block, block_id=None):
         if block_id == bad:
             raise exc

@@ -9,16 +9,21 @@ import numpy as np
 import pytest
 import xarray as xr
 from affine import Affine
+from helpers import MaxResult, count_computes
+from reference import check_chunk_independence
 
 import xdem
 from xdem.coreg import CoregPipeline, NuthKaab, VerticalShift, shift_dem
 from xdem.errors import (
-    CRSError, FlatTerrainWarning, InputError, NotEnoughDataError, NotFittedError, OverlapError,
+    CRSError,
+    FlatTerrainWarning,
+    InputError,
+    NotEnoughDataError,
+    NotFittedError,
+    OverlapError,
 )
 from xdem.examples import example_pair
 from xdem.io.grid import with_transform
-from helpers import MaxResult, count_computes
-from reference import check_chunk_independence
 
 PIX = 1.0  # the bundled DEM has 1 m pixels
 TOL_PX = 0.01  # horizontal tolerance (pixels) required by the issue

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from helpers import write_tif
 
 import xdem
-from helpers import write_tif
 from xdem.cli import main
 from xdem.coreg import NuthKaab, NuthKaabDeramp
 from xdem.errors import ConvergenceError, ConvergenceWarning, InputError, OutputError, OverlapError, ReadError

@@ -19,15 +19,14 @@ import dask.array as da
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import MaxResult
 
 import xdem.coreg
 import xdem.examples
 from xdem.cli import main
 from xdem.errors import NotEnoughDataError, OutputError, OverlapError
-from helpers import MaxResult
-
-from xdem.report import write_report
 from xdem.report import figures as F
+from xdem.report import write_report
 from xdem.report.data import coarsen_mean, decimated_maps, decimation_factor
 from xdem.report.html import fmt
 
@@ -104,7 +103,8 @@ def test_summary_values_are_rendered_with_their_json_path(fitted, tmp_path):
         "steps": [{"method": "NuthKaab", "shift_x": nk.shift_x_, "shift_y": nk.shift_y_, "shift_z": nk.shift_z_,
                    "history": nk.history_, "params": {"bin_count": 72}}],
         "matrix": nk.to_matrix().tolist(),
-        "stats": {"before": {"median": 2.123456, "nmad": 0.5, "count": 12}, "after": {"median": -1e-5, "nmad": 0.0123, "count": 11}},
+        "stats": {"before": {"median": 2.123456, "nmad": 0.5, "count": 12},
+                  "after": {"median": -1e-5, "nmad": 0.0123, "count": 11}},
         "timing": {"fit_s": 1.25}, "peak_rss_mb": 300.5, "chunks": [128, 128], "scheduler": "threads",
     }
     text = write_report(tmp_path / "r.html", ref=ref, tba=tba, aligned=aligned, summary=summary,

@@ -25,11 +25,11 @@ import pytest
 import rasterio
 import shapely
 from click.testing import CliRunner
+from helpers import MaxResult
 
 import xdem
 import xdem.coreg
 import xdem.examples
-from helpers import MaxResult
 from xdem.cli import main
 from xdem.io.grid import get_transform
 from xdem.masks import rasterize_like

@@ -8,12 +8,12 @@ import json
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import count_computes
+from reference import check_chunk_independence
 
 from xdem.coreg import Coreg, Deramp, NuthKaab, NuthKaabDeramp, VerticalShift
 from xdem.errors import FlatTerrainWarning, InputError
 from xdem.examples import example_pair
-from helpers import count_computes
-from reference import check_chunk_independence
 
 SHIFT = (9.6, -4.0, 1.0)  # displacement given to the data (dx, dy, dz), metres; 1 m pixels
 TILT = (0.004, -0.003)  # m/m: the plane spans 2.8 m corner to corner over the 400 m DEM
