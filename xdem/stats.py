@@ -313,7 +313,7 @@ def dh_stats_tasks(
     others: dict[str, Any],
     *,
     stable: Any = None,
-    subsample: int = 2_000_000,
+    subsample: float | int = 2_000_000,
     random_state: int | None = None,
 ) -> Any:
     """The lazy pass of :func:`sampled_dh_stats`: a :func:`dask.delayed` object whose result
@@ -340,7 +340,7 @@ def dh_stats_while_writing(
     others: dict[str, Any],
     *,
     stable: Any = None,
-    subsample: int = 2_000_000,
+    subsample: float | int = 2_000_000,
     random_state: int | None = None,
 ) -> tuple[Any, Callable[[list], dict[str, dict]]]:
     """:func:`sampled_dh_stats` computed in the tasks that write a DEM with

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def _hash(ix: np.ndarray, iy: np.ndarray, key: int) -> np.ndarray:
 
 def _octaves(resolution: float) -> list[tuple[float, float]]:
     """``(wavelength, amplitude)`` of every octave, down to about 8 pixels."""
-    out = []
+    out: list[tuple[float, float]] = []
     wavelength = _BASE_WAVELENGTH
     while wavelength >= 8.0 * resolution or not out:
         out.append((wavelength, _BASE_AMPLITUDE * (wavelength / _BASE_WAVELENGTH) ** _HURST))
@@ -155,6 +156,8 @@ def _terrain_kernel(
     shift: tuple[float, float, float], tilt: tuple[float, float, float, float] | None, out_dtype: np.dtype
 ) -> np.ndarray:
     """Terrain (shifted, tilted) on one block, from the block's global pixel location."""
+    if block_info is None:
+        raise TypeError("_terrain_kernel needs dask's block_info: call it through dask.array.map_blocks")
     (r0, r1), (c0, c1) = block_info[None]["array-location"]
     cols = np.arange(c0, c1, dtype=np.float64) + 0.5
     rows = np.arange(r0, r1, dtype=np.float64) + 0.5
@@ -250,7 +253,7 @@ def fractal_terrain(
     shape = _normalise_shape(shape)
     if resolution <= 0:
         raise InputError(f"resolution must be a positive number of metres, got {resolution!r}")
-    return _terrain(shape, resolution=resolution, seed=seed, chunks=chunks, origin=tuple(origin), crs=crs, dtype=dtype)
+    return _terrain(shape, resolution=resolution, seed=seed, chunks=chunks, origin=(origin[0], origin[1]), crs=crs, dtype=dtype)
 
 
 def _truth(shape: tuple[int, int], *, resolution: float, seed: int, origin: tuple[float, float], crs: str,
@@ -337,7 +340,7 @@ def generate_pair(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     truth = _truth(shape, resolution=resolution, seed=seed, origin=DEFAULT_ORIGIN, crs=DEFAULT_CRS,
-                   shift=tuple(shift), tilt=tilt)
+                   shift=(shift[0], shift[1], shift[2]), tilt=tilt)
     paths = {"ref": folder / "ref.tif", "tba": folder / "tba.tif", "truth": folder / "truth.json"}
     if not overwrite and all(p.exists() for p in paths.values()):
         try:
@@ -349,11 +352,11 @@ def generate_pair(
     if not overwrite and any(p.exists() for p in paths.values()):
         raise OutputError(f"'{folder}' holds another pair (or an incomplete one); pass overwrite=True or another folder")
     paths["truth"].unlink(missing_ok=True)  # written last: its presence marks a complete pair
-    common = dict(resolution=resolution, seed=seed, chunks=chunks, origin=DEFAULT_ORIGIN, crs=DEFAULT_CRS,
-                  dtype=np.float32)
-    ref = _terrain(shape, name="ref", **common)
+    terrain = partial(_terrain, shape, resolution=resolution, seed=seed, chunks=chunks, origin=DEFAULT_ORIGIN,
+                      crs=DEFAULT_CRS, dtype=np.float32)
+    ref = terrain(name="ref")
     tilt4 = None if tilt is None else (float(tilt[0]), float(tilt[1]), truth["tilt"]["x_center"], truth["tilt"]["y_center"])
-    tba = _terrain(shape, name="tba", shift=tuple(float(s) for s in shift), tilt=tilt4, **common)
+    tba = terrain(name="tba", shift=(float(shift[0]), float(shift[1]), float(shift[2])), tilt=tilt4)
     write_cog(ref, paths["ref"], overwrite=True)
     write_cog(tba, paths["tba"], overwrite=True)
     tmp = folder / ".xdem-tmp-truth.json"

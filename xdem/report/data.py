@@ -279,10 +279,10 @@ def collect(
     except CRSError as exc:
         note = f"slope and aspect need a projected CRS ({exc})"
     arrays = dict(dhs)
-    if slope is not None:
+    if slope is not None and aspect is not None:  # both set by the same call
         arrays.update(slope=slope.data, aspect=aspect.data)
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
-    if masked:
+    if stable is not None:  # i.e. masked
         valid = valid & stable
     try:
         sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1)
@@ -292,11 +292,12 @@ def collect(
             f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {ref.size} on the "
             "reference grid); check that they cover the same area, their nodata values and the masks"
         ) from exc
+    ny, nx = ref.shape  # 2-D, as every DEM from open_dem
     to_map = {"ref": ref.data, **all_dhs}
-    if masked:
+    if stable is not None:  # i.e. masked
         to_map["stable"] = stable.astype(np.float32)
-    maps, k, inside = maps_and_reductions(to_map, shape=ref.shape, max_pixels=max_pixels,
-                                          extra=inside_sums(all_dhs, stable) if masked else {})
+    maps, k, inside = maps_and_reductions(to_map, shape=(ny, nx), max_pixels=max_pixels,
+                                          extra=inside_sums(all_dhs, stable) if stable is not None else {})
     stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
     if need_stats:
@@ -305,7 +306,7 @@ def collect(
     if slope is not None:
         tables = _slope_tables(dhs, slope)
     return ReportData(
-        shape=tuple(ref.shape), resolution=get_resolution(ref), crs=crs, units=units,
+        shape=(ny, nx), resolution=get_resolution(ref), crs=crs, units=units,
         chunks=(max(ref.data.chunks[0]), max(ref.data.chunks[1])),
         n_chunks=len(ref.data.chunks[0]) * len(ref.data.chunks[1]),
         extent=_decimated_extent(ref, k), factor=k, maps=maps, sample=dict(sample), n_valid=int(sample.n_valid),

@@ -127,7 +127,7 @@ def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int,
     """Histograms of dh before and after (same bins, symmetric around zero) from a subsample,
     plus the "after" one on its own range when both exist. ``stable``: the subsample is of
     stable pixels only (said in the title)."""
-    series = [(n, sample[n][np.isfinite(sample[n])]) for n in ("before", "after") if n in sample]
+    series: list[tuple[str, np.ndarray]] = [(n, sample[n][np.isfinite(sample[n])]) for n in ("before", "after") if n in sample]
     series = [(n, v) for n, v in series if v.size]
     n_sample = len(next(iter(sample.values()), []))
     what = "valid stable pixels" if stable else "valid pixels"

@@ -317,7 +317,7 @@ def build_sections(
     (:func:`processing_section`, rendered last)."""
     steps = find_steps(summary, coreg)
     shift, (history, hlabel) = _nk_info(steps[1] if steps else None) if steps else (None, (None, ""))
-    limits = {n: F.symmetric_limit(data.sample[n]) for n in ("before", "after") if n in data.sample}
+    limits: dict[str, float] = {n: F.symmetric_limit(data.sample[n]) for n in ("before", "after") if n in data.sample}
     maps = F.maps_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units, factor=data.factor,
                          limits=limits, stable_map=data.stable_map)
     hist = F.histogram_figure({k: data.sample[k] for k in ("before", "after") if k in data.sample},

@@ -24,7 +24,7 @@ and per block, and at most :data:`xdem.stats.MAX_GATHER` gathered values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 import dask
 import dask.array as da
@@ -199,6 +199,8 @@ def _pass_kernel(
     vs, starts = _split_by_group(v, g, n)
     hist = None
     if refine:
+        if edges is None:
+            raise ValueError("refined intervals need their bin edges")
         nb = edges.shape[1] - 1
         hist = np.zeros((len(refine), nb + 2))
         hist[:, nb], hist[:, nb + 1] = np.inf, -np.inf
@@ -218,7 +220,8 @@ def _merge_pass(results: list[_PassResult]) -> _PassResult:
     hists = [h for h, _p in results]
     hist = None
     if hists[0] is not None:
-        stack = np.stack(hists)
+        # every block refines the same intervals: when the first has a histogram, all have one
+        stack = np.stack(cast(list[np.ndarray], hists))
         hist = stack.sum(axis=0)
         hist[:, -2] = stack[:, :, -2].min(axis=0)
         hist[:, -1] = stack[:, :, -1].max(axis=0)
@@ -293,6 +296,8 @@ def group_order_statistics(
         hist, parts = _unwrap(dask.compute(res)[0])
         new_open: dict[_Interval, tuple[int, list[tuple[int, int]]]] = {}
         for i, key in enumerate(refine):
+            if edges is None:  # set whenever refine is not empty
+                raise AssertionError("refined intervals without bin edges")
             g, _lo, _hi, closed = key
             if hist[i, nb] == hist[i, nb + 1]:  # every value of the interval is equal
                 for q, _k in open_[key][1]:

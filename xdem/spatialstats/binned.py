@@ -126,7 +126,8 @@ def _resolve_edges(dh: da.Array, variables: dict[str, da.Array], bins: Mapping[s
     need_range = []
     for name in names:
         b = bins.get(name, 10)
-        if np.isscalar(b):
+        scalar = np.isscalar(b)  # tested apart: np.isscalar's TypeGuard would type b as any scalar (str, complex...)
+        if scalar:
             if isinstance(b, bool) or int(b) != b or int(b) < 1:
                 raise InputError(
                     f"bins[{name!r}] must be a positive integer or an increasing array of edges, got {b!r}"
@@ -190,10 +191,11 @@ def _grouped_table(
         return table
     groups = np.flatnonzero(has)
     keys = ["median"] + [f"p{p:g}" for p in pcts]
-    queries, plan = [], []
+    queries: list[tuple[int, int]] = []
+    plan: list[tuple[np.intp, str, int, float]] = []  # (group, statistic, index of its first query, weight)
     for g in groups:
         cnt = int(n[g])
-        for key, p in zip(keys, [None] + pcts):
+        for key, p in zip(keys, [None, *pcts]):
             if p is None:  # median: mean of the two middle values, like numpy.median
                 k0, k1, t = (cnt - 1) // 2, cnt // 2, 0.5
             else:
@@ -211,7 +213,8 @@ def _grouped_table(
     if "nmad" in stats:
         med = np.nan_to_num(table["median"])
         hi = np.maximum(mom[:, 5] - med, med - mom[:, 4])
-        dqueries, dplan = [], []
+        dqueries: list[tuple[int, int]] = []
+        dplan: list[tuple[np.intp, int]] = []
         for g in groups:
             k0, k1 = (int(n[g]) - 1) // 2, int(n[g]) // 2
             dplan.append((g, len(dqueries)))

@@ -53,7 +53,8 @@ _CUTOFF = {"spherical": 1.0, "cubic": 1.0, "exponential": 15.0, "gaussian": 4.0}
 
 
 def _check_area(area: Any) -> float:
-    a = float(area) if np.isscalar(area) else np.nan
+    scalar = np.isscalar(area)  # tested apart: np.isscalar's TypeGuard would type area as any scalar (str, complex...)
+    a = float(area) if scalar else np.nan
     if not (np.isfinite(a) and a > 0):
         raise InputError(f"area must be a positive number (CRS units squared), got {area!r}")
     return a

@@ -189,7 +189,9 @@ def sample_empirical_variogram(
     if isinstance(n_variograms, bool) or int(n_variograms) != n_variograms or n_variograms < 1:
         raise InputError(f"n_variograms must be a positive integer, got {n_variograms!r}")
     k = int(n_variograms)
-    if isinstance(subsample, bool) or not np.isscalar(subsample) or subsample <= 0:
+    # np.isscalar is a TypeGuard for any scalar (str, complex, ...): tested apart, subsample keeps its declared type
+    scalar = np.isscalar(subsample)
+    if isinstance(subsample, bool) or not scalar or subsample <= 0:
         raise InputError(f"subsample must be a count > 1 or a fraction in (0, 1], got {subsample!r}")
     if subsample > MAX_VARIOGRAM_POINTS:
         raise InputError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any, Sequence
+from typing import Any, Sequence, overload
 
 import dask.array as da
 import numpy as np
@@ -196,6 +196,56 @@ def _wrap(dem: xr.DataArray, data: da.Array, name: str, opts: TerrainOptions) ->
     return out.rio.write_nodata(np.nan, encoded=False)
 
 
+# Typing only: a name gives one DataArray, a list or tuple of names a list. A str is itself a
+# Sequence[str], so the last overload (any other sequence) stays a union rather than overlapping.
+@overload
+def get_terrain_attribute(
+    dem: DEMLike,
+    attribute: str,
+    *,
+    method: str = "horn",
+    slope_units: str = "degrees",
+    aspect_units: str = "degrees",
+    azimuth: float = 315.0,
+    altitude: float = 45.0,
+    z_factor: float = 1.0,
+    tri_algorithm: str = "riley",
+    window_size: int = 3,
+) -> xr.DataArray: ...
+
+
+@overload
+def get_terrain_attribute(
+    dem: DEMLike,
+    attribute: list[str] | tuple[str, ...],
+    *,
+    method: str = "horn",
+    slope_units: str = "degrees",
+    aspect_units: str = "degrees",
+    azimuth: float = 315.0,
+    altitude: float = 45.0,
+    z_factor: float = 1.0,
+    tri_algorithm: str = "riley",
+    window_size: int = 3,
+) -> list[xr.DataArray]: ...
+
+
+@overload
+def get_terrain_attribute(
+    dem: DEMLike,
+    attribute: Sequence[str],
+    *,
+    method: str = "horn",
+    slope_units: str = "degrees",
+    aspect_units: str = "degrees",
+    azimuth: float = 315.0,
+    altitude: float = 45.0,
+    z_factor: float = 1.0,
+    tri_algorithm: str = "riley",
+    window_size: int = 3,
+) -> xr.DataArray | list[xr.DataArray]: ...
+
+
 def get_terrain_attribute(
     dem: DEMLike,
     attribute: str | Sequence[str],
@@ -254,7 +304,8 @@ def get_terrain_attribute(
     >>> s, a = dask.compute(s, a)  # one read of the DEM
     """
     single = isinstance(attribute, str)
-    names = tuple(dict.fromkeys(_canonical(n) for n in ([attribute] if single else attribute)))
+    given: Sequence[str] = [attribute] if isinstance(attribute, str) else attribute
+    names = tuple(dict.fromkeys(_canonical(n) for n in given))
     if not names:
         raise InputError("no terrain attribute requested; pass a name such as 'slope' or a list of names")
     opts = TerrainOptions(
