@@ -16,7 +16,7 @@ import inspect
 import json
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import xarray as xr
@@ -303,7 +303,7 @@ def clone(estimator: Coreg) -> Coreg:
     """
     import copy  # noqa: PLC0415
 
-    params = {}
+    params: dict[str, Any] = {}
     for name, value in estimator.get_params(deep=False).items():
         if isinstance(value, Coreg):
             params[name] = clone(value)
@@ -314,7 +314,8 @@ def clone(estimator: Coreg) -> Coreg:
         else:
             params[name] = copy.deepcopy(value)
     steps = params.pop("steps", None)
-    return type(estimator)(steps, **params) if steps is not None else type(estimator)(**params)
+    make: Callable[..., Coreg] = type(estimator)  # each subclass has its own constructor signature
+    return make(steps, **params) if steps is not None else make(**params)
 
 
 def _short(v: Any) -> str:
