@@ -15,8 +15,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
