@@ -124,7 +124,8 @@ def map_overlap_nan(
     >>> e[0].tolist()
     [1.0, 2.0, 3.0, 4.0, 5.0, nan]
     """
-    dr, dc = (int(depth), int(depth)) if np.ndim(depth) == 0 else (int(depth[0]), int(depth[1]))
+    d = np.asarray(depth)  # what np.ndim(depth) looks at: 0-d for one depth, else (rows, cols)
+    dr, dc = (int(d), int(d)) if d.ndim == 0 else (int(d[0]), int(d[1]))
     if dr < 0 or dc < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     kernel = partial(func, **kwargs) if kwargs else func
@@ -151,7 +152,8 @@ def map_overlap_nan(
             ]
             key = (out_name, 0, i, j) if leading else (out_name, i, j)
             dsk[key] = (_apply, kernel, dr, dc, trim, (arr.name, i, j), *neigh)
-    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[arr])
+    # dask's own stubs: da.Array's __dask_scheduler__ does not match its DaskCollection protocol
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[arr])  # type: ignore[list-item]
     chunks = (((leading,),) if leading else ()) + arr.chunks
     meta = np.empty((0,) * len(chunks), dtype=dtype)
     return da.Array(graph, out_name, chunks, meta=meta)

@@ -234,9 +234,9 @@ def _rechunk_kwargs(kwargs: Mapping[str, Any], like: xr.DataArray) -> dict[str, 
     """``bias_vars`` (if any) with the chunks (or numpy backing) of ``like``."""
     out = dict(kwargs)
     if "bias_vars" in out:
-        numpy_backed = not hasattr(like.data, "chunks") or like.chunks is None
+        like_chunks = like.chunks if hasattr(like.data, "chunks") else None  # None: numpy-backed
         out["bias_vars"] = {
-            k: (v.copy(data=np.asarray(v.values)) if numpy_backed else v.chunk(dict(zip(like.dims, like.chunks))))
+            k: (v.copy(data=np.asarray(v.values)) if like_chunks is None else v.chunk(dict(zip(like.dims, like_chunks))))
             for k, v in out["bias_vars"].items()
         }
     return out

@@ -37,7 +37,7 @@ from dask.highlevelgraph import HighLevelGraph
 from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
-from xdem.io.grid import dask_data
+from xdem.io.grid import dask_data, grid_shape
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel
@@ -93,7 +93,7 @@ class Grid:
     @classmethod
     def of(cls, dem: xr.DataArray) -> Grid:
         """The grid of a DEM."""
-        return cls(tuple(int(n) for n in dem.shape[-2:]), dem.rio.transform(), crs_key(dem.rio.crs))
+        return cls(grid_shape(dem), dem.rio.transform(), crs_key(dem.rio.crs))
 
     def same_as(self, other: Grid, *, rtol: float = 1e-9) -> bool:
         """Same shape, CRS and transform (to ``rtol`` of the pixel size)."""
@@ -398,7 +398,8 @@ def warp_dem(
             dsk[(name, i, j)] = (_warp_chunk, spec, r0, c0, (nr, nc), window0, layout, dtype, *pieces)
             c0 += nc
         r0 += nr
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[data])
+    # dask's own stubs: da.Array's __dask_scheduler__ does not match its DaskCollection protocol
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[data])  # type: ignore[list-item]
     arr = da.Array(graph, name, out_chunks, meta=np.empty((0, 0), dtype=dtype))
     x, y = grid.centres(np.zeros(1), np.arange(grid.shape[1]))[0], grid.centres(np.arange(grid.shape[0]), np.zeros(1))[1]
     out = xr.DataArray(arr, dims=("y", "x"), coords={"y": y, "x": x}, name=src.name, attrs=dict(src.attrs))

@@ -52,6 +52,9 @@ def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto",
     from xdem.stats import robust_summary
 
     dem = open_dem(path, band=band, chunks=chunks)
+    dem_chunks = dem.chunks
+    if dem_chunks is None:  # cannot happen: open_dem always returns a dask-backed DEM
+        raise TypeError(f"open_dem returned a numpy-backed DEM for '{path}'")
     bidx = band or 1
     with rasterio.open(path) as src:
         nodata = src.nodatavals[bidx - 1]
@@ -69,8 +72,8 @@ def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto",
             "file_dtype": src.dtypes[bidx - 1],
             "dtype": str(dem.dtype),
             "file_blocks": list(src.block_shapes[bidx - 1]),
-            "chunks": [max(dem.chunks[0]), max(dem.chunks[1])],
-            "n_chunks": len(dem.chunks[0]) * len(dem.chunks[1]),
+            "chunks": [max(dem_chunks[0]), max(dem_chunks[1])],
+            "n_chunks": len(dem_chunks[0]) * len(dem_chunks[1]),
             "area_or_point": src.tags().get("AREA_OR_POINT", "Area"),
             "compression": src.compression.value if src.compression else None,
         }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,7 +125,9 @@ def check_divergence_params(*, initial_shift: object, on_divergence: object) -> 
     if initial_shift is None:
         return 0.0, 0.0
     try:
-        sx, sy = (float(v) for v in initial_shift)  # type: ignore[union-attr]
+        if not isinstance(initial_shift, Iterable):
+            raise TypeError
+        sx, sy = (float(v) for v in initial_shift)
     except (TypeError, ValueError):
         raise InputError(f"initial_shift must be two numbers (shift_x, shift_y) in CRS units, got {initial_shift!r}") from None
     if not (np.isfinite(sx) and np.isfinite(sy)):

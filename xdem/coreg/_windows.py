@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import dask
 import dask.array as da
@@ -25,6 +26,14 @@ from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 
 __all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
+
+
+@overload
+def gather_windows(arrays: da.Array, rows: np.ndarray, cols: np.ndarray, half: int) -> np.ndarray: ...
+
+
+@overload
+def gather_windows(arrays: Sequence[da.Array], rows: np.ndarray, cols: np.ndarray, half: int) -> list[np.ndarray]: ...
 
 
 def gather_windows(
@@ -41,7 +50,7 @@ def gather_windows(
     Returns one ``(n, 2h+2, 2h+2)`` float32 array, or a list of them when given a sequence.
     """
     single = isinstance(arrays, da.Array)
-    arrs = [arrays] if single else list(arrays)
+    arrs: list[da.Array] = [arrays] if isinstance(arrays, da.Array) else list(arrays)
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     size = 2 * half + 2
     outs = [np.full((len(rows), size, size), np.nan, dtype=np.float32) for _ in arrs]
@@ -113,17 +122,15 @@ class WindowSampler:
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
         drow, dcol = shift_in_pixels(self.grid, sx, sy)
-        ok = self.win is not None and all(
-            self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, self.R), (dcol, self.C))
-        )
-        if not ok:
-            self.R, self.C = int(round(drow)), int(round(dcol))
-            self.win = gather_windows(self.arr, self.rows + self.R, self.cols + self.C, h)
+        win, R, C = self.win, self.R, self.C  # all None before the first read, all set after it
+        if win is None or R is None or C is None or not all(
+            self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, R), (dcol, C))
+        ):
+            self.R, self.C = R, C = int(round(drow)), int(round(dcol))
+            self.win = win = gather_windows(self.arr, self.rows + R, self.cols + C, h)
             self.reads += 1
         n = len(self.rows)
-        return interp_windows_kernel(
-            self.win, np.full(n, drow - self.R + h), np.full(n, dcol - self.C + h), resampling=self.resampling
-        )
+        return interp_windows_kernel(win, np.full(n, drow - R + h), np.full(n, dcol - C + h), resampling=self.resampling)
 
 
 @dataclass

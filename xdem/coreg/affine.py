@@ -22,7 +22,7 @@ from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
 from xdem.coreg._windows import sample_with_terrain
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io.grid import check_projected, get_resolution
+from xdem.io.grid import check_projected, get_resolution, grid_shape
 from xdem.kernels.nuth_kaab import nuth_kaab_step as _nuth_kaab_step
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp
@@ -43,6 +43,7 @@ class AffineCoreg(Coreg):
     """A coregistration that is a translation ``(shift_x_, shift_y_, shift_z_)``."""
 
     is_affine: ClassVar[bool] = True
+    resampling: str  # set by each subclass (class attribute or __init__)
     shift_x_: float
     shift_y_: float
     shift_z_: float
@@ -317,7 +318,7 @@ class NuthKaab(AffineCoreg):
         run = Iterations(start, [], 0, converged=False, constrained=False)
         if constrained:
             run = iterate_shift(
-                step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=data.ref.shape,
+                step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=grid_shape(data.ref),
                 max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
                 on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(evaluate, s["ref"], a, b),
             )

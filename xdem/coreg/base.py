@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -303,7 +304,7 @@ def clone(estimator: Coreg) -> Coreg:
     """
     import copy  # noqa: PLC0415
 
-    params = {}
+    params: dict[str, Any] = {}
     for name, value in estimator.get_params(deep=False).items():
         if isinstance(value, Coreg):
             params[name] = clone(value)
@@ -314,7 +315,8 @@ def clone(estimator: Coreg) -> Coreg:
         else:
             params[name] = copy.deepcopy(value)
     steps = params.pop("steps", None)
-    return type(estimator)(steps, **params) if steps is not None else type(estimator)(**params)
+    make: Callable[..., Coreg] = type(estimator)  # each subclass has its own constructor signature
+    return make(steps, **params) if steps is not None else make(**params)
 
 
 def _short(v: Any) -> str:

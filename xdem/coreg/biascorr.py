@@ -120,15 +120,17 @@ def _on_grid(var: Any, like: xr.DataArray, name: str, what: str) -> xr.DataArray
     """``var`` on the grid of ``like`` (aligned lazily if it covers it), else a clear error."""
     v = as_dem(var)
     if not same_grid(v, like):
+        aligned: xr.DataArray | None
         try:
-            _, v = align_pair(like, v)
+            _, aligned = align_pair(like, v)
         except InputError:
-            v = None
-        if v is None or v.shape != like.shape:
+            aligned = None
+        if aligned is None or aligned.shape != like.shape:
             raise InputError(
                 f"bias variable '{name}' does not cover the grid of {what}; give it on the same grid "
                 "(e.g. var.rio.reproject_match(dem))"
             )
+        v = aligned
     return v
 
 
@@ -553,12 +555,15 @@ class TerrainBias(BiasCorr):
         if self.terrain_attribute == "elevation":
             return dem.data
         try:
-            return get_terrain_attribute(dem, self.terrain_attribute).data
+            attr = get_terrain_attribute(dem, self.terrain_attribute)
         except InputError as exc:
             raise InputError(
                 f"terrain_attribute must be 'elevation' or one of {', '.join(ATTRIBUTES)}, got "
                 f"{self.terrain_attribute!r}"
             ) from exc
+        if not isinstance(attr, xr.DataArray):  # a list of names gives a list of DataArrays
+            raise InputError(f"terrain_attribute must be one name, got {self.terrain_attribute!r}")
+        return attr.data
 
     def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
         name = self.terrain_attribute

@@ -27,7 +27,7 @@ Examples
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, SupportsInt
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def make_edges(values: np.ndarray, spec: Any, name: str) -> np.ndarray:
     """Bin edges of one variable: ``spec`` bins of equal width over the range of ``values``,
     or ``spec`` itself if it is a sequence of increasing edges."""
     if np.isscalar(spec):
-        if isinstance(spec, bool) or int(spec) != spec or int(spec) < 2:
+        if isinstance(spec, bool) or not isinstance(spec, SupportsInt) or int(spec) != spec or int(spec) < 2:
             raise InputError(f"bin_sizes for '{name}' must be an integer >= 2 or increasing edges, got {spec!r}")
         lo, hi = float(np.min(values)), float(np.max(values))
         if not hi > lo:

@@ -17,6 +17,7 @@ never building a full-size coordinate grid.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import dask.array as da
@@ -30,7 +31,7 @@ from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.kernels.surface import polynomial_surface
-from xdem.sampling import sample_valid
+from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
 __all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface"]
@@ -74,14 +75,14 @@ def pixel_xy(transform: Affine, rows: np.ndarray, cols: np.ndarray) -> tuple[np.
 
 def _surface_kernel(
     block: np.ndarray, *, transform: Affine, center: tuple[float, float], scale: float,
-    terms: list[tuple[int, int]], coefs: np.ndarray, block_info: Any = None,
+    terms: Sequence[Sequence[int]], coefs: np.ndarray, block_info: Any = None,
 ) -> np.ndarray:
     """``block - surface(x, y)`` for one chunk; coordinates from the block's offsets."""
     row0, col0 = block_pixel_offsets(block_info)
     x, y = block_xy(transform, row0, col0, block.shape)
     u = (x - center[0]) / scale
     v = (y - center[1]) / scale
-    acc = polynomial_surface(u[None, :], v[:, None], terms, coefs)
+    acc = polynomial_surface(u[None, :], v[:, None], terms, coefs.tolist())  # the same float64 values, as a list
     np.subtract(block, acc, out=acc)
     return acc.astype(block.dtype, copy=False)
 
@@ -96,7 +97,7 @@ def fitted_surface(step: Any) -> Surface:
 
 
 def subtract_surface(
-    dem: xr.DataArray, *, center: tuple[float, float], scale: float, terms: list[tuple[int, int]], coefs: np.ndarray
+    dem: xr.DataArray, *, center: Sequence[float], scale: float, terms: Sequence[Sequence[int]], coefs: np.ndarray
 ) -> xr.DataArray:
     """Lazily subtract a polynomial surface of the coordinates from ``dem`` (``map_blocks``)."""
     data = dask_data(dem)
@@ -166,7 +167,7 @@ class Deramp(Coreg):
             ok = np.isfinite(dh)
             if int(ok.sum()) < need:
                 raise NotEnoughDataError(f"Deramp needs at least {need} valid pixels but found {int(ok.sum())}")
-            s = {"row": pts.rows[ok], "col": pts.cols[ok], "dh": dh[ok]}
+            s: Sample | dict[str, np.ndarray] = {"row": pts.rows[ok], "col": pts.cols[ok], "dh": dh[ok]}
             self.passes_ = 0
         else:
             s = sample_valid(

@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from xdem.errors import InputError
+from xdem.errors import ConvergenceError, InputError
 from xdem.kernels.robust import group_by, nmad  # noqa: F401 (nmad: imported from here by other modules)
 
 __all__ = [
@@ -80,7 +81,7 @@ def poly_terms(n_vars: int, order: int) -> list[tuple[int, ...]]:
     return out
 
 
-def poly_design(us: np.ndarray, terms: list[tuple[int, ...]]) -> np.ndarray:
+def poly_design(us: np.ndarray, terms: Sequence[Sequence[int]]) -> np.ndarray:
     """Design matrix ``(n, len(terms))`` of monomials of the rows of ``us`` ``(n_vars, n)``."""
     us = np.atleast_2d(np.asarray(us, dtype=np.float64))
     cols = []
@@ -243,6 +244,8 @@ def _sumsin_fit(nb_freq: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
             )
             if cost < best_cost:
                 best, best_cost = p1, cost
+        if best is None:  # no start reached a finite cost (every start is tried above)
+            raise ConvergenceError(f"the {nb_freq}-frequency sum of sines fit found no start with a finite cost")
         # then the best one on the points themselves (no attenuation by the bin width)
         best, _ = robust_refine(
             lambda p: _sumsin_evaluate(x[None, :], p) - y, best, jac=lambda p: _sumsin_jacobian(x, p), max_nfev=30

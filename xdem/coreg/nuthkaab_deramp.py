@@ -49,7 +49,7 @@ from xdem.errors import (
     InputError,
     NotEnoughDataError,
 )
-from xdem.io.grid import check_projected, get_resolution, get_transform
+from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.warp import FrameOp
 
 __all__ = ["NuthKaabDeramp"]
@@ -219,7 +219,7 @@ class NuthKaabDeramp(Coreg):
         run = Iterations(start, [], 0, converged=False, constrained=False)
         if constrained:
             run = iterate_shift(
-                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=data.ref.shape,
+                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=grid_shape(data.ref),
                 max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
                 on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(sampler, s["ref"], a, b),
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import xarray as xr
@@ -28,9 +28,18 @@ def _groups(steps: list[Coreg]) -> list[list[Coreg]]:
     return out
 
 
+@runtime_checkable
+class _Translation(Protocol):
+    """An affine step (:class:`~xdem.coreg.affine.AffineCoreg`, or a pipeline of them)."""
+
+    def to_translations(self) -> tuple[float, float, float]: ...
+
+
 def _merged_translation(steps: list[Coreg]) -> tuple[float, float, float]:
     tr = np.zeros(3)
     for step in steps:
+        if not isinstance(step, _Translation):
+            raise AttributeError(f"{type(step).__name__} is not affine: it has no to_translations()")
         tr += np.asarray(step.to_translations())
     return float(tr[0]), float(tr[1]), float(tr[2])
 

@@ -92,12 +92,12 @@ def remove_stale_temps(folder: str | os.PathLike) -> list[str]:
     running on this machine and nothing in them changed for an hour. Returns the prefixes removed.
     """
     folder = Path(folder)
-    removed = []
+    removed: list[str] = []
     try:
         names = [p.name for p in folder.iterdir() if p.name.startswith(TEMP_PREFIX)]
     except OSError:
         return removed
-    prefixes = {}
+    prefixes: dict[str, int] = {}
     for name in names:
         parts = name[len(TEMP_PREFIX):].split("-", 2)
         if len(parts) == 3 and parts[0].isdigit() and len(parts[1]) == 32:

@@ -15,6 +15,7 @@ from xdem.errors import CRSError, OverlapError
 
 __all__ = [
     "get_transform",
+    "grid_shape",
     "get_resolution",
     "signed_resolution",
     "shift_in_pixels",
@@ -53,6 +54,18 @@ def get_transform(dem: xr.DataArray) -> Affine:
     and no further half-pixel shift must be applied.
     """
     return dem.rio.transform()
+
+
+def grid_shape(dem: xr.DataArray | da.Array | np.ndarray) -> tuple[int, int]:
+    """``(rows, cols)`` of a raster: the sizes of its last two axes.
+
+    Examples
+    --------
+    >>> grid_shape(np.zeros((1, 3, 4)))
+    (3, 4)
+    """
+    ny, nx = dem.shape[-2:]
+    return int(ny), int(nx)
 
 
 def with_transform(dem: xr.DataArray, transform: Affine) -> xr.DataArray:
@@ -238,7 +251,7 @@ def _reproject_like(src: xr.DataArray, like: xr.DataArray, *, resampling: str) -
     """Lazy reprojection of ``src`` onto the grid of ``like`` with odc-geo."""
     from odc.geo.geobox import GeoBox
 
-    gbox = GeoBox(like.shape, get_transform(like), like.rio.crs)
+    gbox = GeoBox(grid_shape(like), get_transform(like), like.rio.crs)
     return _reproject_to_geobox(src, gbox, crs=like.rio.crs, resampling=resampling)
 
 
@@ -280,5 +293,5 @@ def reproject_to_crs(dem: xr.DataArray, crs: Any, *, resampling: str = "bilinear
     the same ground size (odc-geo's ``GeoBox.to_crs(resolution="auto")``)."""
     from odc.geo.geobox import GeoBox
 
-    gbox = GeoBox(dem.shape[-2:], get_transform(dem), dem.rio.crs).to_crs(crs, resolution="auto")
+    gbox = GeoBox(grid_shape(dem), get_transform(dem), dem.rio.crs).to_crs(crs, resolution="auto")
     return _reproject_to_geobox(dem, gbox, crs=crs, resampling=resampling)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
-from xdem.io.grid import dask_data
+from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import register_source
 from xdem.typing import DEMLike
 
@@ -92,7 +93,7 @@ def _float_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
 
 
-def _finish(arr: xr.DataArray, nodata: float | None, name: str | None) -> xr.DataArray:
+def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> xr.DataArray:
     """Cast to float, turn nodata into NaN, drop the band axis, keep georeferencing."""
     if "band" in arr.dims:
         arr = arr.squeeze("band", drop=True)
@@ -106,7 +107,7 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: str | None) -> xr.Dat
     if file_nodata is None:
         file_nodata = arr.rio.encoded_nodata
     fdtype = _float_dtype(arr.dtype)
-    data = dask_data(arr, chunks=auto_chunks(arr.shape)).astype(fdtype, copy=False)
+    data = dask_data(arr, chunks=auto_chunks(grid_shape(arr))).astype(fdtype, copy=False)
     if file_nodata is not None and not np.isnan(file_nodata):
         data = da.where(data == fdtype.type(file_nodata), fdtype.type(np.nan), data)
     out = xr.DataArray(data, dims=("y", "x"), coords={"y": arr["y"].values, "x": arr["x"].values}, name=name)
@@ -200,7 +201,10 @@ def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> xr.DataArray:
     """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`."""
     import dask.base  # noqa: PLC0415
 
-    lazy = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False).isel(band=[band - 1])
+    opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
+    if not isinstance(opened, xr.DataArray):  # a Dataset or list of them: a file of subdatasets
+        raise TypeError(f"it opens as a {type(opened).__name__} of subdatasets, not as one raster")
+    lazy = opened.isel(band=[band - 1])
     stat = path.stat()
     token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
     data = da.from_array(_NamedReader(lazy, path), chunks=(1, ck[0], ck[1]), lock=False,
