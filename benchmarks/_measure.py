@@ -140,7 +140,7 @@ def cached_pair(size: int, *, seed: int = 0, shift: tuple[float, float, float] =
     Returns the truth dict of :func:`xdem.examples.synthetic.generate_pair`, with ``ref`` and
     ``tba`` paths. Generating 20000^2 takes a few minutes; later calls reuse the files.
     """
-    from xdem.examples.synthetic import generate_pair  # noqa: PLC0415
+    from xdem.examples.synthetic import generate_pair
 
     tag = f"pair_{size}_s{seed}" + ("" if tilt is None else "_tilt")
     return generate_pair(CACHE_DIR / tag, size=size, shift=shift, tilt=tilt, seed=seed)
@@ -164,7 +164,7 @@ def machine_description() -> str:
         except ImportError:
             pass
     try:
-        import rasterio  # noqa: PLC0415
+        import rasterio
 
         versions.append(f"GDAL {rasterio.__gdal_version__}")
     except ImportError:

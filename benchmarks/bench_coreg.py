@@ -54,8 +54,8 @@ TARGET_SHIFT_M = 0.01
 
 def _link_or_write_ref(size: int, dst: Path) -> None:
     """The reference only depends on (size, seed, resolution): hard-link a cached one if any."""
-    from xdem.examples.synthetic import fractal_terrain  # noqa: PLC0415
-    from xdem.io.cog import write_cog  # noqa: PLC0415
+    from xdem.examples.synthetic import fractal_terrain
+    from xdem.io.cog import write_cog
 
     for cand in (CACHE_DIR / f"pair_{size}_s{SEED}", CACHE_DIR / f"pair_{size}_s{SEED}_tilt"):
         try:
@@ -78,8 +78,8 @@ def coreg_pair(size: int) -> dict:
     shift=SHIFT, tilt=TILT, seed=SEED)``, but the reference (which does not depend on the shift
     or tilt) is hard-linked from another benchmark's cached pair when one exists.
     """
-    from xdem.examples import synthetic as syn  # noqa: PLC0415
-    from xdem.io.cog import write_cog  # noqa: PLC0415
+    from xdem.examples import synthetic as syn
+    from xdem.io.cog import write_cog
 
     folder = CACHE_DIR / f"coreg_{size}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ MOSAIC_TILE = 20000
 
 def _vrt(tile: Path, size: int, dst: Path) -> None:
     """A VRT of ``size / tile`` x ``size / tile`` copies of the COG ``tile``, same pixel size and origin."""
-    import rasterio  # noqa: PLC0415
+    import rasterio
 
     with rasterio.open(tile) as src:
         t, n, crs = src.transform, src.width, src.crs.to_wkt()
@@ -142,7 +142,7 @@ def mosaic_pair(size: int) -> dict:
     The truth is that tile's shift; the seams (where one copy meets the next) are lines of a
     few pixels where the shifted DEM does not continue the reference, left in as outliers.
     """
-    from xdem.examples.synthetic import generate_pair  # noqa: PLC0415
+    from xdem.examples.synthetic import generate_pair
 
     tile_dir = CACHE_DIR / f"pair_{MOSAIC_TILE}_s{SEED}"
     if not (tile_dir / "truth.json").exists():
@@ -190,8 +190,8 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 
 def _fit_small_models() -> dict:
     """Fitted models (as dicts) on the 4000^2 pair, to apply to a larger lazily-opened DEM."""
-    import xdem  # noqa: PLC0415
-    from xdem.cli.coreg import build_coreg, resolve_methods  # noqa: PLC0415
+    import xdem
+    from xdem.cli.coreg import build_coreg, resolve_methods
 
     pair = coreg_pair(4000)
     out = {}
@@ -210,15 +210,15 @@ def graph_size(size: int) -> dict:
     Uses the cached pair if it exists, else an empty (sparse) tiled GeoTIFF of that size: graph
     construction reads only the metadata.
     """
-    import dask  # noqa: PLC0415
-    import dask.array as da  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
-    import rasterio  # noqa: PLC0415
-    from affine import Affine  # noqa: PLC0415
+    import dask
+    import dask.array as da
+    import numpy as np
+    import rasterio
+    from affine import Affine
 
-    import xdem  # noqa: PLC0415
-    from xdem.coreg.base import coreg_from_dict  # noqa: PLC0415
-    from xdem.sampling import _draw_tasks  # noqa: PLC0415
+    import xdem
+    from xdem.coreg.base import coreg_from_dict
+    from xdem.sampling import _draw_tasks
 
     folder = CACHE_DIR / f"coreg_{size}"
     mosaic = CACHE_DIR / f"mosaic_{size}"
@@ -262,13 +262,13 @@ def profile(size: int, method: str) -> dict:
     one, every dask compute timed (with its number of tasks), ``write_cog``'s two passes timed,
     and task time summed by task name (dask's ``Profiler``) with CPU/memory (``ResourceProfiler``).
     """
-    import dask  # noqa: PLC0415
-    from dask.callbacks import Callback  # noqa: PLC0415
-    from dask.diagnostics import Profiler, ResourceProfiler  # noqa: PLC0415
+    import dask
+    from dask.callbacks import Callback
+    from dask.diagnostics import Profiler, ResourceProfiler
 
-    import xdem  # noqa: PLC0415
-    import xdem.io.cog as cog  # noqa: PLC0415
-    from xdem.cli.coreg import build_coreg, resolve_methods, sampled_stats  # noqa: PLC0415
+    import xdem
+    import xdem.io.cog as cog
+    from xdem.cli.coreg import build_coreg, resolve_methods, sampled_stats
 
     os.environ.setdefault("GDAL_CACHEMAX", "256")  # as the xdem CLI does, before GDAL's first read
     pair = coreg_pair(size)
@@ -511,7 +511,7 @@ NOTES = """
 
 
 def write_report(res: dict) -> None:
-    from xdem.io.cog import GDAL_CACHE_MB  # noqa: PLC0415
+    from xdem.io.cog import GDAL_CACHE_MB
 
     rows = [res["rows"][k] for k in sorted(res["rows"], key=int)]
     table = format_table(rows)

@@ -24,12 +24,12 @@ SHIFT = (-3.0, 2.0, -1.5)
 
 
 def _run(kind: str, src: str, dst: str) -> None:
-    import rasterio  # noqa: PLC0415
-    import rasterio.shutil  # noqa: PLC0415
+    import rasterio
+    import rasterio.shutil
 
-    import xdem  # noqa: PLC0415
-    from xdem.cli import bound_process_memory  # noqa: PLC0415
-    from xdem.io.cog import GDAL_CACHE_MB  # noqa: PLC0415
+    import xdem
+    from xdem.cli import bound_process_memory
+    from xdem.io.cog import GDAL_CACHE_MB
 
     t0 = time.perf_counter()
     if kind == "floor":

@@ -33,7 +33,7 @@ TARGET_RSS = 2**30
 
 
 def _run_xdem(src: str, dst: str, chunks: str) -> None:
-    import xdem  # noqa: PLC0415
+    import xdem
 
     t0 = time.perf_counter()
     dem = xdem.open_dem(src, chunks=int(chunks) if chunks != "auto" else "auto")
@@ -42,10 +42,10 @@ def _run_xdem(src: str, dst: str, chunks: str) -> None:
 
 
 def _run_floor(src: str, dst: str) -> None:
-    import rasterio  # noqa: PLC0415
-    import rasterio.shutil  # noqa: PLC0415
+    import rasterio
+    import rasterio.shutil
 
-    from xdem.io.cog import GDAL_CACHE_MB  # noqa: PLC0415
+    from xdem.io.cog import GDAL_CACHE_MB
 
     t0 = time.perf_counter()
     with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
@@ -121,7 +121,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def write_report(rows: list[dict], table: str, *, chunks: str, repeat: int) -> None:
-    from xdem.io.cog import GDAL_CACHE_MB, TEMP_COMPRESS  # noqa: PLC0415
+    from xdem.io.cog import GDAL_CACHE_MB, TEMP_COMPRESS
 
     verdicts = []
     for r in rows:

@@ -4,11 +4,9 @@ Open DEMs lazily with :func:`open_dem`, align them with the classes of
 :mod:`xdem.coreg`, and write the result with :func:`write_cog`.
 """
 
+from xdem import coreg, errors, examples, spatialstats, terrain
 from xdem._version import __version__
-from xdem import errors
 from xdem.io import open_dem, write_cog
 from xdem.io.grid import align_pair
-from xdem import coreg, examples, terrain
-from xdem import spatialstats
 
 __all__ = ["__version__", "errors", "open_dem", "write_cog", "align_pair", "coreg", "examples", "terrain", "spatialstats"]

@@ -13,8 +13,9 @@ pointwise pass). Here a chunk is released as soon as its own block has run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import dask.array as da
 import numpy as np

@@ -10,18 +10,19 @@ The median of a dask array is found exactly, chunk by chunk, without sorting it:
    histogram) until few enough remain, or all remaining values are equal.
 
 Bin indices (:func:`xdem.kernels.robust.equal_width_bin_index`) are a monotonic function
-of the value, so bins split the sorted values into contiguous runs and the result is exact: it equals ``numpy.nanmedian`` of the values in
-float64, for any chunking. Three passes over the data are typical for a median, five for
-:func:`robust_summary` (median and NMAD). Memory is bounded by
-the chunk size plus ``N_BINS`` counters per chunk and at most ``MAX_GATHER`` values.
+of the value, so bins split the sorted values into contiguous runs and the result is exact: it
+equals ``numpy.nanmedian`` of the values in float64, for any chunking. Three passes over the
+data are typical for a median, five for :func:`robust_summary` (median and NMAD). Memory is
+bounded by the chunk size plus ``N_BINS`` counters per chunk and at most ``MAX_GATHER`` values.
 
 NMAD follows the field's definition: ``1.4826 * median(|x - median(x)|)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import dask
 import dask.array as da
@@ -31,7 +32,8 @@ from xdem.errors import InputError, NotEnoughDataError
 from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
 
-__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish", "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+__all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
+           "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
 
 #: Histogram bins per refinement pass.
 N_BINS = 2**16
@@ -298,7 +300,7 @@ def _dh_block(
     row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
     """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels."""
-    from xdem.sampling import _pixel_hash, below  # noqa: PLC0415
+    from xdem.sampling import _pixel_hash, below
 
     valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
     out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
@@ -320,7 +322,7 @@ def dh_stats_tasks(
     :func:`dh_stats_finish` turns into the statistics (one task per block, see
     :func:`xdem.io.grid.block_tasks`). To draw them while writing a DEM, use
     :func:`dh_stats_while_writing` instead."""
-    from xdem.io.grid import block_tasks  # noqa: PLC0415
+    from xdem.io.grid import block_tasks
 
     ref = _as_2d(_as_dask(ref))
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
@@ -348,7 +350,7 @@ def dh_stats_while_writing(
     ``others`` are read in the writing pass, next to the written block, and nothing waits in
     memory. Returns the :class:`xdem.io.cog.BlockStats` and a function turning its per-block
     results into the statistics. All arrays must have the written DEM's grid and chunks."""
-    from xdem.io.cog import BlockStats  # noqa: PLC0415
+    from xdem.io.cog import BlockStats
 
     ref = _as_2d(_as_dask(ref))
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
@@ -357,7 +359,7 @@ def dh_stats_while_writing(
 
 
 def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
-    from xdem.sampling import hash_bound, resolve_count  # noqa: PLC0415
+    from xdem.sampling import hash_bound, resolve_count
 
     ny, nx = ref.shape
     resolve_count(subsample, 1)  # validate

@@ -114,7 +114,7 @@ def check_coreg(
     ['constructor_only_stores', 'fit_returns_self']
     """
     if ref is None or tba is None:
-        from xdem.examples import example_pair  # noqa: PLC0415
+        from xdem.examples import example_pair
 
         ref, tba, _ = example_pair(chunks=128)
     fit_kwargs = dict(fit_kwargs or {})
@@ -203,7 +203,7 @@ def check_coreg(
         exact = model.apply(tba, resample=False, **apply_kwargs)
     except InputError as exc:
         if "resample" not in str(exc):
-            raise AssertionError(f"{cls.__name__}.apply(resample=False) raised an error that does not say why: {exc}")
+            raise AssertionError(f"{cls.__name__}.apply(resample=False) raised an error that does not say why: {exc}") from exc
     except XdemError as exc:
         raise AssertionError(f"{cls.__name__}.apply(resample=False) raised {type(exc).__name__}: {exc}") from exc
     else:

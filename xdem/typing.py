@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 import numpy as np
 import xarray as xr
@@ -38,14 +38,14 @@ class GeoDataFrameLike(Protocol):
 
 
 #: A file path.
-PathLike = Union[str, os.PathLike[str]]
+PathLike = str | os.PathLike[str]
 
 #: A DEM as :func:`xdem.open_dem` accepts it: a path to anything rasterio opens (GeoTIFF,
 #: COG, VRT), a georeferenced :class:`xarray.DataArray` (numpy- or dask-backed) or a
 #: geoutils Raster.
-DEMLike = Union[str, os.PathLike[str], xr.DataArray, RasterLike]
+DEMLike = str | os.PathLike[str] | xr.DataArray | RasterLike
 
 #: A mask as :func:`xdem.masks.inlier_mask_like` accepts it: ``None`` (every pixel), a
 #: boolean DataArray or numpy array on the DEM's grid, a raster or vector file path, or a
 #: GeoDataFrame (inside the polygons).
-MaskLike = Union[None, str, os.PathLike[str], xr.DataArray, np.ndarray, GeoDataFrameLike]
+MaskLike = None | str | os.PathLike[str] | xr.DataArray | np.ndarray | GeoDataFrameLike

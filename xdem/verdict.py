@@ -28,7 +28,8 @@ cut in the same pass). ``xdem coreg`` draws it in the pass that writes the align
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

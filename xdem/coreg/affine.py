@@ -9,7 +9,8 @@ the geotransform and keeps the data exact).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import dask
 import dask.array as da
@@ -71,11 +72,11 @@ class VerticalShift(AffineCoreg):
 
     With ``subsample=1`` (the default: every valid pixel) and the median or the mean, the
     statistic is exact and computed out of core (the median: a count/min/max pass, then
-    :func:`xdem.stats.median`'s histogram refinement, 2 to 4 passes in all; the mean: one pass), so memory stays bounded on any DEM size. With a
-    smaller subsample, or another callable, the values of a reproducible subsample are
-    gathered (one pass, two when few pixels are valid: :func:`xdem.sampling.sample_valid`); a callable with
-    ``subsample=1`` gathers every valid pixel in memory (8 bytes each), so give it a count
-    on large DEMs.
+    :func:`xdem.stats.median`'s histogram refinement, 2 to 4 passes in all; the mean: one
+    pass), so memory stays bounded on any DEM size. With a smaller subsample, or another
+    callable, the values of a reproducible subsample are gathered (one pass, two when few
+    pixels are valid: :func:`xdem.sampling.sample_valid`); a callable with ``subsample=1``
+    gathers every valid pixel in memory (8 bytes each), so give it a count on large DEMs.
 
     Parameters
     ----------
@@ -115,7 +116,7 @@ class VerticalShift(AffineCoreg):
         self.shift_y_ = 0.0
         if _all_pixels(self.subsample) and func in _EXACT_REDUCERS:
             # every valid pixel: an exact out-of-core statistic, nothing gathered in memory
-            from xdem import stats  # noqa: PLC0415
+            from xdem import stats
 
             valid = data.valid()
             dh = da.where(valid, data.tba.data.astype(np.float64) - data.ref.data.astype(np.float64), np.nan)
@@ -175,10 +176,11 @@ class NuthKaab(AffineCoreg):
 
     Slope and aspect of the reference are computed at the sampled pixels only, from their
     3 x 3 neighbourhoods in the windows, with the kernels of :mod:`xdem.terrain` (Horn by
-    default): the values equal :func:`xdem.terrain.slope` and :func:`xdem.terrain.aspect`. Pixels with a slope below ``min_slope`` degrees do not enter the
-    horizontal fit. If too few sloped pixels or aspect directions remain, the horizontal
-    shift is not estimated: a :class:`~xdem.errors.FlatTerrainWarning` is emitted,
-    ``horizontal_constrained_`` is False and ``shift_x_ = shift_y_ = 0``. Not converging
+    default): the values equal :func:`xdem.terrain.slope` and :func:`xdem.terrain.aspect`.
+    Pixels with a slope below ``min_slope`` degrees do not enter the horizontal fit. If too
+    few sloped pixels or aspect directions remain, the horizontal shift is not estimated: a
+    :class:`~xdem.errors.FlatTerrainWarning` is emitted, ``horizontal_constrained_`` is False
+    and ``shift_x_ = shift_y_ = 0``. Not converging
     emits a :class:`~xdem.errors.ConvergenceWarning` with ``converged_ = False`` when the
     result is usable. Diverging (the shift moving more than a quarter of the DEM's size from
     its start, typically when the DEMs are offset by more than about half their width), or

@@ -202,7 +202,7 @@ class Coreg:
     def __add__(self, other: Coreg) -> Coreg:
         # The one import back into an estimator module: a pipeline is a Coreg, so
         # xdem.coreg.pipeline imports this module; building one from `a + b` must import it here.
-        from xdem.coreg.pipeline import CoregPipeline  # noqa: PLC0415
+        from xdem.coreg.pipeline import CoregPipeline
 
         if not isinstance(other, Coreg):
             return NotImplemented
@@ -302,7 +302,7 @@ def clone(estimator: Coreg) -> Coreg:
     >>> c is nk, c.get_params() == nk.get_params(), c.is_fitted
     (False, True, False)
     """
-    import copy  # noqa: PLC0415
+    import copy
 
     params: dict[str, Any] = {}
     for name, value in estimator.get_params(deep=False).items():

@@ -26,7 +26,8 @@ Bins with fewer than ``min_bin_count`` values are left empty (NaN) with an
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import dask.array as da
 import numpy as np

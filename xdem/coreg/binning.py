@@ -27,7 +27,8 @@ Examples
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence, SupportsInt
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsInt
 
 import numpy as np
 

@@ -330,7 +330,7 @@ def generate_pair(
     >>> truth["shift_x"], truth["shift_y"], truth["shift_z"]
     (-4.0, 2.0, -1.0)
     """
-    from xdem.io.cog import write_cog  # noqa: PLC0415
+    from xdem.io.cog import write_cog
 
     shape = _normalise_shape(size)
     if len(shift) != 3:

@@ -49,7 +49,7 @@ def _flock(fd: int, *, block: bool) -> bool | None:
     """``flock(LOCK_EX)`` on ``fd``: True if taken, False if another process holds it
     (non-blocking), None where locks are not available (Windows, some network filesystems)."""
     try:
-        import fcntl  # noqa: PLC0415  (POSIX only)
+        import fcntl  # POSIX only
     except ImportError:  # pragma: no cover - Windows
         return None
     try:
@@ -163,7 +163,7 @@ def owned_temps(folder: str | os.PathLike) -> Iterator[str]:
 
 def _renameat2_noreplace(src: str, dst: str) -> None:
     """Linux ``renameat2(src, dst, RENAME_NOREPLACE)``; ``OSError`` if unavailable."""
-    import ctypes  # noqa: PLC0415
+    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     func = getattr(libc, "renameat2", None)

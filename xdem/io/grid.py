@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -136,7 +136,7 @@ def block_tasks(func: Callable[..., Any], arrays: Sequence[Any], **kwargs: Any) 
     optimising each array apart (``optimize_graph=False``), so a block they share (e.g. the
     read of a DEM used by two of them) keeps one key and is computed once.
     """
-    import dask  # noqa: PLC0415
+    import dask
 
     first = arrays[0]
     rows = np.cumsum((0,) + first.chunks[0][:-1])

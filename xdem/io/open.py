@@ -181,7 +181,7 @@ class _NamedReader:
 
 
 def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
-    import re  # noqa: PLC0415
+    import re
 
     rows, cols = key[-2].indices(shape[-2]), key[-1].indices(shape[-1])
     detail = " ".join(dict.fromkeys(str(e) for e in (exc.__cause__, exc.__context__, exc) if e is not None))
@@ -199,7 +199,7 @@ def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ..
 
 def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> xr.DataArray:
     """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`."""
-    import dask.base  # noqa: PLC0415
+    import dask.base
 
     opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
     if not isinstance(opened, xr.DataArray):  # a Dataset or list of them: a file of subdatasets

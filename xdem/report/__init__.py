@@ -22,8 +22,9 @@ import datetime as _dt
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from xdem.errors import InputError, OutputError
 from xdem.typing import DEMLike, MaskLike
@@ -55,7 +56,7 @@ def _write_atomic(path: Path, text: str, overwrite: bool) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
-        from xdem.io.atomic import move_into_place  # noqa: PLC0415
+        from xdem.io.atomic import move_into_place
 
         move_into_place(tmp, path, overwrite=overwrite)  # never replaces a file that appeared meanwhile
     except BaseException:

@@ -138,7 +138,9 @@ def _as_dem(source: Any, what: str) -> xr.DataArray:
         raise type(exc)(f"{what}: {exc}") from exc
 
 
-def open_inputs(ref: DEMLike, tba: DEMLike, aligned: DEMLike | None = None) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
+def open_inputs(
+    ref: DEMLike, tba: DEMLike, aligned: DEMLike | None = None
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray | None]:
     """Open the DEMs lazily and bring ``tba`` and ``aligned`` onto the reference grid.
 
     Raises :class:`~xdem.errors.OverlapError` when a DEM does not overlap the reference.

@@ -23,7 +23,8 @@ decimated maps (:func:`inside_sums`); then, per dh (before, after):
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import dask.array as da
 import numpy as np

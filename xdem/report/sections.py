@@ -294,7 +294,8 @@ def _inside_section(data: ReportData, random_state: int | None) -> str | None:
         return None
     block = inside_block(data.inside, sample=data.sample, resolution=data.resolution, random_state=random_state)
     u = data.units
-    rows = [[label_cell("pixels inside the mask (on the reference grid)"), cell(block["mask_pixels"], "report.inside.mask_pixels")],
+    rows = [[label_cell("pixels inside the mask (on the reference grid)"),
+             cell(block["mask_pixels"], "report.inside.mask_pixels")],
             [label_cell(f"mask area ({u}²)"), cell(block["area"], "report.inside.area")]]
     names = [n for n in ("before", "after") if n in block]
     labels = {"count": "valid pixels inside the mask (dh finite)", "mean_dh": f"mean dh ({u})",

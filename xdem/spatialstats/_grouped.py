@@ -23,8 +23,8 @@ and per block, and at most :data:`xdem.stats.MAX_GATHER` gathered values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Callable, NamedTuple, cast
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, cast
 
 import dask
 import dask.array as da

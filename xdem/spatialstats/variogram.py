@@ -17,8 +17,8 @@ the exponential and gaussian models); sills are partial sills (no nugget).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import dask.array as da
 import numpy as np

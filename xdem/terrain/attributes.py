@@ -15,8 +15,9 @@ produces a stacked block per chunk, then splits it lazily: computing the outputs
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence, overload
+from typing import Any, overload
 
 import dask.array as da
 import numpy as np
