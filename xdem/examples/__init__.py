@@ -26,6 +26,7 @@ import xarray as xr
 from affine import Affine
 
 from xdem.errors import InputError, OutputError
+from xdem.io.atomic import move_into_place, write_text_atomic
 
 __all__ = ["get_path", "available", "example_pair", "write_example_pair", "DEFAULT_SHIFT"]
 
@@ -269,7 +270,7 @@ def _write_tif(path: Path, arr: np.ndarray, transform: Affine, crs: Any) -> None
         with rasterio.open(tmp, "w", **profile) as dst:
             dst.write(arr.astype(np.float32), 1)
             dst.update_tags(AREA_OR_POINT="Area")
-        os.replace(tmp, path)
+        move_into_place(tmp, path, overwrite=True)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -333,9 +334,5 @@ def write_example_pair(
         raise OutputError(f"cannot create folder '{folder}' ({exc}); choose a writable location") from exc
     _write_tif(paths["ref"], ref_arr, transform, crs)
     _write_tif(paths["tba"], tba_arr, tba_transform, crs)
-    fd, tmp = tempfile.mkstemp(prefix=".truth-", suffix=".json", dir=folder)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(truth, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, paths["truth_path"])
+    write_text_atomic(paths["truth_path"], json.dumps(truth, indent=2) + "\n", overwrite=True)
     return {**paths, "truth": truth}

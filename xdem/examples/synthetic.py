@@ -26,6 +26,7 @@ import xarray as xr
 from affine import Affine
 
 from xdem.errors import InputError, OutputError
+from xdem.io.atomic import write_text_atomic
 
 __all__ = ["fractal_terrain", "terrain_height", "generate_pair", "DEFAULT_CRS", "DEFAULT_ORIGIN"]
 
@@ -359,7 +360,5 @@ def generate_pair(
     tba = terrain(name="tba", shift=(float(shift[0]), float(shift[1]), float(shift[2])), tilt=tilt4)
     write_cog(ref, paths["ref"], overwrite=True)
     write_cog(tba, paths["tba"], overwrite=True)
-    tmp = folder / ".xdem-tmp-truth.json"
-    tmp.write_text(json.dumps(truth, indent=2) + "\n")
-    os.replace(tmp, paths["truth"])
+    write_text_atomic(paths["truth"], json.dumps(truth, indent=2) + "\n", overwrite=True)
     return {**truth, "ref": str(paths["ref"]), "tba": str(paths["tba"])}
