@@ -19,22 +19,21 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import math
 import os
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 import dask
 
 from xdem.errors import XdemError
+# the JSON document and output checks, shared with the library workflow (re-exported here)
+from xdem.workflows._summary import check_new_output, dump_json, jsonable, peak_rss_mb
 
 __all__ = [
     "LOCAL_SCHEDULERS",
@@ -293,84 +292,3 @@ def one_line_warnings() -> Iterator[None]:
         yield
     finally:
         warnings.showwarning = old
-
-
-# ---------------------------------------------------------------------------- JSON, memory
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars/arrays, paths and tuples made JSON-able; NaN/inf -> None."""
-    import numpy as np  # noqa: PLC0415
-
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, (np.floating, np.integer, np.bool_)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return getattr(value, "__name__", repr(value))
-
-
-def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
-    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
-    (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
-    ``path`` meanwhile is never replaced)."""
-    text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
-    if path is not None:
-        from xdem.io.atomic import write_text_atomic  # noqa: PLC0415
-
-        write_text_atomic(path, text + "\n", overwrite=overwrite)
-    return text
-
-
-def peak_rss_mb(*, children: bool = False) -> float | None:
-    """Peak resident memory of this process (or of its finished children), in MB."""
-    try:
-        import resource  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - Windows
-        import psutil  # noqa: PLC0415
-
-        return None if children else psutil.Process().memory_info().rss / 2**20
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    kb = resource.getrusage(who).ru_maxrss
-    scale = 1 / 2**20 if sys.platform == "darwin" else 1 / 2**10  # bytes on macOS, KiB on Linux
-    return round(kb * scale, 1)
-
-
-def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
-    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder.
-
-    Cheap checks meant to run before any computation. Returns the absolute path.
-
-    Raises
-    ------
-    xdem.errors.OutputError
-    """
-    from xdem.errors import OutputError  # noqa: PLC0415
-
-    p = Path(os.path.abspath(os.fspath(path)))
-    for label, src in inputs.items():
-        if not src:
-            continue
-        s = Path(os.path.abspath(src))
-        same = s == p or s.resolve() == p.resolve()
-        if not same and s.exists() and p.exists():
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(s, p)
-        if same:
-            raise OutputError(f"{what} '{p}' is the same file as the {label}; write to another path")
-    if p.is_dir():
-        raise OutputError(f"{what} '{p}' is a folder; give a file path")
-    if p.exists() and not overwrite:
-        raise OutputError(f"{what} '{p}' already exists; pass --overwrite to replace it or choose another path")
-    if not p.parent.is_dir():
-        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{p.parent}')")
-    return p
