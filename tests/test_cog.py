@@ -303,3 +303,71 @@ def test_compressed_temp_when_disk_is_short(tmp_path: Path, monkeypatch: pytest.
     assert seen and seen[0] is not None and seen[0].name == "zstd"
     np.testing.assert_array_equal(_read(out)[0], np.where(np.isnan(z), np.float32(-9999), z))
     assert _no_temp(tmp_path)
+
+
+# ---------------------------------------------------------------------------- CogResult, write_cogs
+
+
+def test_write_cog_returns_a_path_like_result(tmp_path: Path) -> None:
+    from xdem.io.cog import BlockStats, CogResult
+
+    dem = _dem(np.arange(64 * 48, dtype=np.float32).reshape(64, 48), chunks=32)
+    result = write_cog(dem, tmp_path / "r.tif", blocksize=16, also=[BlockStats(lambda b, row0, col0: (row0, col0))])
+    assert isinstance(result, CogResult) and result.path == (tmp_path / "r.tif").absolute()
+    assert os.fspath(result) == str(result) == str(tmp_path / "r.tif") and result == tmp_path / "r.tif"
+    assert result.also == ([(0, 0), (0, 32), (32, 0), (32, 32)],)
+    with pytest.warns(DeprecationWarning, match="result.path.name"):
+        assert result.name == "r.tif"  # the Path returned before: still works, deprecated
+    with rasterio.open(result) as src:
+        assert src.shape == (64, 48)
+    old: list = []
+    with pytest.warns(DeprecationWarning, match="results="):
+        write_cog(dem, tmp_path / "old.tif", blocksize=16, also=[BlockStats(lambda b, row0, col0: row0)], results=old)
+    assert old == [[0, 0, 32, 32]]
+
+
+def test_write_cogs_one_compute_shared_blocks_run_once(tmp_path: Path) -> None:
+    from xdem.io.cog import write_cogs
+
+    z = _holes((96, 80), np.float32, seed=3)
+    runs = []
+
+    def shared(block):  # a task the outputs share: must run once per block
+        if block.size:  # not dask's meta probe
+            runs.append(block.shape)
+        return block * 2
+
+    base = da.from_array(z, chunks=32).map_blocks(shared, dtype=np.float32)
+    outs = [_dem(base + k) for k in range(3)]
+    with dask.config.set(scheduler="threads"):
+        results = write_cogs([(o, tmp_path / f"o{k}.tif") for k, o in enumerate(outs)], blocksize=16)
+    assert len(runs) == 3 * 3  # 9 blocks, each computed once for the three outputs
+    for k, r in enumerate(results):
+        assert r.path == (tmp_path / f"o{k}.tif").absolute() and cog_validate(r, quiet=True)[0]
+        np.testing.assert_array_equal(_read(r)[0], np.where(np.isnan(z), np.float32(-9999), z * 2 + k))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o0.tif", "o1.tif", "o2.tif"]
+
+
+def test_write_cogs_refuses_duplicates_and_leaves_nothing_on_failure(tmp_path: Path, monkeypatch) -> None:
+    import xdem.io.cog as cog
+    from xdem.io.cog import write_cogs
+
+    dem = _dem(np.ones((40, 40), np.float32), chunks=20)
+    with pytest.raises(OutputError, match="given for outputs 0 and 1"):
+        write_cogs([(dem, tmp_path / "a.tif"), (dem + 1, tmp_path / "a.tif")])
+    (tmp_path / "c.tif").write_bytes(b"keep")
+    with pytest.raises(OutputError, match="already exists"):
+        write_cogs([(dem, tmp_path / "a.tif"), (dem, tmp_path / "c.tif")])
+    real_move = cog.move_into_place
+
+    def second_exists(tmp, path, *, overwrite):  # another process creates the second output meanwhile
+        if Path(path).name == "b.tif":
+            Path(path).write_bytes(b"theirs")
+        real_move(tmp, path, overwrite=overwrite)
+
+    monkeypatch.setattr(cog, "move_into_place", second_exists)
+    with pytest.raises(OutputError, match="created by another process"):
+        write_cogs([(dem, tmp_path / "a.tif"), (dem + 1, tmp_path / "b.tif")], blocksize=16)
+    # the first output, already moved, was removed again; theirs and ours untouched; no temps
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tif", "c.tif"]
+    assert (tmp_path / "b.tif").read_bytes() == b"theirs" and (tmp_path / "c.tif").read_bytes() == b"keep"

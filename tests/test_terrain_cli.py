@@ -89,3 +89,35 @@ def test_missing_dem_is_one_line_error(tmp_path):
     result = CliRunner().invoke(main, ["terrain", str(tmp_path / "nope.tif"), "-o", str(tmp_path / "s.tif"), "-a", "slope"])
     assert result.exit_code == 1
     assert result.output.startswith("Error:") and result.output.count("\n") == 1
+
+
+def test_several_attributes_read_the_dem_once(tmp_path, monkeypatch):
+    """All attributes come from ONE pass: every block of the DEM is read exactly once, and
+    each file equals the attribute computed alone."""
+    import collections
+
+    import xdem.io.open as io_open
+
+    reads: collections.Counter = collections.Counter()
+    real = io_open._NamedReader.__getitem__
+
+    def counting(self, key):
+        if Path(self.path).name == Path(LIDAR).name:
+            reads[tuple((s.start, s.stop) if isinstance(s, slice) else s for s in key)] += 1
+        return real(self, key)
+
+    monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
+    folder = tmp_path / "attrs"
+    names = ["slope", "aspect", "hillshade"]
+    args = ["terrain", LIDAR, "-o", str(folder), "-a", ",".join(names), "--chunks", "128"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    ny, nx = rasterio.open(LIDAR).shape
+    n_blocks = -(-ny // 128) * -(-nx // 128)
+    assert n_blocks > 4 and len(reads) == n_blocks  # every block read...
+    assert set(reads.values()) == {1}  # ...exactly once, for the three attributes
+    assert result.output.split() == [str(folder / f"{n}.tif") for n in names]
+    for name in names:
+        want = xdem.terrain.get_terrain_attribute(LIDAR, name).values
+        np.testing.assert_allclose(read(folder / f"{name}.tif"), want, atol=1e-5, equal_nan=True)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.tif" for n in names)

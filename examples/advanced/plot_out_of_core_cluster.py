@@ -93,7 +93,7 @@ assert np.all(np.abs(fitted - expected) < 0.05)
 # GTiff (the workers write their windows under a ``distributed.Lock``; the progress bar is
 # ``distributed.progress``), then GDAL copies it into a Cloud-Optimized GeoTIFF.
 t0 = time.perf_counter()
-aligned_path = xdem.write_cog(nk.apply(tba), folder / "aligned.tif", progress=True)
+aligned_path = xdem.write_cog(nk.apply(tba), folder / "aligned.tif", progress=True).path
 timings["apply + write COG"] = time.perf_counter() - t0
 print(f"\nwrote {aligned_path.name}: {aligned_path.stat().st_size / 2**20:.1f} MiB")
 

@@ -36,8 +36,8 @@ folder = Path(workdir.name)
 dem = xdem.open_dem(xdem.examples.get_path("lidar"), chunks=128)
 slope = xdem.terrain.slope(dem)  # lazy
 # Internal tiles are 512 pixels by default; this DEM is only 400 pixels wide, so use 128.
-dem_path = xdem.write_cog(dem, folder / "dem.tif", blocksize=128)
-slope_path = xdem.write_cog(slope, folder / "slope.tif", blocksize=128)
+dem_path = xdem.write_cog(dem, folder / "dem.tif", blocksize=128).path  # a CogResult: .path, .also
+slope_path = xdem.write_cog(slope, folder / "slope.tif", blocksize=128).path
 print(sorted(p.name for p in folder.iterdir()))  # no temporary file left behind
 
 # %%
@@ -70,7 +70,7 @@ print("round trip exact, NaN preserved through nodata")
 # or ``none``; ``nodata=None`` keeps NaN in float files.
 sizes = {}
 for compress in ("none", "deflate", "zstd", "lzma"):
-    path = xdem.write_cog(dem, folder / f"dem_{compress}.tif", compress=compress, nodata=None, blocksize=128)
+    path = xdem.write_cog(dem, folder / f"dem_{compress}.tif", compress=compress, nodata=None, blocksize=128).path
     sizes[compress] = path.stat().st_size / 1024
 print({k: f"{v:.0f} KiB" for k, v in sizes.items()})
 

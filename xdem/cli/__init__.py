@@ -42,7 +42,7 @@ class _XdemGroup(click.Group):
     """Turn xdem errors into one clear line on stderr and exit code 1."""
 
     def invoke(self, ctx: click.Context):  # noqa: D102
-        from xdem.io.atomic import output_journal  # noqa: PLC0415
+        from xdem.io.atomic import output_journal
 
         previous = _on_sigterm()
         try:
@@ -88,7 +88,7 @@ def bound_process_memory() -> None:
     inherit ``GDAL_CACHEMAX`` from the environment."""
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))
     if sys.platform.startswith("linux"):
-        import ctypes  # noqa: PLC0415
+        import ctypes
 
         try:
             libc = ctypes.CDLL("libc.so.6")

@@ -19,7 +19,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -27,14 +26,15 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 import dask
 
 from xdem.errors import XdemError
-from xdem.io.jsondoc import jsonable  # the CLI's documents use the one conversion
+
+# the JSON document and output checks, shared with the library workflow (re-exported here)
+from xdem.workflows._summary import check_new_output, dump_json, jsonable, peak_rss_mb
 
 __all__ = [
     "LOCAL_SCHEDULERS",
@@ -164,7 +164,7 @@ def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Ite
         with dask.config.set(scheduler="synchronous"):
             yield info
         return
-    from distributed import Client, LocalCluster  # noqa: PLC0415
+    from distributed import Client, LocalCluster
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_quiet_distributed_logs())
@@ -241,7 +241,7 @@ class Progress:
             with self._heartbeat(text):
                 yield
         elif bars:
-            from dask.diagnostics import ProgressBar  # noqa: PLC0415
+            from dask.diagnostics import ProgressBar
 
             with ProgressBar(minimum=self.minimum, out=sys.stderr):
                 yield
@@ -293,64 +293,3 @@ def one_line_warnings() -> Iterator[None]:
         yield
     finally:
         warnings.showwarning = old
-
-
-# ---------------------------------------------------------------------------- JSON, memory
-
-
-
-def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
-    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
-    (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
-    ``path`` meanwhile is never replaced)."""
-    text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
-    if path is not None:
-        from xdem.io.atomic import write_text_atomic  # noqa: PLC0415
-
-        write_text_atomic(path, text + "\n", overwrite=overwrite)
-    return text
-
-
-def peak_rss_mb(*, children: bool = False) -> float | None:
-    """Peak resident memory of this process (or of its finished children), in MB."""
-    try:
-        import resource  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - Windows
-        import psutil  # noqa: PLC0415
-
-        return None if children else psutil.Process().memory_info().rss / 2**20
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    kb = resource.getrusage(who).ru_maxrss
-    scale = 1 / 2**20 if sys.platform == "darwin" else 1 / 2**10  # bytes on macOS, KiB on Linux
-    return round(kb * scale, 1)
-
-
-def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
-    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder.
-
-    Cheap checks meant to run before any computation. Returns the absolute path.
-
-    Raises
-    ------
-    xdem.errors.OutputError
-    """
-    from xdem.errors import OutputError  # noqa: PLC0415
-
-    p = Path(os.path.abspath(os.fspath(path)))
-    for label, src in inputs.items():
-        if not src:
-            continue
-        s = Path(os.path.abspath(src))
-        same = s == p or s.resolve() == p.resolve()
-        if not same and s.exists() and p.exists():
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(s, p)
-        if same:
-            raise OutputError(f"{what} '{p}' is the same file as the {label}; write to another path")
-    if p.is_dir():
-        raise OutputError(f"{what} '{p}' is a folder; give a file path")
-    if p.exists() and not overwrite:
-        raise OutputError(f"{what} '{p}' already exists; pass --overwrite to replace it or choose another path")
-    if not p.parent.is_dir():
-        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{p.parent}')")
-    return p

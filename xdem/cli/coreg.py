@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
+from xdem.workflows import _summary as S
 
 __all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
            "frame_summary"]
@@ -52,10 +51,10 @@ def _registry() -> dict[str, type]:
     """Every registered coregistration class, after importing every ``xdem.coreg`` submodule
     (methods register themselves on import; a module that fails to import is remembered
     and named in the unknown-method message)."""
-    import pkgutil  # noqa: PLC0415
+    import pkgutil
 
-    import xdem.coreg  # noqa: PLC0415
-    from xdem.coreg import METHODS  # noqa: PLC0415
+    import xdem.coreg
+    from xdem.coreg import METHODS
 
     for info in pkgutil.iter_modules(xdem.coreg.__path__):
         module = f"xdem.coreg.{info.name}"
@@ -119,7 +118,7 @@ def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
     click.BadParameter
         An option was given but no step takes it.
     """
-    from xdem.coreg import CoregPipeline  # noqa: PLC0415
+    from xdem.coreg import CoregPipeline
 
     kwargs: list[dict[str, Any]] = [{} for _ in classes]
     for key, value in options.items():
@@ -145,159 +144,27 @@ def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
     return steps[0] if len(steps) == 1 else CoregPipeline(steps)
 
 
-def _steps_of(coreg: Any) -> list[Any]:
-    return list(coreg.steps) if hasattr(coreg, "steps") else [coreg]
-
-
-def steps_summary(coreg: Any) -> list[dict]:
-    """One flat dict per fitted step: ``method``, learned values without the trailing ``_``
-    (``shift_x_`` -> ``shift_x``), and ``params``."""
-    doc = coreg.to_dict()
-    docs = doc["steps"] if doc["method"] == "CoregPipeline" else [doc]
-    out = []
-    for d in docs:
-        flat: dict[str, Any] = {"method": d["method"]}
-        for k, v in d.get("learned", {}).items():
-            key = k[:-1] if k.endswith("_") else k
-            flat[f"learned_{key}" if key in ("method", "params") else key] = v
-        flat["params"] = d.get("params", {})
-        out.append(flat)
-    return out
-
-
-def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
-    """4 x 4 matrix of the summed translations of the affine steps, and whether it is the
-    whole correction (True when every step is affine).
-
-    A step that is a translation plus something else and says so with ``translation_part()``
-    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre
-    of the reference grid) adds that translation; the matrix is then complete only if the
-    remainder is nothing (no non-constant ramp)."""
-    import numpy as np  # noqa: PLC0415
-
-    from xdem.coreg._shift import translation_matrix  # noqa: PLC0415
-
-    total = np.zeros(3)
-    complete = True
-    for step in _steps_of(coreg):
-        if step.is_affine:
-            total += np.asarray(step.to_translations(), dtype=float)
-        elif hasattr(step, "translation_part"):
-            translation, exact = step.translation_part()
-            total += np.asarray(translation, dtype=float)
-            complete = complete and exact
-        else:
-            complete = False
-    return translation_matrix(*total).tolist(), complete
-
-
-def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any = None) -> dict:
-    """Exact median, NMAD and count of ``dh = other - ref`` on the reference grid, on
-    valid stable pixels (inside ``inlier_mask``, outside ``exclude_mask``), out of core."""
-    import dask.array as da  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
-
-    from xdem.io.grid import align_pair  # noqa: PLC0415
-    from xdem.masks import stable_mask_like  # noqa: PLC0415
-    from xdem.stats import robust_summary  # noqa: PLC0415
-
-    ref_g, other_g = align_pair(ref, other)
-    r = ref_g.data
-    o = other_g.data if isinstance(other_g.data, da.Array) else da.from_array(np.asarray(other_g.data))
-    o = o.rechunk(r.chunks)
-    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    dh = da.where(stable, o.astype(np.float64) - r.astype(np.float64), np.nan)
-    s = robust_summary(dh)
-    return {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]}
-
-
-#: Pixels of a fully valid grid drawn for the before/after statistics.
-STATS_SUBSAMPLE = 2_000_000
-_STATS_METHOD = (f"median and NMAD on a reproducible subsample of about {STATS_SUBSAMPLE} x (valid fraction) stable "
-                 "valid pixels (the same pixels before and after); exact counts")
-
-
-def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
-                random_state: int | None) -> Any:
-    """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
-    from xdem.io.grid import align_pair  # noqa: PLC0415
-    from xdem.masks import stable_mask_like  # noqa: PLC0415
-    from xdem.stats import dh_stats_tasks  # noqa: PLC0415
-
-    ref_g, tba_g = align_pair(ref, tba)
-    ref_g, aligned_g = align_pair(ref_g, aligned)
-    if tba_g.shape != ref_g.shape:
-        ref_g, tba_g = align_pair(ref_g, tba_g)
-    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    return dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
-                          subsample=STATS_SUBSAMPLE, random_state=random_state)
-
-
-def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
-                         random_state: int | None) -> tuple[Any, Any]:
-    """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
-    while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
-    from xdem.masks import stable_mask_like  # noqa: PLC0415
-    from xdem.stats import dh_stats_while_writing  # noqa: PLC0415
-
-    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
-                                  subsample=STATS_SUBSAMPLE, random_state=random_state)
-
-
-def _verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,
-                           finishers: list) -> Any:
-    """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
-    written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
-    from xdem.masks import stable_mask_like  # noqa: PLC0415
-    from xdem.verdict import verdict_while_writing  # noqa: PLC0415
-
-    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    block, finish = verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
-    finishers.append(finish)
-    return block
+# What a run reports lives in the library workflow (xdem.workflows); re-exported here.
+steps_summary, merged_matrix, dh_stats, frame_summary = S.steps_summary, S.merged_matrix, S.dh_stats, S.frame_summary
+_steps_of = S.steps_of
+#: Pixels of a fully valid grid drawn for the before/after statistics (read when a run starts).
+STATS_SUBSAMPLE = S.STATS_SUBSAMPLE
 
 
 def sampled_stats(
     ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
     random_state: int | None = None,
 ) -> dict:
-    """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
-    reproducible subsample of stable valid pixels of the reference grid (one pass over the
-    data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
-    from xdem.stats import dh_stats_finish  # noqa: PLC0415
-
-    task = _stats_task(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask, random_state=random_state)
-    return {"method": _STATS_METHOD, **dh_stats_finish(task.compute())}
+    """:func:`xdem.workflows._summary.sampled_stats` on :data:`STATS_SUBSAMPLE` pixels."""
+    return S.sampled_stats(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                           random_state=random_state, subsample=STATS_SUBSAMPLE)
 
 
-def frame_summary(coreg: Any, ref: Any) -> dict:
-    """The CRS the correction was fitted in and applied through, and why that one."""
-    from xdem.coreg._frames import frame_of  # noqa: PLC0415
-
-    frame = frame_of(coreg)
-    geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic
-    return {
-        "crs": frame,
-        "units": "metre" if geographic else (ref.rio.crs.linear_units if ref.rio.crs is not None else None),
-        "why": ("the reference is geographic: coregistered in the UTM zone of its centre" if geographic
-                else "the reference's CRS"),
-    }
-
-
-def _report_writer() -> Any:
-    """``xdem.report.write_report``, or a clear error if the report module is not available."""
-    from xdem.errors import XdemError  # noqa: PLC0415
-
-    try:
-        mod = importlib.import_module("xdem.report")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("xdem.report",):
-            raise XdemError(f"--report needs xdem.report, which failed to import ({exc}); install the missing package") from exc
-        raise XdemError("--report is not available: this xdem has no xdem.report module; drop --report") from exc
-    if not hasattr(mod, "write_report"):
-        raise XdemError("--report is not available: xdem.report has no write_report(); drop --report")
-    return mod.write_report
+def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
+                         random_state: int | None) -> tuple[Any, Any]:
+    """:func:`xdem.workflows._summary.stats_while_writing` on :data:`STATS_SUBSAMPLE` pixels."""
+    return S.stats_while_writing(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                 random_state=random_state, subsample=STATS_SUBSAMPLE)
 
 
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:
@@ -431,11 +298,8 @@ def coreg(
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
     0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
     """
-    from xdem.cli._common import (  # noqa: PLC0415
-        Progress, check_new_output, check_scheduler, dump_json, one_line_warnings, peak_rss_mb, stdout_to_stderr,
-        use_scheduler,
-    )
-    from xdem.errors import InputError  # noqa: PLC0415
+    from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
+    from xdem.workflows import CoregRequest, check_coreg_paths, run_coreg
 
     t_start = time.perf_counter()
     sched = check_scheduler(scheduler, workers)
@@ -443,137 +307,28 @@ def coreg(
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None}
-    # Cheap checks first, so that nobody waits for a fit that cannot be saved.
-    inputs = {"reference": ref, "to-be-aligned DEM": tba, "inlier mask": inlier_mask, "exclude mask": exclude_mask}
-    for label, path in inputs.items():
-        if path is not None and not Path(path).exists():
-            raise InputError(f"{label} file not found: '{path}'")
-    out = check_new_output(output, overwrite=overwrite, inputs=inputs, what="output")
-    taken = {**inputs, "output": str(out)}
-    json_path = None
-    if json_out:
-        json_path = check_new_output(json_out, overwrite=overwrite, inputs=taken, what="--json-out file")
-        taken["--json-out file"] = str(json_path)
-    report_path = write_report = None
-    if report:
-        report_path = check_new_output(report, overwrite=overwrite, inputs=taken, what="--report file")
-        write_report = _report_writer()
-    model = build_coreg(classes, options)
+    paths = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                 json_out=json_out, report=report)
+    # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
+    check_coreg_paths(**paths, overwrite=overwrite)
+    request = CoregRequest(
+        **paths, coreg=build_coreg(classes, options), method=method, options=options, grid=out_grid,
+        random_state=random_state, chunks=chunks, overwrite=overwrite,
+        stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
+    )
 
-    abspath = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
-    doc: dict[str, Any] = {}
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(stdout_to_stderr())  # progress bars and stray prints never reach stdout
-        stack.enter_context(one_line_warnings())
-        sinfo = stack.enter_context(use_scheduler(sched, workers))
-        progress = Progress(quiet=quiet, client=sinfo["client"])
-        from xdem.io.cog import write_cog  # noqa: PLC0415
-        from xdem.io.grid import same_grid  # noqa: PLC0415
-        from xdem.io.open import open_dem  # noqa: PLC0415
+    @contextlib.contextmanager
+    def environment() -> Any:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(stdout_to_stderr())  # progress bars and stray prints never reach stdout
+            stack.enter_context(one_line_warnings())
+            yield stack.enter_context(use_scheduler(sched, workers))
 
-        ck: Any = chunks if chunks else "auto"
-        ref_d, tba_d = open_dem(ref, chunks=ck), open_dem(tba, chunks=ck)
-        where = sinfo["address"] or sinfo["scheduler"]
-        progress.echo(f"xdem coreg: {model!r}")
-        progress.echo(f"  scheduler {where} ({sinfo['workers']} workers), chunks {max(ref_d.chunks[0])} x {max(ref_d.chunks[1])}")
-        t0 = time.perf_counter()
-        with progress.stage("fitting"):
-            model.fit(ref_d, tba_d, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-        t_fit = time.perf_counter() - t0
-        aligned = model.apply(tba_d, grid=ref_d if out_grid == "ref" else None)
-        t0 = time.perf_counter()
-        # The sampled statistics are computed in the block-writing pass (the blocks of TBA
-        # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
-        fused = not no_stats and not exact_stats and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
-        also, finish = [], None
-        finishers: list = []  # the verdict's, when its sample is drawn while writing
-        if fused:
-            block_stats, finish = _stats_while_writing(ref_d, tba_d, aligned, inlier_mask=inlier_mask,
-                                                       exclude_mask=exclude_mask, random_state=random_state)
-            also = [block_stats]
-            also.append(_verdict_while_writing(ref_d, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                                               random_state=random_state, finishers=finishers))
-        results: list = []
-        # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
-        # block-writing pass; distributed: write_cog shows distributed.progress itself.
-        with progress.stage(f"writing {out}" + (" (and the statistics of dh)" if fused else "")):
-            write_cog(aligned, out, overwrite=overwrite, progress=not quiet and sinfo["client"] is not None,
-                      also=also, results=results)
-        t_write = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        stats = None
-        if finish is not None:
-            stats = {"method": _STATS_METHOD, **finish(results[0])}
-        elif not no_stats:
-            with progress.stage("statistics of dh before and after"):
-                written = open_dem(out, chunks=ck)
-                if exact_stats:
-                    stats = {
-                        "method": "exact (xdem.stats), stable valid pixels, reference grid",
-                        "before": dh_stats(ref_d, tba_d, inlier_mask=inlier_mask, exclude_mask=exclude_mask),
-                        "after": dh_stats(ref_d, written, inlier_mask=inlier_mask, exclude_mask=exclude_mask),
-                    }
-                else:
-                    stats = sampled_stats(ref_d, tba_d, written, inlier_mask=inlier_mask,
-                                          exclude_mask=exclude_mask, random_state=random_state)
-        t_stats = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        verdict = None
-        if not no_stats:
-            from xdem.verdict import verdict_of_run  # noqa: PLC0415
-
-            with progress.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
-                sample = finishers[0](results[1]) if finishers else None
-                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
-                                         methods=[type(s).__name__ for s in _steps_of(model)], inlier_mask=inlier_mask,
-                                         exclude_mask=exclude_mask, random_state=random_state)
-        t_verdict = time.perf_counter() - t0
-        matrix, complete = merged_matrix(model)
-        doc = {
-            "steps": steps_summary(model),
-            "matrix": matrix,
-            "matrix_is_complete": complete,
-            "frame": frame_summary(model, ref_d),
-            "output_grid": out_grid,
-            "stats": stats,
-            "verdict": verdict,
-            "output": str(out),
-            "report": None if report_path is None else str(report_path),
-            "inputs": {
-                "reference": abspath(ref), "to_be_aligned": abspath(tba),
-                "inlier_mask": abspath(inlier_mask), "exclude_mask": abspath(exclude_mask),
-                "reference_shape": list(ref_d.shape), "to_be_aligned_shape": list(tba_d.shape),
-                "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
-                "method": method, "options": {k: v for k, v in options.items() if v is not None},
-            },
-            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
-                       "total_s": time.perf_counter() - t_start},
-            "peak_rss_mb": peak_rss_mb(),
-            "chunks": [max(ref_d.chunks[0]), max(ref_d.chunks[1])],
-            "scheduler": sinfo["address"] or sinfo["scheduler"],
-            "workers": sinfo["workers"],
-        }
-        if write_report is not None:
-            t0 = time.perf_counter()
-
-            def _final_numbers() -> None:  # the page's last block shows the JSON's final timing and memory
-                doc["timing"]["report_s"] = time.perf_counter() - t0
-                doc["timing"]["total_s"] = time.perf_counter() - t_start
-                doc["peak_rss_mb"] = peak_rss_mb()
-
-            with progress.stage(f"writing the report {report_path}"):
-                write_report(report_path, ref=ref_d, tba=tba_d, aligned=open_dem(out, chunks=ck), coreg=model,
-                             summary=doc, overwrite=overwrite, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                             on_final_block=_final_numbers)
-    if write_report is None:  # else set when the report's last block was rendered (page == JSON)
-        doc["timing"]["total_s"] = time.perf_counter() - t_start
-        doc["peak_rss_mb"] = peak_rss_mb()
-    children = peak_rss_mb(children=True)
-    doc["peak_rss_children_mb"] = children if children else None
-    text = dump_json(doc, path=json_path, overwrite=overwrite)
+    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats,
+                       progress=lambda sinfo: Progress(quiet=quiet, client=sinfo["client"]))
     if not quiet:
-        _print_summary(doc)
-        if json_path is not None:
-            click.echo(f"JSON: {json_path}", err=True)
+        _print_summary(result.document)
+        if result.json_out is not None:
+            click.echo(f"JSON: {result.json_out}", err=True)
     if as_json:
-        click.echo(text)
+        click.echo(result.json_text)

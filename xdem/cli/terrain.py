@@ -78,11 +78,12 @@ def terrain(
       xdem terrain dem.tif -o slope.tif -a slope
       xdem terrain dem.tif -o attrs/ -a slope,aspect,hillshade --method zevenbergthorne
 
-    Edges and cells next to nodata are nodata (-9999 in the files). Paths written are
-    printed, one per line.
+    Edges and cells next to nodata are nodata (-9999 in the files). All attributes are
+    computed in ONE pass over DEM (one read, one halo pass per block), then each file is
+    compressed into a COG. Paths written are printed, one per line.
     """
     from xdem.errors import OutputError
-    from xdem.io.cog import write_cog
+    from xdem.io.cog import write_cogs
     from xdem.io.open import open_dem
     from xdem.terrain.attributes import get_terrain_attribute
     from xdem.terrain.options import TerrainOptions
@@ -96,8 +97,8 @@ def terrain(
     source = open_dem(dem, chunks=chunks if chunks else "auto")
     opts = TerrainOptions(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
                           tri_algorithm=tri_algorithm, window_size=window_size)
-    attrs = [get_terrain_attribute(source, name, **opts.kwargs()) for name in names]  # validates all before writing
+    # one map_overlap graph for all attributes (validates them all before writing)
+    attrs = get_terrain_attribute(source, names, **opts.kwargs())
     targets[0].parent.mkdir(parents=True, exist_ok=True)
-    for attr, target in zip(attrs, targets):
-        written = write_cog(attr, target, overwrite=overwrite, progress=progress)
-        click.echo(str(written))
+    for written in write_cogs(list(zip(attrs, targets)), overwrite=overwrite, progress=progress):
+        click.echo(str(written.path))

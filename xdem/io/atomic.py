@@ -244,21 +244,32 @@ def output_journal() -> Iterator[OutputJournal]:
     existing file is replaced by the previous file again (kept as a hard link until the block
     ends; where hard links are not supported the previous file cannot be restored and the new
     one is removed). A file is only touched if it is still the one this process wrote.
+    Journals nest: an inner journal that succeeds hands its files to the enclosing one, so a
+    later failure of the outer block undoes them too.
     """
     journal = OutputJournal()
+    parent = _JOURNALS[-1] if _JOURNALS else None
     _JOURNALS.append(journal)
+
+    def keep() -> None:  # inside another journal, that one decides (a later failure undoes these too)
+        if parent is not None:
+            parent.moved.extend(journal.moved)
+            journal.moved.clear()
+        else:
+            journal.commit()
+
     try:
         yield journal
     except BaseException as exc:
         # a successful exit raised as an exception (sys.exit(0), click's Exit(0)) keeps the outputs
         code = exc.code if isinstance(exc, SystemExit) else getattr(exc, "exit_code", 1)
         if code in (0, None):
-            journal.commit()
+            keep()
         else:
             journal.rollback()
         raise
     else:
-        journal.commit()
+        keep()
     finally:
         _JOURNALS.remove(journal)
 

@@ -16,19 +16,23 @@ this process (:func:`xdem.io.atomic.owned_temps`: pid in the name, a lock held f
 lifetime) and are removed on any error, including ``KeyboardInterrupt``; those of a writer
 killed outright (SIGKILL) are removed by the next write in that folder. A full disk is
 reported as one :class:`~xdem.errors.OutputError` saying how much space is needed.
+
+:func:`write_cogs` writes several DataArrays (e.g. terrain attributes sharing one halo pass
+over a DEM) with ONE block-storing compute: a task they share runs once per block. Each then
+gets its own COG copy, validation and atomic move, with the same guarantees.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
-import errno
-import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import dask
 import dask.array as da
@@ -39,11 +43,14 @@ import rasterio.windows
 import xarray as xr
 
 from xdem.errors import InputError, OutputError, XdemError
-from xdem.io.atomic import TEMP_PREFIX, move_into_place, owned_temps
+
+# the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
+from xdem.io._cog_blocks import _FD2_LOCK, _active_client, _captured_fd2, _ProcessLock, _WindowWriter  # noqa: F401
+from xdem.io.atomic import TEMP_PREFIX, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks
 from xdem.io.sources import find_sources
 
-__all__ = ["write_cog", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
+__all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
 
 #: Compression of the intermediate tiled GTiff. Uncompressed was measured fastest end to end
 #: (see docs/performance.md): writing it is a memory copy and the COG pass reads it without
@@ -56,109 +63,6 @@ TEMP_COMPRESS_LOW_DISK = "ZSTD"
 GDAL_CACHE_MB = 256
 _TEMP_PREFIX = TEMP_PREFIX
 _COMPRESSIONS = {"deflate", "lzw", "zstd", "lzma", "packbits", "none"}
-
-
-# ---------------------------------------------------------------------------- locks
-
-
-class _ProcessLock:
-    """A lock that holds across threads and processes of one machine (``flock`` on a file).
-
-    Picklable: it only carries the lock file's path, so the ``processes`` scheduler can ship it.
-    Falls back on a per-process lock where ``fcntl`` is missing (Windows).
-    """
-
-    _local_locks: dict[str, threading.Lock] = {}
-    _guard = threading.Lock()
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def __getstate__(self) -> dict:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"])
-
-    def _thread_lock(self) -> threading.Lock:
-        with _ProcessLock._guard:
-            return _ProcessLock._local_locks.setdefault(self.path, threading.Lock())
-
-    def acquire(self) -> None:
-        self._thread_lock().acquire()
-        try:
-            import fcntl  # noqa: PLC0415  (POSIX only)
-        except ImportError:  # pragma: no cover - Windows
-            return
-        try:
-            # never O_CREAT: the writer creates the file before any task runs, and a task still
-            # running after a failed write (dask does not wait for it) must not re-create it
-            # once the temporary files have been removed
-            fd = os.open(self.path, os.O_RDWR)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            self._fd = fd
-        except BaseException:
-            self._thread_lock().release()
-            raise
-
-    def release(self) -> None:
-        try:
-            if self._fd is not None:
-                import fcntl  # noqa: PLC0415
-
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                os.close(self._fd)
-                self._fd = None
-        finally:
-            self._thread_lock().release()
-
-    def __enter__(self) -> _ProcessLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
-
-
-def _active_client(arr: da.Array) -> Any:
-    """The ``distributed.Client`` that dask would use to compute ``arr``, or ``None``."""
-    try:
-        from distributed import Client  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    scheduler = dask.base.get_scheduler(collections=[arr])
-    client = getattr(scheduler, "__self__", None)
-    return client if isinstance(client, Client) else None
-
-
-# ---------------------------------------------------------------------------- block writer
-
-
-class _WindowWriter:
-    """Target for :func:`dask.array.store`: writes each block into a tiled GTiff window.
-
-    Every ``__setitem__`` opens the file in ``r+`` mode under ``lock``, writes the window and
-    closes it (flushing GDAL's cache), so tasks in threads, processes or distributed workers
-    never share a GDAL handle.
-    """
-
-    def __init__(self, path: str, shape: tuple[int, int], dtype: np.dtype, lock: Any) -> None:
-        self.path = path
-        self.shape = shape
-        self.dtype = dtype
-        self.ndim = 2
-        self.lock = lock
-
-    def __setitem__(self, key: tuple[slice, slice], value: np.ndarray) -> None:
-        (rows, cols) = key
-        r0, r1, _ = rows.indices(self.shape[0])
-        c0, c1, _ = cols.indices(self.shape[1])
-        window = rasterio.windows.Window(c0, r0, c1 - c0, r1 - r0)
-        block = np.ascontiguousarray(value, dtype=self.dtype)
-        with self.lock, rasterio.Env(GDAL_CACHEMAX=64):
-            with rasterio.open(self.path, "r+") as dst:
-                dst.write(block, 1, window=window)
 
 
 def _fill_kernel(block: np.ndarray, *, nodata: float, out_dtype: np.dtype) -> np.ndarray:
@@ -178,7 +82,7 @@ def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np
     if dtype.kind not in "fiu":
         raise InputError(f"cannot write a DEM of dtype {dtype} as a COG; cast it to float32 first")
     if not isinstance(data, da.Array):
-        from xdem.io.open import auto_chunks  # noqa: PLC0415
+        from xdem.io.open import auto_chunks
 
         data = da.from_array(np.asarray(data), chunks=auto_chunks(dem.shape))
     if nodata is None:
@@ -252,10 +156,12 @@ def _disk_full(exc: BaseException | None, folder: Path) -> bool:
     return False
 
 
-def _disk_full_error(out: Path, *, shape: tuple[int, int], dtype: np.dtype, free_mb: float) -> OutputError:
-    raw = shape[0] * shape[1] * dtype.itemsize / 2**20
+def _disk_full_error(out: Path, *, shape: tuple[int, int], dtype: np.dtype, free_mb: float,
+                     count: int = 1) -> OutputError:
+    raw = count * shape[0] * shape[1] * dtype.itemsize / 2**20
+    what = f"'{out.name}'" if count == 1 else f"'{out.name}' and {count - 1} more files"
     return OutputError(
-        f"no space left on the disk of '{out.parent}' while writing '{out.name}': up to {raw * 2.4:.0f} MB are needed "
+        f"no space left on the disk of '{out.parent}' while writing {what}: up to {raw * 2.4:.0f} MB are needed "
         f"at once (a temporary GTiff of up to {raw:.0f} MB, plus the COG with its overviews, up to {raw * 1.4:.0f} MB "
         f"for incompressible data) and {free_mb:.0f} MB were free; free some space or write to another folder "
         "(nothing was left behind)"
@@ -295,25 +201,57 @@ def _store_with_stats(data: da.Array, target: Any, also: Sequence[BlockStats]) -
     return block_tasks(_write_block, [data, *others], target=target, stats=stats)
 
 
-def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, also: Sequence[BlockStats] = ()) -> list:
-    """Pass 1: create the tiled temp GTiff and store every dask block into it; with ``also``,
-    compute those per-block results in the writing tasks and return them (per ``also``, a
-    list over the blocks in row-major order)."""
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
-        with rasterio.open(tmp, "w", **profile):
-            pass  # create only; blocks are written by the tasks
-    client = _active_client(data)
-    if client is not None:
-        from distributed import Lock, progress as dprogress  # noqa: PLC0415
+@dataclass(frozen=True)
+class _Pass1:
+    """One array of the block-storing pass: its data, temp GTiff, profile and ``also``."""
 
-        lock: Any = Lock(name=f"xdem-write-cog-{os.path.basename(tmp)}")
-    else:
-        lock = _ProcessLock(tmp + ".lock")
-        with open(lock.path, "a"):
-            pass  # created here, once; tasks only open it
-    target = _WindowWriter(tmp, data.shape, np.dtype(profile["dtype"]), lock)
-    stored: Any = _store_with_stats(data, target, also) if also else [da.store(data, target, lock=False, compute=False)]
+    data: da.Array
+    tmp: str
+    profile: dict
+    also: Sequence[BlockStats] = ()
+
+
+def _targets(items: Sequence[_Pass1]) -> tuple[list, Any]:
+    """Create every temp GTiff and its lock; the window writers and the client (or None)."""
+    client = _active_client(items[0].data)
+    writers = []
+    for item in items:
+        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
+            with rasterio.open(item.tmp, "w", **item.profile):
+                pass  # create only; blocks are written by the tasks
+        if client is not None:
+            from distributed import Lock
+
+            lock: Any = Lock(name=f"xdem-write-cog-{os.path.basename(item.tmp)}")
+        else:
+            lock = _ProcessLock(item.tmp + ".lock")
+            with open(lock.path, "a"):
+                pass  # created here, once; tasks only open it
+        writers.append(_WindowWriter(item.tmp, item.data.shape, np.dtype(item.profile["dtype"]), lock))
+    return writers, client
+
+
+def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
+    """Pass 1: create the tiled temp GTiffs and store every dask block of every array into
+    its own, in ONE compute (a task the arrays share, e.g. a halo pass over one DEM, runs
+    once per block); with ``also``, compute those per-block results in the writing tasks.
+    Returns, per item, per ``also``, a list over the blocks in row-major order."""
+    writers, client = _targets(items)
+    plain = [(it.data, w) for it, w in zip(items, writers) if not it.also]
+    stored: list = []
+    if plain:  # one store over all of them: optimised together, so shared keys stay shared
+        stored.append(da.store([d for d, _ in plain], [w for _, w in plain], lock=False, compute=False))
+    spans = []
+    for it, w in zip(items, writers):
+        if it.also:
+            tasks = _store_with_stats(it.data, w, it.also)
+            spans.append((len(stored), len(stored) + len(tasks)))
+            stored.extend(tasks)
+        else:
+            spans.append(None)
     if client is not None:
+        from distributed import progress as dprogress
+
         futures = client.compute(stored)
         try:
             if progress:
@@ -323,15 +261,17 @@ def _store_blocks(data: da.Array, tmp: str, *, profile: dict, progress: bool, al
             client.cancel(futures)
             raise
     elif progress:
-        from dask.diagnostics import ProgressBar  # noqa: PLC0415
+        from dask.diagnostics import ProgressBar
 
         with ProgressBar():
             results = dask.compute(*stored)
     else:
         results = dask.compute(*stored)
-    if not also:
-        return []
-    return [[r[k] for r in results] for k in range(len(also))]
+    out: list[list] = []
+    for it, span in zip(items, spans):
+        blocks = results[span[0] : span[1]] if span else []
+        out.append([[r[k] for r in blocks] for k in range(len(it.also))])
+    return out
 
 
 def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int) -> None:
@@ -356,56 +296,12 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         raise OSError(errno.ENOSPC, "No space left on device", out)
 
 
-class _Captured:
-    def __init__(self, fh: Any) -> None:
-        self.fh = fh
-        self.final: str | None = None
-
-    def text(self) -> str:
-        if self.final is not None or self.fh is None:
-            return self.final or ""
-        self.fh.flush()
-        self.fh.seek(0)
-        return self.fh.read().decode(errors="replace")
 
 
-@contextlib.contextmanager
-def _captured_fd2() -> Any:
-    """Capture what is written on file descriptor 2 (libtiff prints "No space left on device"
-    there from GDAL's threads, bypassing rasterio's error handler) during the block. Unless it
-    reports a full disk (which becomes one clear error), the text is written back to fd 2."""
-    import tempfile  # noqa: PLC0415
-
-    if not _FD2_LOCK.acquire(blocking=False):  # another thread's copy is capturing: fd 2 is not ours
-        yield _Captured(None)
-        return
-    try:
-        saved = os.dup(2)
-    except OSError:  # no stderr at all
-        _FD2_LOCK.release()
-        yield _Captured(None)
-        return
-    fh = tempfile.TemporaryFile()
-    os.dup2(fh.fileno(), 2)
-    captured = _Captured(fh)
-    try:
-        yield captured
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        _FD2_LOCK.release()
-        text = captured.final = captured.text()
-        fh.close()
-        if text and "No space left on device" not in text:
-            os.write(2, text.encode())
-
-
-_FD2_LOCK = threading.Lock()
-
-
-def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict[str, Any]:
-    """Creation options of the temp GTiff: uncompressed unless the folder is short of space."""
-    raw = shape[0] * shape[1] * dtype.itemsize
+def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path, *, need: int | None = None) -> dict[str, Any]:
+    """Creation options of the temp GTiff: uncompressed unless the folder is short of space
+    (``need``: raw bytes of all the temps written at once in ``folder``, default this one's)."""
+    raw = shape[0] * shape[1] * dtype.itemsize if need is None else need
     compress = TEMP_COMPRESS
     if compress is None and shutil.disk_usage(folder).free < 1.5 * raw:  # + the COG and its overviews
         compress = TEMP_COMPRESS_LOW_DISK
@@ -416,11 +312,164 @@ def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path) -> dict
 
 
 def _validate(out: str) -> None:
-    from rio_cogeo.cogeo import cog_validate  # noqa: PLC0415
+    from rio_cogeo.cogeo import cog_validate
 
     valid, errors, _ = cog_validate(out, quiet=True)
     if not valid:
         raise OutputError(f"GDAL produced an invalid COG ({'; '.join(errors)}); please report this with your GDAL version")
+
+
+#: ``Path`` attributes still forwarded (deprecated) by :class:`CogResult`.
+_PATH_ATTRIBUTES = frozenset({"name", "stem", "suffix", "parent", "parts", "exists", "stat", "is_file", "absolute",
+                              "resolve", "as_posix"})
+
+
+@dataclass(frozen=True, eq=False)
+class CogResult:
+    """What :func:`write_cog` wrote: the absolute ``path`` and, for each of its ``also``, the
+    per-block results (blocks in row-major order).
+
+    Path-like: ``os.fspath(result)`` and ``str(result)`` give the path, ``result == path``
+    compares paths, so ``rasterio.open(result)`` and code written for the ``Path`` that
+    ``write_cog`` returned before keep working (a few ``Path`` attributes, ``.name``,
+    ``.parent``, ``.exists()``..., are forwarded to ``path`` with a ``DeprecationWarning``:
+    use ``result.path.name``).
+
+    Examples
+    --------
+    >>> import os, xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> result = xdem.write_cog(dem, "/tmp/lidar_copy.tif", overwrite=True)
+    >>> result.path.name, os.fspath(result) == str(result.path), result.also
+    ('lidar_copy.tif', True, ())
+    """
+
+    path: Path
+    also: tuple = ()
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CogResult):
+            return self.path == other.path and self.also == other.also
+        if isinstance(other, (str, os.PathLike)):
+            return self.path == Path(os.fspath(other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __getattr__(self, name: str) -> Any:  # pre-CogResult callers used a Path
+        if name not in _PATH_ATTRIBUTES:  # not "open"/"read_bytes": file-like sniffers (rasterio) must see a path
+            raise AttributeError(name)
+        warnings.warn(f"write_cog returns a CogResult: use result.path.{name} (result.{name} will be removed)",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self.path, name)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One output of :func:`_write`: checked path, data to store and GTiff options."""
+
+    out: Path
+    data: da.Array
+    dtype: np.dtype
+    predictor: int | None
+    profile: dict
+    shape: tuple[int, int]
+
+
+def _checked_options(compress: str, blocksize: int) -> str:
+    compress = str(compress).lower()
+    if compress not in _COMPRESSIONS:
+        raise InputError(f"compress={compress!r} is not supported; use one of {sorted(_COMPRESSIONS)}")
+    if not isinstance(blocksize, (int, np.integer)) or blocksize < 16 or blocksize % 16:
+        raise InputError(f"blocksize must be a positive multiple of 16 (e.g. 512), got {blocksize!r}")
+    return compress
+
+
+def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, blocksize: int,
+          nodata: float | None, who: str = "write_cog") -> _Plan:
+    """Check one output and prepare what pass 1 stores (nothing is computed or written)."""
+    if not isinstance(dem, xr.DataArray):
+        raise InputError(f"{who} needs an xarray.DataArray, got {type(dem).__name__}; open it with xdem.open_dem")
+    if dem.ndim == 3 and dem.shape[0] == 1:
+        dem = dem[0]
+    if dem.ndim != 2:
+        raise InputError(f"{who} writes 2-D DEMs, got dims {dem.dims}; select one band first")
+    out = _check_output(dem, Path(path), overwrite=overwrite)
+    data, dtype, tag = _prepare_data(dem, nodata)
+    predictor = None if compress in ("none", "packbits") else (3 if dtype.kind == "f" else 2)
+    profile: dict[str, Any] = {
+        "driver": "GTiff",
+        "width": dem.shape[1],
+        "height": dem.shape[0],
+        "count": 1,
+        "dtype": dtype.name,
+        "crs": dem.rio.crs,
+        "transform": dem.rio.transform(),
+        "nodata": tag,
+        "tiled": True,
+        "blockxsize": blocksize,
+        "blockysize": blocksize,
+    }
+    return _Plan(out=out, data=data, dtype=dtype, predictor=predictor, profile=profile, shape=tuple(dem.shape))
+
+
+def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize: int, progress: bool,
+           also: Sequence[Sequence[BlockStats]]) -> list[CogResult]:
+    """Pass 1 for every plan in one compute, then per plan the COG copy and validation, then
+    every move into place (all or none: a failed move undoes the earlier ones)."""
+    folders = list(dict.fromkeys(p.out.parent for p in plans))
+    total = {f: sum(p.shape[0] * p.shape[1] * p.dtype.itemsize for p in plans if p.out.parent == f) for f in folders}
+    free_mb = {f: shutil.disk_usage(f).free / 2**20 for f in folders}
+
+    def full_error(plan: _Plan, exc: BaseException | None) -> OutputError:
+        n = sum(1 for p in plans if p.out.parent == plan.out.parent)
+        err = _disk_full_error(plan.out, shape=plan.shape, dtype=plan.dtype, free_mb=free_mb[plan.out.parent], count=n)
+        return err
+
+    with contextlib.ExitStack() as stack:
+        prefixes = {f: stack.enter_context(_temp_files(f, "")) for f in folders}
+        items, tmps = [], []
+        for i, plan in enumerate(plans):
+            prefix = prefixes[plan.out.parent] + ("" if len(plans) == 1 else f"{i}-")
+            tmp, tmp_cog = prefix + "blocks.tif", prefix + plan.out.name
+            profile = {**plan.profile, **_temp_options(plan.shape, plan.dtype, plan.out.parent,
+                                                       need=total[plan.out.parent])}
+            items.append(_Pass1(plan.data, tmp, profile, tuple(also[i])))
+            tmps.append((tmp, tmp_cog))
+        current = plans[0]
+        try:
+            extra = _store_blocks(items, progress=progress)
+            full = False
+            for plan, (tmp, tmp_cog) in zip(plans, tmps):
+                current = plan
+                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize)
+                full = full or _disk_full(None, plan.out.parent)  # GDAL may "succeed" with a truncated COG
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # free the disk space before the next copy
+        except Exception as exc:  # rasterio/GDAL raise RasterioIOError, OSError or CPLE_* errors
+            if not isinstance(exc, XdemError) and _disk_full(exc, current.out.parent):  # not e.g. a ReadError
+                raise full_error(current, exc) from exc
+            if isinstance(exc, (rasterio.errors.RasterioIOError, OSError)) and not isinstance(exc, OutputError):
+                raise OutputError(f"cannot write '{current.out}' ({exc}); check free disk space and permissions") from exc
+            raise
+        for plan, (_, tmp_cog) in zip(plans, tmps):
+            try:
+                _validate(tmp_cog)
+            except Exception as exc:
+                if full or _disk_full(exc, plan.out.parent):
+                    raise full_error(plan, exc) from exc
+                raise
+        with output_journal():  # several outputs: a failed move removes those already moved
+            for plan, (_, tmp_cog) in zip(plans, tmps):
+                move_into_place(tmp_cog, plan.out, overwrite=overwrite)
+    return [CogResult(path=plan.out, also=tuple(x)) for plan, x in zip(plans, extra)]
 
 
 def write_cog(
@@ -434,7 +483,7 @@ def write_cog(
     progress: bool = False,
     also: Sequence[BlockStats] = (),
     results: list | None = None,
-) -> Path:
+) -> CogResult:
     """Write a 2-D DataArray of any size to a Cloud-Optimized GeoTIFF, out of core.
 
     Memory stays bounded by a few chunks plus ``GDAL_CACHEMAX`` (256 MB), whatever the DEM
@@ -464,15 +513,16 @@ def write_cog(
     also
         :class:`BlockStats` to compute from every block in the task that writes it (e.g.
         statistics of the DEM against another one): arrays shared with ``dem`` are read and
-        computed once, in the same pass.
+        computed once, in the same pass. Their per-block results are ``result.also``.
     results
-        A list that receives, for each of ``also``, the list of its per-block results
-        (blocks in row-major order).
+        Deprecated (``DeprecationWarning``; use the returned ``result.also``): a list that
+        receives, for each of ``also``, the list of its per-block results.
 
     Returns
     -------
-    pathlib.Path
-        The absolute path written.
+    CogResult
+        ``path`` (absolute) and ``also`` (for each of ``also``, its per-block results, blocks
+        in row-major order). Path-like: ``os.fspath(result)`` is the path.
 
     Raises
     ------
@@ -482,63 +532,94 @@ def write_cog(
     xdem.errors.InputError
         ``dem`` is not 2-D, or ``compress``/``blocksize``/``nodata`` are invalid.
 
+    See Also
+    --------
+    write_cogs : several DataArrays in one pass (e.g. terrain attributes of one DEM).
+
     Examples
     --------
     >>> import xdem
     >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
-    >>> xdem.write_cog(dem + 1, "/tmp/lidar_plus_one.tif", overwrite=True).name
+    >>> xdem.write_cog(dem + 1, "/tmp/lidar_plus_one.tif", overwrite=True).path.name
     'lidar_plus_one.tif'
     """
-    if not isinstance(dem, xr.DataArray):
-        raise InputError(f"write_cog needs an xarray.DataArray, got {type(dem).__name__}; open it with xdem.open_dem")
-    if dem.ndim == 3 and dem.shape[0] == 1:
-        dem = dem[0]
-    if dem.ndim != 2:
-        raise InputError(f"write_cog writes 2-D DEMs, got dims {dem.dims}; select one band first")
-    compress = str(compress).lower()
-    if compress not in _COMPRESSIONS:
-        raise InputError(f"compress={compress!r} is not supported; use one of {sorted(_COMPRESSIONS)}")
-    if not isinstance(blocksize, (int, np.integer)) or blocksize < 16 or blocksize % 16:
-        raise InputError(f"blocksize must be a positive multiple of 16 (e.g. 512), got {blocksize!r}")
-    out = _check_output(dem, Path(path), overwrite=overwrite)
-    data, dtype, tag = _prepare_data(dem, nodata)
-    predictor = None if compress in ("none", "packbits") else (3 if dtype.kind == "f" else 2)
-    profile: dict[str, Any] = {
-        "driver": "GTiff",
-        "width": dem.shape[1],
-        "height": dem.shape[0],
-        "count": 1,
-        "dtype": dtype.name,
-        "crs": dem.rio.crs,
-        "transform": dem.rio.transform(),
-        "nodata": tag,
-        "tiled": True,
-        "blockxsize": blocksize,
-        "blockysize": blocksize,
-    }
-    profile.update(_temp_options(dem.shape, dtype, out.parent))
-    free_mb = shutil.disk_usage(out.parent).free / 2**20
-    with _temp_files(out.parent, out.name) as prefix:
-        tmp, tmp_cog = prefix + "blocks.tif", prefix + out.name
-        try:
-            extra = _store_blocks(data, tmp, profile=profile, progress=progress, also=also)
-            _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=predictor, blocksize=blocksize)
-            full = _disk_full(None, out.parent)  # GDAL may "succeed" with a truncated COG
-        except Exception as exc:  # rasterio/GDAL raise RasterioIOError, OSError or CPLE_* errors
-            if not isinstance(exc, XdemError) and _disk_full(exc, out.parent):  # not e.g. a ReadError of an input
-                raise _disk_full_error(out, shape=dem.shape, dtype=dtype, free_mb=free_mb) from exc
-            if isinstance(exc, (rasterio.errors.RasterioIOError, OSError)) and not isinstance(exc, OutputError):
-                raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions") from exc
-            raise
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # free the disk space before validating
-        try:
-            _validate(tmp_cog)
-        except Exception as exc:
-            if full or _disk_full(exc, out.parent):
-                raise _disk_full_error(out, shape=dem.shape, dtype=dtype, free_mb=free_mb) from exc
-            raise
-        move_into_place(tmp_cog, out, overwrite=overwrite)
     if results is not None:
-        results[:] = extra
-    return out
+        warnings.warn("write_cog(results=) is deprecated and will be removed in the next release; "
+                      "use the returned CogResult's .also", DeprecationWarning, stacklevel=2)
+    compress = _checked_options(compress, blocksize)
+    plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
+    (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
+                       also=[also])
+    if results is not None:
+        results[:] = list(result.also)
+    return result
+
+
+def write_cogs(
+    items: Sequence[tuple[xr.DataArray, str | os.PathLike]],
+    *,
+    overwrite: bool = False,
+    compress: str = "deflate",
+    blocksize: int = 512,
+    nodata: float | None = -9999,
+    progress: bool = False,
+) -> list[CogResult]:
+    """Write several 2-D DataArrays to Cloud-Optimized GeoTIFFs in ONE pass over their inputs.
+
+    Like :func:`write_cog` for each ``(array, path)`` pair, but the blocks of all arrays are
+    stored into their temporary GTiffs by one dask compute: a task the arrays share (e.g. the
+    halo pass of :func:`xdem.terrain.get_terrain_attribute` computing several attributes of
+    one DEM, or the read of the DEM itself) runs once per block instead of once per output.
+    Then each temporary file gets its GDAL COG copy and validation, and only when all are
+    valid are they moved into place (never replacing a file that appeared meanwhile unless
+    ``overwrite``); if a move fails, those already moved are undone. On any error nothing
+    is left behind. Memory stays bounded by a few chunks of each array plus GDAL's cache.
+
+    Parameters
+    ----------
+    items
+        ``(array, path)`` pairs; the paths must be distinct.
+    overwrite, compress, blocksize, nodata, progress
+        As for :func:`write_cog`, for every output.
+
+    Returns
+    -------
+    list of CogResult
+        One per item, in order.
+
+    Raises
+    ------
+    xdem.errors.OutputError
+        As :func:`write_cog`, for any of the paths; or a path given twice.
+    xdem.errors.InputError
+        An array is not 2-D, or the options are invalid.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> slope, aspect = xdem.terrain.get_terrain_attribute(dem, ["slope", "aspect"])
+    >>> [r.path.name for r in xdem.io.cog.write_cogs([(slope, "/tmp/slope.tif"), (aspect, "/tmp/aspect.tif")],
+    ...                                              overwrite=True)]
+    ['slope.tif', 'aspect.tif']
+    """
+    compress = _checked_options(compress, blocksize)
+    items = list(items)
+    if not items:
+        raise InputError("write_cogs needs at least one (array, path) pair")
+    plans = [_plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata,
+                   who="write_cogs") for dem, path in items]
+    seen: dict[Path, int] = {}
+    for i, plan in enumerate(plans):
+        if plan.out in seen:
+            raise OutputError(f"'{plan.out}' is given for outputs {seen[plan.out]} and {i}; give each output its own path")
+        seen[plan.out] = i
+    sources = {src for dem, _ in items for src in find_sources(dem)}
+    for plan in plans:  # an output must not be an input of ANY of the arrays
+        if plan.out.resolve() in sources:
+            raise OutputError(
+                f"'{plan.out}' is one of the inputs of the DEMs being written; write to another path "
+                "(even overwrite=True cannot replace a file that is still being read)"
+            )
+    return _write(plans, overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
+                  also=[() for _ in plans])

@@ -1,0 +1,248 @@
+"""What ``xdem coreg`` reports about a run: fitted steps, matrix, frame, dh statistics before
+and after (sampled while writing, sampled in one pass, or exact), the verdict's sample, and
+the run's JSON document helpers (:func:`jsonable`, :func:`dump_json`, :func:`peak_rss_mb`,
+:func:`check_new_output`).
+
+Used by :func:`xdem.workflows.run_coreg`; ``xdem.cli.coreg`` re-exports the public names.
+
+Examples
+--------
+>>> stats_method(1000).startswith("median and NMAD on a reproducible subsample of about 1000")
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from xdem.io.jsondoc import jsonable
+
+__all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
+           "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
+           "peak_rss_mb", "check_new_output"]
+
+
+def steps_of(coreg: Any) -> list[Any]:
+    return list(coreg.steps) if hasattr(coreg, "steps") else [coreg]
+
+
+def steps_summary(coreg: Any) -> list[dict]:
+    """One flat dict per fitted step: ``method``, learned values without the trailing ``_``
+    (``shift_x_`` -> ``shift_x``), and ``params``."""
+    doc = coreg.to_dict()
+    docs = doc["steps"] if doc["method"] == "CoregPipeline" else [doc]
+    out = []
+    for d in docs:
+        flat: dict[str, Any] = {"method": d["method"]}
+        for k, v in d.get("learned", {}).items():
+            key = k[:-1] if k.endswith("_") else k
+            flat[f"learned_{key}" if key in ("method", "params") else key] = v
+        flat["params"] = d.get("params", {})
+        out.append(flat)
+    return out
+
+
+def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
+    """4 x 4 matrix of the summed translations of the affine steps, and whether it is the
+    whole correction (True when every step is affine).
+
+    A step that is a translation plus something else and says so with ``translation_part()``
+    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre
+    of the reference grid) adds that translation; the matrix is then complete only if the
+    remainder is nothing (no non-constant ramp)."""
+    import numpy as np
+
+    from xdem.coreg._shift import translation_matrix
+
+    total = np.zeros(3)
+    complete = True
+    for step in steps_of(coreg):
+        if step.is_affine:
+            total += np.asarray(step.to_translations(), dtype=float)
+        elif hasattr(step, "translation_part"):
+            translation, exact = step.translation_part()
+            total += np.asarray(translation, dtype=float)
+            complete = complete and exact
+        else:
+            complete = False
+    return translation_matrix(*total).tolist(), complete
+
+
+def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any = None) -> dict:
+    """Exact median, NMAD and count of ``dh = other - ref`` on the reference grid, on
+    valid stable pixels (inside ``inlier_mask``, outside ``exclude_mask``), out of core."""
+    import dask.array as da
+    import numpy as np
+
+    from xdem.io.grid import align_pair
+    from xdem.masks import stable_mask_like
+    from xdem.stats import robust_summary
+
+    ref_g, other_g = align_pair(ref, other)
+    r = ref_g.data
+    o = other_g.data if isinstance(other_g.data, da.Array) else da.from_array(np.asarray(other_g.data))
+    o = o.rechunk(r.chunks)
+    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    dh = da.where(stable, o.astype(np.float64) - r.astype(np.float64), np.nan)
+    s = robust_summary(dh)
+    return {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]}
+
+
+#: Pixels of a fully valid grid drawn for the before/after statistics.
+STATS_SUBSAMPLE = 2_000_000
+
+
+def stats_method(subsample: int = STATS_SUBSAMPLE) -> str:
+    """The ``method`` line of sampled statistics drawn on ``subsample`` pixels (JSON ``stats.method``)."""
+    return (f"median and NMAD on a reproducible subsample of about {subsample} x (valid fraction) stable "
+            "valid pixels (the same pixels before and after); exact counts")
+
+
+def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
+                random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> Any:
+    """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
+    from xdem.io.grid import align_pair
+    from xdem.masks import stable_mask_like
+    from xdem.stats import dh_stats_tasks
+
+    ref_g, tba_g = align_pair(ref, tba)
+    ref_g, aligned_g = align_pair(ref_g, aligned)
+    if tba_g.shape != ref_g.shape:
+        ref_g, tba_g = align_pair(ref_g, tba_g)
+    stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    return dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
+                          subsample=subsample, random_state=random_state)
+
+
+def stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
+                        random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> tuple[Any, Any]:
+    """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
+    while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
+    from xdem.masks import stable_mask_like
+    from xdem.stats import dh_stats_while_writing
+
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
+                                  subsample=subsample, random_state=random_state)
+
+
+def verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,
+                           finishers: list) -> Any:
+    """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
+    written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
+    from xdem.masks import stable_mask_like
+    from xdem.verdict import verdict_while_writing
+
+    stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    block, finish = verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
+    finishers.append(finish)
+    return block
+
+
+def sampled_stats(
+    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
+    random_state: int | None = None, subsample: int = STATS_SUBSAMPLE,
+) -> dict:
+    """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
+    reproducible subsample of stable valid pixels of the reference grid (one pass over the
+    data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
+    from xdem.stats import dh_stats_finish
+
+    task = _stats_task(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask, random_state=random_state,
+                       subsample=subsample)
+    return {"method": stats_method(subsample), **dh_stats_finish(task.compute())}
+
+
+def frame_summary(coreg: Any, ref: Any) -> dict:
+    """The CRS the correction was fitted in and applied through, and why that one."""
+    from xdem.coreg._frames import frame_of
+
+    frame = frame_of(coreg)
+    geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic
+    return {
+        "crs": frame,
+        "units": "metre" if geographic else (ref.rio.crs.linear_units if ref.rio.crs is not None else None),
+        "why": ("the reference is geographic: coregistered in the UTM zone of its centre" if geographic
+                else "the reference's CRS"),
+    }
+
+
+def report_writer() -> Any:
+    """``xdem.report.write_report``, or a clear error if the report module is not available."""
+    from xdem.errors import XdemError
+
+    try:
+        mod = importlib.import_module("xdem.report")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("xdem.report",):
+            raise XdemError(f"--report needs xdem.report, which failed to import ({exc}); install the missing package") from exc
+        raise XdemError("--report is not available: this xdem has no xdem.report module; drop --report") from exc
+    if not hasattr(mod, "write_report"):
+        raise XdemError("--report is not available: xdem.report has no write_report(); drop --report")
+    return mod.write_report
+
+
+# ---------------------------------------------------------------------------- the JSON document, outputs
+
+
+def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
+    """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
+    (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
+    ``path`` meanwhile is never replaced)."""
+    text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
+    if path is not None:
+        from xdem.io.atomic import write_text_atomic
+
+        write_text_atomic(path, text + "\n", overwrite=overwrite)
+    return text
+
+
+def peak_rss_mb(*, children: bool = False) -> float | None:
+    """Peak resident memory of this process (or of its finished children), in MB."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        import psutil
+
+        return None if children else psutil.Process().memory_info().rss / 2**20
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    kb = resource.getrusage(who).ru_maxrss
+    scale = 1 / 2**20 if sys.platform == "darwin" else 1 / 2**10  # bytes on macOS, KiB on Linux
+    return round(kb * scale, 1)
+
+
+def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
+    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder.
+
+    Cheap checks meant to run before any computation. Returns the absolute path.
+
+    Raises
+    ------
+    xdem.errors.OutputError
+    """
+    from xdem.errors import OutputError
+
+    p = Path(os.path.abspath(os.fspath(path)))
+    for label, src in inputs.items():
+        if not src:
+            continue
+        s = Path(os.path.abspath(src))
+        same = s == p or s.resolve() == p.resolve()
+        if not same and s.exists() and p.exists():
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(s, p)
+        if same:
+            raise OutputError(f"{what} '{p}' is the same file as the {label}; write to another path")
+    if p.is_dir():
+        raise OutputError(f"{what} '{p}' is a folder; give a file path")
+    if p.exists() and not overwrite:
+        raise OutputError(f"{what} '{p}' already exists; pass --overwrite to replace it or choose another path")
+    if not p.parent.is_dir():
+        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{p.parent}')")
+    return p
