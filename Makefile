@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo_output
 
-.PHONY: venv demo test bench docs clean chromium-check
+.PHONY: venv demo test lint bench docs clean chromium-check
 
 venv: $(STAMP)
 
@@ -26,8 +26,13 @@ demo: $(STAMP)
 	@echo "  coreg.json         fitted shifts, 4x4 matrix, dh statistics before/after, timing, memory"
 	@echo "  report.html        HTML report (open it in a browser)"
 
-test: $(STAMP) chromium-check
+test: $(STAMP) chromium-check lint
 	$(BIN)/python -m pytest -q
+
+# ruff (style, imports, bug patterns) and mypy (types of xdem/), configured in pyproject.toml; fast.
+lint: $(STAMP)
+	$(BIN)/ruff check xdem tests benchmarks examples
+	$(BIN)/mypy
 
 # tests/test_report.py opens the HTML report in headless Chromium (Debian: chromium, chromium-driver).
 chromium-check:

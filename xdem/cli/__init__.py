@@ -15,6 +15,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 import click
 
@@ -31,7 +34,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
-def _on_sigterm() -> object:
+def _on_sigterm() -> Callable[[int, FrameType | None], Any] | int | None:
     """Install the SIGTERM handler (main thread only); returns the previous one, or None."""
     if threading.current_thread() is not threading.main_thread():
         return None

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
 from xdem.workflows import _summary as S
+
+if TYPE_CHECKING:
+    from xdem.coreg.base import Coreg
 
 __all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
            "frame_summary"]
@@ -103,7 +106,7 @@ def resolve_methods(text: str) -> list[type]:
     return classes
 
 
-def _param_names(cls: type) -> list[str]:
+def _param_names(cls: type[Coreg]) -> list[str]:
     return list(cls._param_names())
 
 
@@ -193,7 +196,8 @@ def _fmt_step(step: dict) -> str:
         extra.append(f"{step['count']} points")
     if isinstance(step.get("tilt_m_per_km"), (int, float)):
         way = step.get("tilt_direction_deg")
-        extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + (f" down towards {way:.0f}° from north" if way is not None else "")
+        towards = f" down towards {way:.0f}° from north" if way is not None else ""
+        extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + towards
                      + f", ramp {step.get('ramp_amplitude', float('nan')):.3f} m across the DEM")
     text = ", ".join(parts) if parts else "fitted"
     return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
@@ -272,7 +276,8 @@ def _print_summary(doc: dict) -> None:
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
 @scheduler_option
 @workers_option
-@click.option("--no-stats", is_flag=True, help="Skip the before/after statistics (they cost little: computed while writing) and the verdict.")
+@click.option("--no-stats", is_flag=True,
+              help="Skip the before/after statistics (they cost little: computed while writing) and the verdict.")
 @click.option("--exact-stats", is_flag=True,
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
                    "(computed in the writing pass when REF and TBA share a grid, else one pass).")
@@ -307,12 +312,13 @@ def coreg(
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None}
-    paths = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                 json_out=json_out, report=report)
+    paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
+                                 exclude_mask=exclude_mask, json_out=json_out, report=report)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
     check_coreg_paths(**paths, overwrite=overwrite)
     request = CoregRequest(
-        **paths, coreg=build_coreg(classes, options), method=method, options=options, grid=out_grid,
+        **paths, coreg=build_coreg(classes, options), method=method, options=options,
+        grid="ref" if out_grid == "ref" else "tba",
         random_state=random_state, chunks=chunks, overwrite=overwrite,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
     )

@@ -119,7 +119,8 @@ def _print_stats(s: dict) -> None:
 
 @click.command("info")
 @click.argument("dem", type=click.Path(dir_okay=False))
-@click.option("--band", type=click.IntRange(min=1), default=None, help="Band to describe (1-based); required for multi-band files.")
+@click.option("--band", type=click.IntRange(min=1), default=None,
+              help="Band to describe (1-based); required for multi-band files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--chunks", type=click.IntRange(min=1), default=None, help="Chunk side in pixels (default: auto).")
 @click.option("--no-stats", is_flag=True, help="Only print metadata (no pass over the data).")

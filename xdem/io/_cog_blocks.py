@@ -44,7 +44,8 @@ class _ProcessLock:
         return {"path": self.path}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"])
+        self.path = state["path"]
+        self._fd = None
 
     def _thread_lock(self) -> threading.Lock:
         with _ProcessLock._guard:

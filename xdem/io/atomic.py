@@ -29,12 +29,13 @@ import errno
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xdem.errors import OutputError
 
-__all__ = ["TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic", "output_journal",
+__all__ = ["check_output_path",
+           "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic", "output_journal",
            "OutputJournal"]
 
 #: Prefix of every temporary file xdem writes next to an output.
@@ -338,3 +339,53 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool) ->
             tmp.unlink()
         raise OutputError(f"cannot write '{path}' ({exc}); check the folder exists, is writable and has free space") from exc
     return path
+
+
+def check_output_path(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool,
+    inputs: Iterable[tuple[str, str | os.PathLike]] = (),
+    what: str = "output",
+    overwrite_hint: str = "overwrite=True",
+) -> Path:
+    """The one guard of every output xdem writes (COGs, JSON documents, reports): returns the
+    absolute path, or raises :class:`~xdem.errors.OutputError` with one line saying how to fix it.
+
+    Refused: a folder that does not exist, is not a folder or is not writable; a path that is
+    a folder; a path that is one of ``inputs`` (``(label, path)`` pairs, the label saying what
+    the path is, e.g. "the same file as the reference": the same file, even
+    through links, never replaced, whatever ``overwrite``); an existing file without
+    ``overwrite``. Checking early only saves time: the final move
+    (:func:`move_into_place`) refuses an existing file again, atomically.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> check_output_path(os.path.join(folder, "out.tif"), overwrite=False).name
+    'out.tif'
+    """
+    p = Path(os.path.abspath(os.fspath(path)))
+    folder = p.parent
+    if not folder.exists():
+        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{folder}')")
+    if not folder.is_dir():
+        raise OutputError(f"'{folder}' is not a folder, so {what} '{p.name}' cannot be written in it; choose another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"the folder of {what} '{folder}' is not writable; choose another folder or fix its permissions")
+    resolved = p.resolve()
+    for label, src in inputs:
+        s = Path(os.path.abspath(os.fspath(src)))
+        same = s == p or s.resolve() == resolved
+        if not same and s.exists() and p.exists():
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(s, p)
+        if same:
+            raise OutputError(f"{what} '{p}' is {label}; write to another path "
+                              "(an input is never replaced, even with overwrite)")
+    if p.is_dir():
+        raise OutputError(f"{what} '{p}' is a folder; give a file path")
+    if p.exists() and not overwrite:
+        raise OutputError(f"{what} '{p}' already exists; pass {overwrite_hint} to replace it or choose another path")
+    return p

@@ -46,8 +46,8 @@ from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
 from xdem.io._cog_blocks import _FD2_LOCK, _active_client, _captured_fd2, _ProcessLock, _WindowWriter  # noqa: F401
-from xdem.io.atomic import TEMP_PREFIX, move_into_place, output_journal, owned_temps
-from xdem.io.grid import block_tasks
+from xdem.io.atomic import TEMP_PREFIX, check_output_path, move_into_place, output_journal, owned_temps
+from xdem.io.grid import block_tasks, grid_shape
 from xdem.io.sources import find_sources
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
@@ -84,7 +84,7 @@ def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np
     if not isinstance(data, da.Array):
         from xdem.io.open import auto_chunks
 
-        data = da.from_array(np.asarray(data), chunks=auto_chunks(dem.shape))
+        data = da.from_array(np.asarray(data), chunks=auto_chunks(grid_shape(dem)))
     if nodata is None:
         return data.astype(dtype), dtype, (float("nan") if dtype.kind == "f" else None)
     nodata = float(nodata)
@@ -106,31 +106,10 @@ def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np
 
 
 def _check_output(dem: xr.DataArray, path: Path, *, overwrite: bool) -> Path:
-    """Resolved output path, after refusing every unsafe destination."""
-    path = Path(os.path.abspath(os.fspath(path)))
-    folder = path.parent
-    if not folder.exists():
-        raise OutputError(f"output folder '{folder}' does not exist; create it first (mkdir -p '{folder}')")
-    if not folder.is_dir():
-        raise OutputError(f"'{folder}' is not a folder, so '{path.name}' cannot be written in it; choose another path")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"output folder '{folder}' is not writable; choose another folder or fix its permissions")
-    resolved = path.resolve()
-    for src in find_sources(dem):
-        same = src == resolved
-        if not same and src.exists() and path.exists():
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(src, path)
-        if same:
-            raise OutputError(
-                f"'{path}' is one of the inputs of the DEM being written; write to another path "
-                "(even overwrite=True cannot replace a file that is still being read)"
-            )
-    if path.is_dir():
-        raise OutputError(f"'{path}' is a folder; pass a file path such as '{path / 'dem.tif'}'")
-    if path.exists() and not overwrite:
-        raise OutputError(f"'{path}' already exists; pass overwrite=True to replace it or choose another path")
-    return path
+    """Resolved output path, after refusing every unsafe destination (:func:`check_output_path`,
+    with the files the DEM is read from as inputs)."""
+    return check_output_path(path, overwrite=overwrite, what="output",
+                             inputs=[("one of the inputs of the DEM being written", src) for src in find_sources(dem)])
 
 
 def _temp_files(folder: Path, name: str) -> contextlib.AbstractContextManager[str]:
@@ -241,7 +220,7 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     stored: list = []
     if plain:  # one store over all of them: optimised together, so shared keys stay shared
         stored.append(da.store([d for d, _ in plain], [w for _, w in plain], lock=False, compute=False))
-    spans = []
+    spans: list[tuple[int, int] | None] = []
     for it, w in zip(items, writers):
         if it.also:
             tasks = _store_with_stats(it.data, w, it.also)

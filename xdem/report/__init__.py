@@ -20,49 +20,37 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from xdem.errors import InputError, OutputError
+from xdem.errors import InputError
 from xdem.typing import DEMLike, MaskLike
 
 __all__ = ["write_report"]
 
 
 def _check_target(path: Path, overwrite: bool, inputs: list[Any]) -> None:
-    if path.exists() and path.is_dir():
-        raise OutputError(f"'{path}' is a folder; give the report a file name such as report.html")
-    if path.exists() and not overwrite:
-        raise OutputError(f"'{path}' already exists; pass overwrite=True (--overwrite) or choose another name")
-    if not path.parent.is_dir():
-        raise OutputError(f"folder '{path.parent}' does not exist; create it or choose another output path")
-    target = path.resolve()
+    """The report's path through the one output guard; ``inputs`` are DEM-likes (paths, or
+    lazy DEMs whose source files are found in their graphs)."""
+    from xdem.io.atomic import check_output_path
     from xdem.io.sources import find_sources
 
+    sources: list[tuple[str, str | os.PathLike]] = []
     for src in inputs:
         if src is None:
             continue
-        paths = [Path(src).resolve()] if isinstance(src, (str, os.PathLike)) else list(find_sources(src))
-        if target in paths:
-            raise OutputError(f"'{path}' is one of the input DEMs; choose another output path")
+        found = [src] if isinstance(src, (str, os.PathLike)) else list(find_sources(src))
+        sources += [("one of the input DEMs", f) for f in found]
+    check_output_path(path, overwrite=overwrite, what="report", overwrite_hint="overwrite=True (--overwrite)",
+                      inputs=sources)
 
 
 def _write_atomic(path: Path, text: str, overwrite: bool) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        from xdem.io.atomic import move_into_place
+    from xdem.io.atomic import write_text_atomic
 
-        move_into_place(tmp, path, overwrite=overwrite)  # never replaces a file that appeared meanwhile
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    write_text_atomic(path, text, overwrite=overwrite)  # never replaces a file that appeared meanwhile
 
 
 def _name(src: Any, default: str) -> str:

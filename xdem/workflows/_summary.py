@@ -13,7 +13,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -218,7 +217,8 @@ def peak_rss_mb(*, children: bool = False) -> float | None:
 
 
 def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
-    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder.
+    """Refuse an output path that is an input, exists without ``overwrite``, or has no folder
+    (:func:`xdem.io.atomic.check_output_path`, with the CLI's ``--overwrite`` hint).
 
     Cheap checks meant to run before any computation. Returns the absolute path.
 
@@ -226,23 +226,7 @@ def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[s
     ------
     xdem.errors.OutputError
     """
-    from xdem.errors import OutputError
+    from xdem.io.atomic import check_output_path
 
-    p = Path(os.path.abspath(os.fspath(path)))
-    for label, src in inputs.items():
-        if not src:
-            continue
-        s = Path(os.path.abspath(src))
-        same = s == p or s.resolve() == p.resolve()
-        if not same and s.exists() and p.exists():
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(s, p)
-        if same:
-            raise OutputError(f"{what} '{p}' is the same file as the {label}; write to another path")
-    if p.is_dir():
-        raise OutputError(f"{what} '{p}' is a folder; give a file path")
-    if p.exists() and not overwrite:
-        raise OutputError(f"{what} '{p}' already exists; pass --overwrite to replace it or choose another path")
-    if not p.parent.is_dir():
-        raise OutputError(f"the folder of {what} '{p}' does not exist; create it first (mkdir -p '{p.parent}')")
-    return p
+    return check_output_path(path, overwrite=overwrite, what=what, overwrite_hint="--overwrite",
+                             inputs=[(f"the same file as the {label}", src) for label, src in inputs.items() if src])

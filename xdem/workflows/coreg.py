@@ -154,9 +154,9 @@ def check_coreg_paths(
     """
     from xdem.errors import InputError
 
-    inputs = {"reference": reference, "to-be-aligned DEM": to_be_aligned, "inlier mask": inlier_mask,
-              "exclude mask": exclude_mask}
-    inputs = {k: (None if v is None else os.fspath(v)) for k, v in inputs.items()}
+    raw = {"reference": reference, "to-be-aligned DEM": to_be_aligned, "inlier mask": inlier_mask,
+           "exclude mask": exclude_mask}
+    inputs: dict[str, str | None] = {k: (None if v is None else os.fspath(v)) for k, v in raw.items()}
     for label, path in inputs.items():
         if path is not None and not Path(path).exists():
             raise InputError(f"{label} file not found: '{path}'")
@@ -213,6 +213,14 @@ def current_scheduler() -> Iterator[dict]:
     name = name if isinstance(name, str) else getattr(name, "__name__", "custom")
     workers = 1 if name in ("synchronous", "sync", "single-threaded") else dask.config.get("num_workers", None) or os.cpu_count()
     yield {"scheduler": name, "workers": workers, "address": None, "client": None}
+
+
+def grid_chunks(dem: Any) -> tuple[int, int]:
+    """Largest chunk side along rows and columns of an opened (dask-backed) DEM."""
+    chunks = dem.chunks
+    if chunks is None:
+        raise TypeError("expected a dask-backed DEM (xdem.open_dem)")
+    return max(chunks[0]), max(chunks[1])
 
 
 def run_coreg(
@@ -309,7 +317,8 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         ref_d, tba_d = open_dem(ref, chunks=ck), open_dem(tba, chunks=ck)
         where = sinfo["address"] or sinfo["scheduler"]
         prog.echo(f"xdem coreg: {model!r}")
-        prog.echo(f"  scheduler {where} ({sinfo['workers']} workers), chunks {max(ref_d.chunks[0])} x {max(ref_d.chunks[1])}")
+        chunk_shape = grid_chunks(ref_d)
+        prog.echo(f"  scheduler {where} ({sinfo['workers']} workers), chunks {chunk_shape[0]} x {chunk_shape[1]}")
         t0 = time.perf_counter()
         with prog.stage("fitting"):
             model.fit(ref_d, tba_d, **masks)
@@ -358,7 +367,8 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             with prog.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
                 sample = finish_verdict(written_cog.also[1]) if finish_verdict is not None else None
                 verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
-                                         methods=[type(s).__name__ for s in S.steps_of(model)], **masks,
+                                         methods=[type(s).__name__ for s in S.steps_of(model)],
+                                         inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                                          random_state=r.random_state)
         t_verdict = time.perf_counter() - t0
         matrix, complete = S.merged_matrix(model)
@@ -382,7 +392,7 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
                        "total_s": time.perf_counter() - t_start},
             "peak_rss_mb": S.peak_rss_mb(),
-            "chunks": [max(ref_d.chunks[0]), max(ref_d.chunks[1])],
+            "chunks": list(grid_chunks(ref_d)),
             "scheduler": sinfo["address"] or sinfo["scheduler"],
             "workers": sinfo["workers"],
         }
