@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import ClassVar, Protocol, overload
 
 import dask
 import dask.array as da
@@ -21,7 +21,7 @@ import xarray as xr
 
 from xdem.coreg._data import FitData
 from xdem.coreg._shift import shift_dem
-from xdem.io.grid import shift_in_pixels, signed_resolution
+from xdem.io.grid import check_projected, get_resolution, shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 
@@ -188,3 +188,27 @@ def sample_with_terrain(
     if win_tba is not None:
         sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
+
+
+class ShiftEstimator(Protocol):
+    """The hyper-parameters :func:`shift_fit_sample` reads (NuthKaab, NuthKaabDeramp)."""
+
+    subsample: float | int
+    random_state: int | None
+    resampling: str
+    terrain_method: str
+    initial_shift: tuple[float, float] | None
+    _min_points: ClassVar[int]
+    _half: ClassVar[int]
+
+
+def shift_fit_sample(est: ShiftEstimator, data: FitData, what: str) -> tuple[SlopedSample, tuple[float, float]]:
+    """The common start of the shift estimators' fits: a projected reference, its pixel size
+    ``(dx, dy)``, and the subsample with its windows and terrain (:func:`sample_with_terrain`)
+    drawn with the estimator's hyper-parameters."""
+    check_projected(data.ref, what)
+    ss = sample_with_terrain(
+        data, subsample=est.subsample, random_state=est.random_state, min_count=est._min_points, what=what,
+        resampling=est.resampling, terrain_method=est.terrain_method, half=est._half, initial_shift=est.initial_shift,
+    )
+    return ss, get_resolution(data.ref)

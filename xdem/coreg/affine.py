@@ -20,10 +20,10 @@ import xarray as xr
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
-from xdem.coreg._windows import sample_with_terrain
+from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io.grid import check_projected, get_resolution, grid_shape
+from xdem.io.grid import grid_shape
 from xdem.kernels.nuth_kaab import nuth_kaab_step as _nuth_kaab_step
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp
@@ -249,8 +249,8 @@ class NuthKaab(AffineCoreg):
     """
 
     _callable_params = ("vshift_reduc_func",)
-    _half = 2  # windows of 6 x 6 pixels around the sampled pixels
-    _min_points = 100
+    _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
+    _min_points: ClassVar[int] = 100
 
     def __init__(
         self,
@@ -287,13 +287,7 @@ class NuthKaab(AffineCoreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        check_projected(data.ref, "Nuth & Kääb")
-        dx, dy = get_resolution(data.ref)
-        ss = sample_with_terrain(
-            data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
-            what="Nuth & Kääb", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
-            initial_shift=self.initial_shift,
-        )
+        ss, (dx, dy) = shift_fit_sample(self, data, "Nuth & Kääb")
         s, evaluate = ss.sample, ss.sampler
         sloped = np.isfinite(ss.slope) & np.isfinite(ss.aspect) & (ss.slope >= self.min_slope)
         tan_slope = np.tan(np.radians(ss.slope))

@@ -32,7 +32,7 @@ import xarray as xr
 
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import shift_dem
-from xdem.coreg._windows import sample_with_terrain
+from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, register
 from xdem.coreg.deramp import (
@@ -49,7 +49,7 @@ from xdem.errors import (
     InputError,
     NotEnoughDataError,
 )
-from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
+from xdem.io.grid import get_transform, grid_shape
 from xdem.warp import FrameOp
 
 __all__ = ["NuthKaabDeramp"]
@@ -177,13 +177,7 @@ class NuthKaabDeramp(Coreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        check_projected(data.ref, "NuthKaabDeramp")
-        dx, dy = get_resolution(data.ref)
-        ss = sample_with_terrain(
-            data, subsample=self.subsample, random_state=self.random_state, min_count=self._min_points,
-            what="NuthKaabDeramp", resampling=self.resampling, terrain_method=self.terrain_method, half=self._half,
-            initial_shift=self.initial_shift,
-        )
+        ss, (dx, dy) = shift_fit_sample(self, data, "NuthKaabDeramp")
         s, sampler = ss.sample, ss.sampler
         s["slope"], s["aspect"] = ss.slope, ss.aspect
         tan_s = np.tan(np.radians(s["slope"]))
