@@ -47,7 +47,7 @@ from xdem.errors import InputError, OutputError, XdemError
 # the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
 from xdem.io._cog_blocks import _FD2_LOCK, _active_client, _captured_fd2, _ProcessLock, _WindowWriter  # noqa: F401
 from xdem.io.atomic import TEMP_PREFIX, check_output_path, move_into_place, output_journal, owned_temps
-from xdem.io.grid import block_tasks, grid_shape
+from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.sources import find_sources
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
@@ -75,16 +75,14 @@ def _fill_kernel(block: np.ndarray, *, nodata: float, out_dtype: np.dtype) -> np
 
 def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np.dtype, float | None]:
     """Dask array to write (NaN replaced by ``nodata``), its dtype and the nodata tag."""
-    data = dem.data
+    from xdem.io.open import auto_chunks
+
+    data = dask_data(dem, chunks=auto_chunks(grid_shape(dem)))
     dtype = np.dtype(data.dtype)
     if dtype == np.bool_:
         dtype = np.dtype(np.uint8)
     if dtype.kind not in "fiu":
         raise InputError(f"cannot write a DEM of dtype {dtype} as a COG; cast it to float32 first")
-    if not isinstance(data, da.Array):
-        from xdem.io.open import auto_chunks
-
-        data = da.from_array(np.asarray(data), chunks=auto_chunks(grid_shape(dem)))
     if nodata is None:
         return data.astype(dtype), dtype, (float("nan") if dtype.kind == "f" else None)
     nodata = float(nodata)
@@ -98,7 +96,7 @@ def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np
         return data.astype(dtype), dtype, nodata
     if np.isfinite(nodata) and float(dtype.type(nodata)) != nodata:
         raise InputError(f"nodata={nodata!r} is not exactly representable in {dtype}; pass e.g. nodata=-9999")
-    out = data.map_blocks(_fill_kernel, nodata=nodata, out_dtype=dtype, dtype=dtype, meta=np.empty((0, 0), dtype=dtype))
+    out = da.map_blocks(_fill_kernel, data, nodata=nodata, out_dtype=dtype, dtype=dtype, meta=np.empty((0, 0), dtype=dtype))
     return out, dtype, nodata
 
 

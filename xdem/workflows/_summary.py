@@ -79,14 +79,13 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
     import dask.array as da
     import numpy as np
 
-    from xdem.io.grid import align_pair
+    from xdem.io.grid import align_pair, dask_data
     from xdem.masks import stable_mask_like
     from xdem.stats import robust_summary
 
     ref_g, other_g = align_pair(ref, other)
     r = ref_g.data
-    o = other_g.data if isinstance(other_g.data, da.Array) else da.from_array(np.asarray(other_g.data))
-    o = o.rechunk(r.chunks)
+    o = dask_data(other_g).rechunk(r.chunks)
     stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     dh = da.where(stable, o.astype(np.float64) - r.astype(np.float64), np.nan)
     s = robust_summary(dh)
