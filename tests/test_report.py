@@ -19,7 +19,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import MaxResult
+from helpers import MaxResult, json_at
 
 import xdem.coreg
 import xdem.examples
@@ -36,18 +36,6 @@ SECTIONS = ("statistics", "maps", "histograms", "nuth-kaab", "parameters", "slop
 def _keys(text: str) -> dict[str, str]:
     """``data-key`` -> text of the element, from the HTML source (scalars only)."""
     return {k: v for k, v in re.findall(r'data-key="([^"]+)">([^<]*)<', text)}
-
-
-def _resolve(doc, key: str):
-    cur = doc
-    for part in key.split("."):
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            raise KeyError(key)
-    return cur
 
 
 def _no_stray_files(folder: Path, expected: set[str]) -> None:
@@ -112,7 +100,7 @@ def test_summary_values_are_rendered_with_their_json_path(fitted, tmp_path):
     keys = _keys(text)
     for key in ("stats.before.median", "stats.after.median", "stats.after.nmad", "stats.before.count",
                 "steps.0.shift_x", "steps.0.shift_z", "matrix.0.3", "timing.fit_s", "peak_rss_mb", "chunks.1"):
-        assert keys[key] == fmt(_resolve(summary, key)), key
+        assert keys[key] == fmt(json_at(summary, key)), key
     assert keys["stats.before.median"] == "2.1235" and keys["stats.after.median"] == "-0.0000"
     assert not any(k.startswith("report.stats") for k in keys)  # the summary's statistics are not recomputed
 
@@ -312,7 +300,7 @@ def test_report_in_headless_chromium(pair_files, tmp_path):
     compared = 0
     for key, text in shown.items():
         try:
-            value = _resolve(summary, key)
+            value = json_at(summary, key)
         except KeyError:
             assert key.startswith(("report.", "coreg.")), key
             continue
@@ -321,7 +309,7 @@ def test_report_in_headless_chromium(pair_files, tmp_path):
             compared += 1
     for key in ("stats.before.median", "stats.before.nmad", "stats.before.count", "stats.after.median",
                 "stats.after.nmad", "stats.after.count", "steps.0.shift_x", "steps.0.shift_y", "steps.0.shift_z"):
-        assert shown[key] == fmt(_resolve(summary, key)), key
+        assert shown[key] == fmt(json_at(summary, key)), key
     assert compared >= 30
 
     # Screenshot of the whole page: a real, non-blank picture.

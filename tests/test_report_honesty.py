@@ -25,7 +25,7 @@ import pytest
 import rasterio
 import shapely
 from click.testing import CliRunner
-from helpers import MaxResult
+from helpers import MaxResult, json_at
 
 import xdem
 import xdem.coreg
@@ -49,18 +49,6 @@ NOISE = 0.3
 def _keys(text: str) -> dict[str, str]:
     """``data-key`` -> text shown (HTML entities decoded, as a browser shows them)."""
     return {k: _html.unescape(v) for k, v in re.findall(r'data-key="([^"]+)">([^<]*)<', text)}
-
-
-def _resolve(doc, key: str):
-    cur = doc
-    for part in key.split("."):
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            raise KeyError(key)
-    return cur
 
 
 def _box(ref):
@@ -230,7 +218,7 @@ def _compare(doc: dict, keys: dict[str, str]) -> int:
     compared = 0
     for key, shown in keys.items():
         try:
-            value = _resolve(doc, key)
+            value = json_at(doc, key)
         except KeyError:
             assert key.startswith(("report.", "coreg.")), key
             continue
@@ -248,7 +236,7 @@ def test_coreg_report_page_numbers_equal_json_with_masks(coreg_report):
     for key in ("timing.fit_s", "timing.write_s", "timing.stats_s", "timing.verdict_s", "timing.report_s",
                 "timing.total_s", "peak_rss_mb", "stats.before.count", "stats.after.count", "stats.before.sampled",
                 "steps.0.count", "verdict.ok", "verdict.residual_amplitude_m", "verdict.nmad_ratio", "matrix.0.3"):
-        assert keys[key] == fmt(_resolve(doc, key)), key
+        assert keys[key] == fmt(json_at(doc, key)), key
     assert doc["timing"]["report_s"] > 0 and doc["timing"]["total_s"] > doc["timing"]["report_s"]
     assert "report.elapsed_s" not in keys  # one report time on the page: the JSON's
     # the masks reached the report; counts are labelled
@@ -272,7 +260,7 @@ def test_coreg_report_numbers_in_headless_chromium(coreg_report, tmp_path):
     shown = dict(check["keys"])
     assert _compare(doc, shown) >= 40
     for key in ("timing.report_s", "timing.total_s", "peak_rss_mb", "verdict.nmad_ratio", "stats.after.count"):
-        assert shown[key] == fmt(_resolve(doc, key)), key
+        assert shown[key] == fmt(json_at(doc, key)), key
 
 
 def test_cli_report_takes_masks(glacier_files, tmp_path):
