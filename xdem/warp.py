@@ -220,31 +220,37 @@ def _interp_lattice(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np
     return along[jr] * (1.0 - fr[:, None]) + below * fr[:, None]
 
 
-def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+def _mapped(
+    spec: _Spec, rows: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """:func:`_source_positions` on the grid ``rows x cols`` (1-D each), computed exactly on a
     lattice of every :data:`LATTICE_STEP` pixels and interpolated bilinearly in between, as
     GDAL's warper does. The interpolation is checked against the exact mapping at the centre
     of every lattice cell; where it errs by more than :data:`LATTICE_TOLERANCE` pixel (or the
-    mapping leaves the projection's domain) the lattice is refined, down to every pixel."""
+    mapping leaves the projection's domain) the lattice is refined, down to every pixel.
+
+    The frame coordinates (last two) are only needed by ramps: without any, they are not
+    interpolated and come back as ``None``."""
+    wanted = 4 if spec.op.surfaces else 2
     step = LATTICE_STEP
     if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs):
         step = 1  # the mapping is affine and cheap: exact at every pixel
+    # tolerances: positions in source pixels; frame coordinates relative to an output pixel
+    tolerance = [LATTICE_TOLERANCE] * 2 + ([LATTICE_TOLERANCE * _frame_pixel(spec)] * 2 if wanted == 4 else [])
     while step > 1:
         lr, lc = _lattice(int(rows[0]), int(rows[-1]) + 1, step), _lattice(int(cols[0]), int(cols[-1]) + 1, step)
-        exact = _source_positions(spec, lr[:, None], lc[None, :])
+        exact = _source_positions(spec, lr[:, None], lc[None, :])[:wanted]
         if all(np.isfinite(v).all() for v in exact):
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
             mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
             check = _source_positions(spec, mr[:, None], mc[None, :])
-            ok = True
-            for k, (v, c) in enumerate(zip(exact, check)):
-                err = np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max()
-                # positions in source pixels; frame coordinates relative to an output pixel
-                ok &= bool(err <= LATTICE_TOLERANCE * (1.0 if k < 2 else _frame_pixel(spec)))
-            if ok:
-                return tuple(_interp_lattice(v, lr, lc, rows, cols) for v in exact)
+            if all(np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max() <= tol
+                   for v, c, tol in zip(exact, check, tolerance)):
+                v = [_interp_lattice(e, lr, lc, rows, cols) for e in exact]
+                return (v[0], v[1], v[2], v[3]) if wanted == 4 else (v[0], v[1], None, None)
         step //= 2
-    return _source_positions(spec, rows[:, None], cols[None, :])
+    prow, pcol, xf, yf = _source_positions(spec, rows[:, None], cols[None, :])
+    return prow, pcol, xf, yf
 
 
 def _frame_pixel(spec: _Spec) -> float:
@@ -307,7 +313,8 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
         prow, pcol, xf, yf = _mapped(spec, rows, cols)
         _check_inside(prow, pcol, window0, window.shape, (h_src, w_src), before, after)
         vals = interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
-        vals += spec.op.vertical(xf, yf)
+        # frame coordinates exist only when a ramp needs them (see _mapped)
+        vals += spec.op.vertical(xf, yf) if xf is not None and yf is not None else spec.op.shift[2]
         out[s:s + rows.size] = vals
     return out
 
