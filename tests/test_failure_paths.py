@@ -283,17 +283,22 @@ def test_cli_far_shift(tmp_path):
 # ---------------------------------------------------------------------------- the final move
 
 
-def test_output_created_meanwhile_is_not_replaced(tmp_path, monkeypatch, lidar_dem):
-    out = tmp_path / "out.tif"
+def _output_appears_before_the_move(monkeypatch, out: Path, content: bytes) -> None:
+    """Another run writes ``out`` after the checks, while this one validates its COG."""
     import xdem.io.cog as cog
 
     validate = cog._validate
 
-    def other_process_writes_first(tmp: str) -> None:
-        out.write_bytes(b"the other run's output")
+    def other_run_finishes_first(tmp: str) -> None:
+        out.write_bytes(content)
         validate(tmp)
 
-    monkeypatch.setattr(cog, "_validate", other_process_writes_first)
+    monkeypatch.setattr(cog, "_validate", other_run_finishes_first)
+
+
+def test_output_created_meanwhile_is_not_replaced(tmp_path, monkeypatch, lidar_dem):
+    out = tmp_path / "out.tif"
+    _output_appears_before_the_move(monkeypatch, out, b"the other run's output")
     with pytest.raises(OutputError, match="created by another process"):
         write_cog(lidar_dem, out)
     assert out.read_bytes() == b"the other run's output" and _temps(tmp_path) == []
@@ -316,15 +321,7 @@ def test_no_replace_falls_back_to_renameat2(tmp_path, monkeypatch):
 def test_cli_second_run_on_same_output_exits_1(tmp_path, pair, monkeypatch):
     """The output appears between the checks and the final move (another run finished first)."""
     out = tmp_path / "out.tif"
-    import xdem.io.cog as cog
-
-    validate = cog._validate
-
-    def other_run_finishes_first(tmp: str) -> None:
-        out.write_bytes(b"first run")
-        validate(tmp)
-
-    monkeypatch.setattr(cog, "_validate", other_run_finishes_first)
+    _output_appears_before_the_move(monkeypatch, out, b"first run")
     res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--method", "vshift",
                                     "--json-out", str(tmp_path / "c.json")])
     assert res.exit_code == 1

@@ -16,6 +16,8 @@ import xarray as xr
 from affine import Affine
 from pyproj import Transformer
 
+from xdem.kernels import robust
+
 
 class SineTerrain:
     """``z(x, y)`` in metres, with ``x, y`` in the CRS ``crs`` (metres)."""
@@ -74,6 +76,6 @@ def dem_of(terrain: SineTerrain, *, crs: str, transform: Affine, shape: tuple[in
 
 
 def nmad(values: np.ndarray) -> float:
+    """The project's NMAD (:func:`xdem.kernels.robust.nmad`) of the finite values."""
     v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    return float(1.4826 * np.median(np.abs(v - np.median(v))))
+    return robust.nmad(v[np.isfinite(v)])
