@@ -54,20 +54,25 @@ def apply_in_frame(
     ``dem``'s grid). Consecutive frame-defined steps are merged into one warp (one
     resampling); a frame-free step in between is applied on the grid at hand."""
     frame = frame_of(coreg) or Grid.of(dem).crs
+    resampling = "bilinear"
+
+    def onto_output(current: xr.DataArray, op: FrameOp) -> xr.DataArray:
+        """``current`` moved by ``op`` onto the output grid (one warp; none when nothing changes)."""
+        grid = target if target is not None else Grid.of(current)
+        if op.is_identity and grid.same_as(Grid.of(current)):
+            return current
+        return warp_dem(current, grid=grid, op=op, resampling=resampling)
+
     current = dem
     pending = FrameOp(frame)
-    resampling = "bilinear"
     for step in _steps(coreg):
         op = step._frame_op()
         if op is not None:
             pending = pending.then(op)
             resampling = getattr(step, "resampling", resampling)
             continue
-        here = target if target is not None else Grid.of(current)
-        if not pending.is_identity or not here.same_as(Grid.of(current)):
-            # later steps run on the output grid: a step needing the frame works there if it is in the frame
-            current = warp_dem(current, grid=here, op=pending, resampling=resampling)
-            pending = FrameOp(frame)
+        # later steps run on the output grid: a step needing the frame works there if it is in the frame
+        current, pending = onto_output(current, pending), FrameOp(frame)
         if not step._frame_free() and not same_crs(frame, Grid.of(current).crs):
             raise InputError(
                 f"{type(step).__name__} uses map coordinates or horizontal distances, so it applies only to a DEM "
@@ -75,7 +80,4 @@ def apply_in_frame(
                 "DEM into that CRS first (e.g. gdalwarp -t_srs), or apply with grid=<the reference> (CLI: --grid ref)"
             )
         current = step._apply(current, bias_vars, True)
-    out_grid = target if target is not None else Grid.of(current)
-    if pending.is_identity and out_grid.same_as(Grid.of(current)):
-        return current
-    return warp_dem(current, grid=out_grid, op=pending, resampling=resampling)
+    return onto_output(current, pending)
