@@ -24,8 +24,44 @@ FACTORIES = {
 }
 
 
+#: Transforms that are given rather than fitted (``fit`` refuses): checked by test_given_transform.
+GIVEN = {
+    "rigidtransform": lambda ref: C.RigidTransform.from_rotations(
+        0.01, -0.02, 0.2, translation=(1.5, -2.0, 0.3), crs=ref.rio.crs,
+        centroid=(float(ref.x.mean()), float(ref.y.mean()), 100.0)),
+}
+
+
 def test_every_registered_method_has_a_factory():
-    assert set(FACTORIES) == set(METHODS)
+    assert set(FACTORIES) | set(GIVEN) == set(METHODS)
+    assert not set(FACTORIES) & set(GIVEN)
+
+
+@pytest.mark.parametrize("name", sorted(GIVEN))
+def test_given_transform(name):
+    """A given transform: fit refuses clearly; apply is lazy, chunk-independent, and survives JSON."""
+    import dask
+    import numpy as np
+
+    from xdem.errors import InputError
+    from xdem.testing import _Counter
+
+    ref, tba, _ = example_pair(chunks=128)
+    t = GIVEN[name](ref)
+    with pytest.raises(InputError, match="given, not fitted"):
+        METHODS[name]().fit(ref, tba)
+    with _Counter() as counter:
+        out = t.apply(tba)
+    assert counter.count == 0
+    base = out.values
+    assert np.isfinite(base).mean() > 0.9
+    again = C.Coreg.from_json(t.to_json())
+    assert type(again) is type(t)
+    np.testing.assert_array_equal(again.to_matrix(), t.to_matrix())
+    for chunks in (64, 150):
+        with dask.config.set(scheduler="synchronous"):
+            other = t.apply(tba.chunk(chunks)).values
+        np.testing.assert_allclose(other, base, atol=1e-6, rtol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))

@@ -39,10 +39,11 @@ from pyproj import CRS, Transformer
 from xdem.errors import CRSError
 from xdem.io.grid import dask_data, grid_shape
 from xdem.kernels.interp import RESAMPLINGS, footprint
+from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
 from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel
 
-__all__ = ["Grid", "Surface", "FrameOp", "warp_dem", "crs_key", "same_crs"]
+__all__ = ["Grid", "Surface", "FrameOp", "NotMergeable", "warp_dem", "crs_key", "same_crs"]
 
 #: Output rows processed at once inside a chunk task (bounds the per-task temporaries).
 STRIP_ROWS = 256
@@ -133,11 +134,24 @@ class Surface:
         return polynomial_surface(u, v, self.terms, self.coefs)
 
 
+class NotMergeable(Exception):
+    """Two ops cannot be merged into one mapping (a rotation after a ramp): warp them one after
+    the other."""
+
+
+Matrix3 = tuple[tuple[float, float, float], tuple[float, float, float], tuple[float, float, float]]
+
+
 @dataclass(frozen=True)
 class FrameOp:
-    """A correction as seen in its frame: ``out(q) = src(q - shift_xy) + shift_z - sum surfaces(q)``.
+    """A correction as seen in its frame: the source surface moved rigidly, then ramps removed.
 
-    ``q`` are frame (reference CRS) coordinates. Ops compose with :meth:`then`.
+    Each source point ``P`` goes to ``R (P - centre) + centre + shift`` (``rotation`` ``R``;
+    ``None`` is the identity, a pure translation); the output at a frame position ``q`` is the
+    moved surface's elevation there minus ``sum surfaces(q)``. Without rotation this is
+    ``out(q) = src(q - shift_xy) + shift_z - sum surfaces(q)``. ``q`` are frame (reference
+    CRS) coordinates; ``frame`` ``""`` means the CRS of whatever DEM the op is applied to. Ops
+    compose with :meth:`then`.
 
     Examples
     --------
@@ -150,29 +164,73 @@ class FrameOp:
     frame: str
     shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
     surfaces: tuple[Surface, ...] = field(default=())
+    rotation: Matrix3 | None = None
+    centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    @classmethod
+    def rigid(cls, frame: str, matrix: np.ndarray, centre: np.ndarray) -> FrameOp:
+        """The op of a 4 x 4 rigid matrix (rotation reported about ``centre``)."""
+        r, t = split_matrix(matrix, centre)
+        rot = None if np.array_equal(r, np.eye(3)) else tuple(tuple(float(v) for v in row) for row in r)
+        return cls(frame, shift=(float(t[0]), float(t[1]), float(t[2])), rotation=rot,  # type: ignore[arg-type]
+                   centre=(float(centre[0]), float(centre[1]), float(centre[2])))
 
     @property
     def is_identity(self) -> bool:
         """No motion and no vertical change."""
-        return not any(self.shift) and not self.surfaces
+        return not any(self.shift) and not self.surfaces and self.rotation is None
+
+    @property
+    def is_translation(self) -> bool:
+        """A pure translation (no rotation, no ramp)."""
+        return self.rotation is None and not self.surfaces
+
+    def matrix(self) -> np.ndarray:
+        """The 4 x 4 matrix of the rigid part."""
+        r = np.eye(3) if self.rotation is None else np.asarray(self.rotation, dtype=np.float64)
+        return rigid_matrix(r, np.asarray(self.shift), np.asarray(self.centre))
+
+    def inverse(self) -> InverseCoefficients | None:
+        """The per-pixel inverse of the rigid part (:mod:`xdem.kernels.rigid`), ``None`` without rotation."""
+        if self.rotation is None:
+            return None
+        return InverseCoefficients(np.asarray(self.rotation), np.asarray(self.shift), np.asarray(self.centre))
 
     def then(self, later: FrameOp) -> FrameOp:
         """This op followed by ``later`` (same frame), as one op: one resampling.
 
-        ``later(self(src))(q) = src(q - s_l - s_s) + z_s + z_l - S_s(q - s_l) - S_l(q)``.
+        With a translation ``later``:
+        ``later(self(src))(q) = moved_src(q - s_l) + z_l - S_s(q - s_l) - S_l(q)`` (the earlier
+        ramps move with the surface). A rotation in ``later`` composes with this op's rigid part
+        (matrix product) when this op has no ramp; otherwise :class:`NotMergeable`.
         """
-        if not same_crs(self.frame, later.frame):
+        frame = self.frame or later.frame
+        if self.frame and later.frame and not same_crs(self.frame, later.frame):
             raise CRSError(f"steps fitted in different CRSs ({self.frame} and {later.frame}) cannot be merged")
-        lx, ly, lz = later.shift
-        moved = tuple(replace(s, offset=(s.offset[0] + lx, s.offset[1] + ly)) for s in self.surfaces)
-        shift = (self.shift[0] + lx, self.shift[1] + ly, self.shift[2] + lz)
-        return FrameOp(self.frame, shift=shift, surfaces=moved + later.surfaces)
+        if later.rotation is None:
+            lx, ly, lz = later.shift
+            moved = tuple(replace(s, offset=(s.offset[0] + lx, s.offset[1] + ly)) for s in self.surfaces)
+            shift = (self.shift[0] + lx, self.shift[1] + ly, self.shift[2] + lz)
+            return FrameOp(frame, shift=shift, surfaces=moved + later.surfaces, rotation=self.rotation,
+                           centre=self.centre)
+        if self.surfaces:
+            raise NotMergeable("a rotation after a ramp")
+        centre = np.asarray(self.centre if self.rotation is not None else later.centre)
+        merged = FrameOp.rigid(frame, later.matrix() @ self.matrix(), centre)
+        return replace(merged, surfaces=later.surfaces)
 
     def vertical(self, x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
-        """Vertical part at frame coordinates: ``shift_z - sum surfaces``."""
+        """Vertical part of a translation op at frame coordinates: ``shift_z - sum surfaces``."""
         out: np.ndarray | float = self.shift[2]
         for s in self.surfaces:
             out = out - s.value(x, y)
+        return out
+
+    def ramps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
+        """``sum surfaces`` at frame coordinates."""
+        out: np.ndarray | float = 0.0
+        for s in self.surfaces:
+            out = out + s.value(x, y)
         return out
 
 
