@@ -75,6 +75,38 @@ def dem_of(terrain: SineTerrain, *, crs: str, transform: Affine, shape: tuple[in
     return da.chunk(chunks)
 
 
+def rigid_dem_of(terrain: SineTerrain, *, transform: Affine, shape: tuple[int, int], matrix: np.ndarray,
+                 chunks: int = 128, rows: slice | None = None) -> xr.DataArray:
+    """DEM on a grid of the terrain's CRS of the terrain surface moved by the rigid 4 x 4
+    ``matrix`` (applied to the points ``(x, y, z)`` of the surface): at each pixel centre ``q``,
+    the elevation of the moved surface, i.e. ``(M P)_z`` for the surface point ``P`` whose image
+    has horizontal position ``q``. Solved here independently of :mod:`xdem.kernels.rigid`: with
+    ``P = M^-1 (q, z')`` and ``P_z = terrain(P_xy)``, iterate ``z' <- (M (P_xy, terrain(P_xy)))_z``
+    to 1e-10 m (the terrain is exact anywhere). The matrix to apply to this DEM to get the
+    terrain back is ``inv(matrix)``. ``rows`` restricts to a band of rows (for large grids)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    inv = np.linalg.inv(m)
+    ny, nx = shape
+    r = np.arange(ny)[rows] if rows is not None else np.arange(ny)
+    cols, rr = np.meshgrid(np.arange(nx) + 0.5, r + 0.5)
+    qx = transform.c + cols * transform.a
+    qy = transform.f + rr * transform.e
+    z = terrain(qx, qy)  # a start: the unmoved surface
+    for _ in range(50):
+        px = inv[0, 0] * qx + inv[0, 1] * qy + inv[0, 2] * z + inv[0, 3]
+        py = inv[1, 0] * qx + inv[1, 1] * qy + inv[1, 2] * z + inv[1, 3]
+        new = m[2, 0] * px + m[2, 1] * py + m[2, 2] * terrain(px, py) + m[2, 3]
+        done = np.abs(new - z).max() < 1e-10
+        z = new
+        if done:
+            break
+    else:
+        raise AssertionError("the rigid truth did not converge")
+    out = xr.DataArray(z.astype(np.float32), dims=("y", "x"), coords={"y": qy[:, 0], "x": qx[0]})
+    out = out.rio.write_crs(terrain.crs).rio.write_transform(transform).rio.write_nodata(np.nan, encoded=False)
+    return out.chunk(chunks)
+
+
 def nmad(values: np.ndarray) -> float:
     """The project's NMAD (:func:`xdem.kernels.robust.nmad`) of the finite values."""
     v = np.asarray(values, dtype=np.float64)
