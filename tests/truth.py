@@ -82,7 +82,7 @@ def rigid_dem_of(terrain: SineTerrain, *, transform: Affine, shape: tuple[int, i
     the elevation of the moved surface, i.e. ``(M P)_z`` for the surface point ``P`` whose image
     has horizontal position ``q``. Solved here independently of :mod:`xdem.kernels.rigid`: with
     ``P = M^-1 (q, z')`` and ``P_z = terrain(P_xy)``, iterate ``z' <- (M (P_xy, terrain(P_xy)))_z``
-    to 1e-10 m (the terrain is exact anywhere). The matrix to apply to this DEM to get the
+    to 1e-8 m (the terrain is exact anywhere). The matrix to apply to this DEM to get the
     terrain back is ``inv(matrix)``. ``rows`` restricts to a band of rows (for large grids)."""
     m = np.asarray(matrix, dtype=np.float64)
     inv = np.linalg.inv(m)
@@ -96,7 +96,7 @@ def rigid_dem_of(terrain: SineTerrain, *, transform: Affine, shape: tuple[int, i
         px = inv[0, 0] * qx + inv[0, 1] * qy + inv[0, 2] * z + inv[0, 3]
         py = inv[1, 0] * qx + inv[1, 1] * qy + inv[1, 2] * z + inv[1, 3]
         new = m[2, 0] * px + m[2, 1] * py + m[2, 2] * terrain(px, py) + m[2, 3]
-        done = np.abs(new - z).max() < 1e-10
+        done = np.abs(new - z).max() < 1e-8
         z = new
         if done:
             break
