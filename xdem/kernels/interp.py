@@ -4,6 +4,15 @@ Both use separable convolution weights with a finite footprint (bilinear: 2 x 2,
 Keys' cubic convolution with a = -0.5, 4 x 4) and no spline pre-filter, so a NaN only
 affects outputs whose footprint gives it a non-zero weight: holes grow by at most the
 footprint, never further. An exact integer shift copies the data.
+
+Keys' cubic convolution moves the phase of a wave exactly as bilinear interpolation does
+(its correction to the linear interpolant is a real multiple of it, wave by wave): on rough
+terrain a DEM evaluated at a fraction ``f`` of a pixel looks displaced by a small amount
+that depends on ``f`` (0.01 pixel for waves of 8 pixels at ``f = 0.2``). The fits that
+evaluate a DEM between pixels to measure its displacement use ``"lagrange"`` instead
+(:data:`FIT_INTERPOLATION`): the 4-point Lagrange (cubic polynomial) interpolation, same
+4 x 4 footprint, 8 times less phase error on waves of 8 pixels and 50 times less on waves
+of 20 (not C1 across pixels, so it is not offered to resample a DEM).
 """
 
 from __future__ import annotations
@@ -12,19 +21,24 @@ import math
 
 import numpy as np
 
-__all__ = ["RESAMPLINGS", "ORDERS", "footprint", "weights_1d", "shift_block_kernel", "interp_windows_kernel"]
+__all__ = ["RESAMPLINGS", "ORDERS", "FIT_INTERPOLATION", "footprint", "weights_1d", "shift_block_kernel",
+           "interp_windows_kernel"]
 
 #: Interpolation names accepted by ``resampling`` arguments.
 RESAMPLINGS = ("bilinear", "cubic")
 #: Former name of :data:`RESAMPLINGS` (kept for existing imports).
 ORDERS = RESAMPLINGS
+#: Interpolation used by fits that measure a displacement by evaluating a DEM between pixels
+#: (see the module notes); also accepted by :func:`footprint`, :func:`weights_1d` and
+#: :func:`interp_windows_kernel`.
+FIT_INTERPOLATION = "lagrange"
 
 
 def footprint(resampling: str) -> tuple[int, int]:
     """``(before, after)`` pixels an interpolation reads around ``floor(position)``."""
     if resampling == "bilinear":
         return (0, 1)
-    if resampling == "cubic":
+    if resampling in ("cubic", "lagrange"):
         return (1, 2)
     raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
 
@@ -44,6 +58,9 @@ def weights_1d(frac: np.ndarray | float, resampling: str) -> list[tuple[int, np.
             return a * t**3 - 5.0 * a * t**2 + 8.0 * a * t - 4.0 * a
 
         return [(-1, far(1.0 + f)), (0, near(f)), (1, near(1.0 - f)), (2, far(2.0 - f))]
+    if resampling == "lagrange":  # the cubic through the 4 nodes -1, 0, 1, 2 (exactly 0, 1, 0, 0 at f = 0)
+        return [(-1, -f * (f - 1.0) * (f - 2.0) / 6.0), (0, (f + 1.0) * (f - 1.0) * (f - 2.0) / 2.0),
+                (1, -(f + 1.0) * f * (f - 2.0) / 2.0), (2, (f + 1.0) * f * (f - 1.0) / 6.0)]
     raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
 
 

@@ -1,0 +1,247 @@
+"""The to-be-aligned DEM moved by a rigid matrix, at the sampled reference pixels, from small
+windows in memory: the working set of the rigid estimators (:class:`~xdem.coreg.LZD`).
+
+The subsample is drawn once (:func:`rigid_fit_sample`, one pass, two when few pixels are
+valid) with windows of both DEMs cut around the sampled pixels in the same pass: the
+reference's give its gradient there, the to-be-aligned DEM's its values near each point.
+Under a rigid matrix ``M`` the moved surface above a sampled position ``q`` comes from the
+source point whose image lies above ``q``: its position depends on its own moved elevation
+when ``M`` rotates about x or y, and is solved per point by the fixed point of
+:func:`xdem.kernels.rigid.solve_elevation`, interpolating each point's window
+(:func:`xdem.kernels.interp.interp_windows_kernel`, with the 4-point Lagrange interpolation,
+whose phase error is far below that of cubic convolution: see :mod:`xdem.kernels.interp`).
+Positions differ from point to point
+under a rotation, so each point has its own window; the windows of the points whose source
+position leaves them are gathered again around the new positions, for all those points in
+one pass (:func:`xdem.coreg._windows.gather_windows`), and only then (:attr:`RigidSampler.reads`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.coreg._data import FitData
+from xdem.coreg._shift import shift_dem
+from xdem.coreg._windows import gather_windows
+from xdem.io.grid import dask_data, get_resolution, get_transform
+from xdem.kernels.interp import FIT_INTERPOLATION, footprint, interp_windows_kernel
+from xdem.kernels.lzd import window_gradient
+from xdem.kernels.rigid import InverseCoefficients, solve_elevation, split_matrix
+from xdem.sampling import Sample, sample_valid
+
+__all__ = ["RigidSampler", "RigidSample", "rigid_fit_sample", "WINDOW_MARGIN", "REFRESH_MARGIN"]
+
+#: A pass gathering windows again is made when some point's predicted source position comes
+#: closer than this (pixels) to the edge of what the interpolation can read in its window
+#: (room for the prediction's error: the fixed point moves the positions by far less).
+WINDOW_MARGIN = 0.25
+#: ... and that pass also re-centres every point with less room than this (pixels), so that
+#: points lingering near their window's edge do not each trigger a pass of their own later.
+REFRESH_MARGIN = 0.75
+#: Rounds of "gather the windows left by the final positions, solve those points again" at most.
+_MAX_REGATHERS = 3
+
+
+class RigidSampler:
+    """Elevations of ``tba`` moved by a rigid 4 x 4 matrix, above the sampled pixels.
+
+    ``sampler(matrix, guess)`` returns the moved surface's elevation above every sampled
+    pixel (NaN where the source is NaN, off the grid, or the fixed point did not settle);
+    ``guess`` (elevations close to the answer, e.g. the reference's or the last ones) tells
+    where the sources are before solving, so that windows are gathered before, not after.
+
+    Parameters
+    ----------
+    tba
+        The to-be-aligned DEM on the reference's grid (north-up).
+    rows, cols
+        Global pixel indices of the sampled pixels.
+    interpolation
+        Interpolation inside the windows (:func:`xdem.kernels.interp.weights_1d`):
+        :data:`~xdem.kernels.interp.FIT_INTERPOLATION` to measure displacements.
+    half
+        Windows are ``2 half + 2`` pixels wide, starting ``half`` pixels before their centre.
+    centre
+        A point near the data (the rotation centre of the fit): coordinates are taken
+        relative to it for precision.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> z = np.add.outer(np.arange(20.0), np.zeros(20))  # z = row index: rises to the south
+    >>> dem = xr.DataArray(z, dims=("y", "x"), coords={"y": -np.arange(20) - 0.5, "x": np.arange(20) + 0.5})
+    >>> s = RigidSampler(dem, np.array([10]), np.array([10]), interpolation="lagrange", half=2,
+    ...                  centre=np.zeros(3))
+    >>> m = np.eye(4); m[1, 3] = -1.0  # moved 1 m south: the surface above row 10 is that of row 9
+    >>> s(m, np.array([10.0])).round(9).tolist(), s.reads
+    ([9.0], 1)
+    """
+
+    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, *, interpolation: str, half: int,
+                 centre: np.ndarray) -> None:
+        self.arr = dask_data(tba)
+        get_resolution(tba)  # north-up grids only (a clear error otherwise)
+        t = get_transform(tba)
+        self.inv = ~t
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.cols = np.asarray(cols, dtype=np.int64)
+        self.x = t.c + (self.cols + 0.5) * t.a
+        self.y = t.f + (self.rows + 0.5) * t.e
+        self.interpolation = interpolation
+        self.half = int(half)
+        self.size = 2 * self.half + 2
+        self.before, self.after = footprint(interpolation)
+        self.centre = np.asarray(centre, dtype=np.float64)
+        n = len(self.rows)
+        self.win: np.ndarray | None = None
+        self.wrow = np.full(n, np.iinfo(np.int64).min // 4, dtype=np.int64)  # no window yet
+        self.wcol = self.wrow.copy()
+        self.reads = 0
+
+    def prime(self, windows: np.ndarray) -> None:
+        """Use ``windows`` cut around the sampled pixels themselves (by the draw)."""
+        self.win = windows
+        self.wrow, self.wcol = self.rows.copy(), self.cols.copy()
+
+    # --- geometry ---------------------------------------------------------------------------
+    def _positions(self, coef: InverseCoefficients, ids: np.ndarray | slice
+                   ) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """Source pixel positions at moved elevation ``zc`` (the centre's) and their change per
+        unit of moved elevation: ``(prow0, pcol0, drow, dcol)``."""
+        zc = float(self.centre[2])
+        x0, y0 = coef.q0(self.x[ids], self.y[ids])
+        inv = self.inv
+        b0, b1 = float(coef.b[0]), float(coef.b[1])
+        xs, ys = x0 + b0 * zc, y0 + b1 * zc
+        pcol = inv.a * xs + inv.b * ys + inv.c - 0.5
+        prow = inv.d * xs + inv.e * ys + inv.f - 0.5
+        return prow, pcol, inv.d * b0 + inv.e * b1, inv.a * b0 + inv.b * b1
+
+    def _inside(self, ids: np.ndarray, prow: np.ndarray, pcol: np.ndarray, margin: float) -> np.ndarray:
+        """Whether the interpolation at these positions reads only inside the points' windows
+        (with ``margin`` pixels to spare)."""
+        lo, hi = self.before + margin, self.size - self.after - margin
+        lr = prow - (self.wrow[ids] - self.half)
+        lc = pcol - (self.wcol[ids] - self.half)
+        return (lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi)
+
+    def _gather(self, ids: np.ndarray, prow: np.ndarray, pcol: np.ndarray) -> None:
+        """Cut new windows (one pass) for the points ``ids``, around positions ``prow, pcol``."""
+        fin = np.isfinite(prow) & np.isfinite(pcol)
+        ids, prow, pcol = ids[fin], prow[fin], pcol[fin]
+        if not len(ids):
+            return
+        # centred on floor(position): the interpolation can then move a pixel either way (cubic)
+        wr, wc = np.floor(prow).astype(np.int64), np.floor(pcol).astype(np.int64)
+        new = gather_windows(self.arr, wr, wc, self.half)
+        if self.win is None:
+            self.win = np.full((len(self.rows), self.size, self.size), np.nan, dtype=np.float32)
+        self.win[ids] = new
+        self.wrow[ids], self.wcol[ids] = wr, wc
+        self.reads += 1
+
+    # --- evaluation -------------------------------------------------------------------------
+    def __call__(self, matrix: np.ndarray, guess: np.ndarray) -> np.ndarray:
+        coef = InverseCoefficients(*split_matrix(matrix, self.centre), self.centre)
+        zc = float(self.centre[2])
+        n = len(self.rows)
+        every = np.arange(n)
+        prow0, pcol0, drow, dcol = self._positions(coef, every)
+        g = np.where(np.isfinite(guess), guess, zc)
+        pr, pc = prow0 + drow * (g - zc), pcol0 + dcol * (g - zc)
+        if not self._inside(every, pr, pc, WINDOW_MARGIN).all():
+            out = ~self._inside(every, pr, pc, REFRESH_MARGIN)
+            self._gather(every[out], pr[out], pc[out])
+        z = np.full(n, np.nan)
+        todo = every
+        for round_ in range(_MAX_REGATHERS + 1):
+            zt, pr, pc = self._solve(coef, todo, prow0[todo], pcol0[todo], drow, dcol)
+            z[todo] = zt
+            left = ~self._inside(todo, pr, pc, 0.0)  # read outside its window: NaN so far
+            if not left.any() or round_ == _MAX_REGATHERS:
+                break
+            todo, pr, pc = todo[left], pr[left], pc[left]
+            self._gather(todo, pr, pc)
+        return z
+
+    def _solve(self, coef: InverseCoefficients, ids: np.ndarray, prow0: np.ndarray, pcol0: np.ndarray,
+               drow: float, dcol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        win = self.win
+        if win is None:
+            nan = np.full(len(ids), np.nan)
+            return nan, prow0, pcol0
+        sub = win[ids]
+        r0 = (self.wrow[ids] - self.half).astype(np.float64)
+        c0 = (self.wcol[ids] - self.half).astype(np.float64)
+
+        def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
+            return interp_windows_kernel(sub, prow - r0, pcol - c0, resampling=self.interpolation)
+
+        a = coef.a(self.x[ids], self.y[ids])
+        return solve_elevation(sample, prow0, pcol0, drow, dcol, a, k=coef.k, rzz=coef.rzz, z0=float(self.centre[2]))
+
+
+@dataclass
+class RigidSample:
+    """The fit's subsample: pixels, coordinates, reference elevations and gradients, and the
+    sampler of the moved to-be-aligned DEM."""
+
+    sample: Sample
+    x: np.ndarray
+    y: np.ndarray
+    ref: np.ndarray
+    gx: np.ndarray
+    gy: np.ndarray
+    centre: np.ndarray
+    sampler: RigidSampler
+
+    @property
+    def passes(self) -> int:
+        """Computes so far: the draw (1, or 2 when few pixels are valid) plus the sampler's reads."""
+        return self.sample.passes + self.sampler.reads
+
+
+def rigid_fit_sample(
+    data: FitData,
+    *,
+    subsample: float | int,
+    random_state: int | None,
+    min_count: int,
+    what: str,
+    interpolation: str = FIT_INTERPOLATION,
+    half: int = 2,
+    initial_shift: tuple[float, float] = (0.0, 0.0),
+) -> RigidSample:
+    """Draw the subsample with windows of both DEMs (one pass; two when few pixels are valid).
+
+    The rotation centre is the centroid of the sampled reference points. With a horizontal
+    ``initial_shift``, pixels are drawn where the to-be-aligned DEM moved by it is valid, and
+    its windows are gathered by the sampler's first call around the shifted positions (one
+    more pass), as for :class:`~xdem.coreg.NuthKaab` (valid: the shifted DEM by cubic convolution,
+    whose footprint is that of every 4 x 4 interpolation).
+    """
+    valid = data.valid()
+    windows = {"win_ref": data.ref.data, "win_tba": data.tba.data}
+    if tuple(initial_shift) != (0.0, 0.0):
+        moved = shift_dem(data.tba, shift_x=float(initial_shift[0]), shift_y=float(initial_shift[1]),
+                          resampling="cubic")
+        valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
+        del windows["win_tba"]
+    s = sample_valid(valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
+                     min_count=min_count, what=what, windows=windows, half=half)
+    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba", None)
+    t = get_transform(data.ref)
+    gx, gy = window_gradient(win_ref, half, step_x=t.a, step_y=t.e)
+    del win_ref
+    x = t.c + (s["col"] + 0.5) * t.a
+    y = t.f + (s["row"] + 0.5) * t.e
+    ref = s["ref"]
+    centre = np.array([np.mean(x), np.mean(y), np.mean(ref)])
+    sampler = RigidSampler(data.tba, s["row"], s["col"], interpolation=interpolation, half=half, centre=centre)
+    if win_tba is not None:
+        sampler.prime(win_tba)
+    return RigidSample(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)

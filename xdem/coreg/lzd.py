@@ -1,0 +1,352 @@
+"""LZD: rigid coregistration by least squares on the elevation differences, linearised with the
+reference's gradients (Rosenholm & Torlegård 1988)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from typing import ClassVar
+
+import numpy as np
+
+from xdem.coreg._iterate import DIVERGENCE_FRACTION, not_converged
+from xdem.coreg._rigid_sample import RigidSample, rigid_fit_sample
+from xdem.coreg._shift import check_resampling
+from xdem.coreg.base import FitData, register
+from xdem.coreg.rigid import RigidCoreg
+from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.io.grid import check_projected, get_resolution, grid_shape
+from xdem.kernels.lzd import increment_matrix, lzd_step, step_motion
+from xdem.kernels.rigid import split_matrix
+from xdem.kernels.robust import nmad
+
+__all__ = ["LZD"]
+
+#: Unknowns solved for (indices into :data:`xdem.kernels.lzd.UNKNOWNS`): all six; translation
+#: only; and what flat terrain still constrains (the tilts and the vertical shift), with and
+#: without rotations.
+_ALL, _TRANSLATION, _FLAT, _FLAT_TRANSLATION = (0, 1, 2, 3, 4, 5), (3, 4, 5), (0, 1, 5), (5,)
+#: The terrain constrains the horizontal unknowns when the column-normalised design of the
+#: kept points has a condition number below this (flat or planar terrain: infinite or huge).
+_MAX_CONDITION = 1e4
+#: ... and at least this many sampled points are steeper than ``_MIN_SLOPE`` degrees.
+_MIN_SLOPE = 1.0
+
+
+@register
+class LZD(RigidCoreg):
+    """Rigid coregistration (3 rotations, 3 translations) by the least-squares method of
+    Rosenholm & Torlegård (1988), fitted on a subsample.
+
+    The to-be-aligned DEM, moved by the current rigid transform, is evaluated above each
+    sampled reference pixel (its moved surface there: the source position depends on the
+    moved elevation under rotations about x and y and is solved per point); the residuals
+    ``r = moved - ref`` are linearised in a small rotation about the centroid of the sampled
+    points and a translation with the reference's gradient, solved in least squares with
+    outlier rejection, and the increment is composed exactly with the transform
+    (:mod:`xdem.kernels.lzd`). The iterations stop when a step moves no sampled point by
+    more than ``tolerance`` pixels. Near the solution the residuals are those of the
+    interpolation and of the data alone: unlike Nuth & Kääb's aspect bins, the estimate has
+    no bias of its own on rough terrain (the same least squares refine Nuth & Kääb's
+    translation with ``only_translation=True``).
+
+    Passes over the full data in ``fit``: one to draw the subsample with small windows
+    (6 x 6 pixels) of both DEMs around each sampled pixel (two when less than about 80 % of
+    the pixels are valid, :func:`xdem.sampling.sample_valid`), plus one each time some
+    points' source positions leave their windows (more than half a pixel from where they
+    were cut), for those points only: usually 2 or 3 passes with a rotation of a few tenths
+    of a degree (the first step moves the far points by a few pixels), 1 or 2 for a
+    translation of less than a pixel, whatever ``max_iterations``. The iterations run in
+    memory on the windows, bounded by ``subsample`` (about 300 bytes per point).
+
+    ``resampling`` defaults to ``"cubic"``: the fit evaluates the moved DEM between pixels,
+    at a different fraction of a pixel for every point under a rotation; on rough terrain
+    bilinear interpolation smooths the surface by an amount that depends on that fraction
+    (about 20 times the error of cubic convolution at 5 m pixels on terrain with 50 m
+    waves), which the least squares partly take for a motion, and ``apply`` resamples the
+    result with the same interpolation.
+
+    On flat or planar terrain (fewer than 100 sampled points steeper than 1 degree, or a
+    design too ill-conditioned to separate the horizontal unknowns), only the tilts (rotations
+    about x and y) and the vertical shift are estimated: a
+    :class:`~xdem.errors.FlatTerrainWarning`, ``horizontal_constrained_ = False``.
+    A fit that diverges (a sampled point moved by more than a quarter of the DEM's size from
+    its start) or stops unconverged with an unusable result (still moving by more than 0.5
+    pixel after 3 or more iterations, or having moved by more than 2 pixels without bringing
+    the NMAD of the residuals below 0.8 of its start: :func:`xdem.coreg._iterate.not_converged`)
+    raises a :class:`~xdem.errors.ConvergenceError`, unless ``on_divergence="warn"``; a
+    usable unconverged result gives a :class:`~xdem.errors.ConvergenceWarning` and
+    ``converged_ = False``.
+
+    Parameters
+    ----------
+    max_iterations
+        Maximum number of least-squares steps.
+    tolerance
+        Stop when a step moves every sampled point by less than this, in pixels (a rotation
+        step below ``tolerance * pixel / distance`` radians for the farthest point).
+    subsample
+        Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
+    random_state
+        Seed of the reproducible subsample.
+    resampling
+        ``"cubic"`` (default) or ``"bilinear"``: used to evaluate the DEM in fit and to apply.
+    only_translation
+        Estimate a translation only (3 unknowns; no rotation).
+    outlier_factor
+        Points whose residual (after the step's fit) is further than this many NMAD from
+        the median are rejected and the step solved again; ``None`` keeps every point.
+    initial_shift
+        ``(shift_x, shift_y)`` or ``(shift_x, shift_y, shift_z)``: a translation to start from
+        (a first estimate of the result, in CRS units, same sign convention as the result);
+        ``None`` starts from no motion. Pixels are then drawn where the shifted DEM is valid.
+    on_divergence
+        ``"raise"`` (default) or ``"warn"``: a diverging or unusable fit raises a
+        :class:`~xdem.errors.ConvergenceError`, or, with ``"warn"``, warns and keeps only the
+        vertical shift at the start (the transform reset to ``initial_shift``).
+
+    Learned attributes
+    ------------------
+    matrix_, centroid_, rotation_x_, rotation_y_, rotation_z_, shift_x_, shift_y_, shift_z_
+        The rigid transform (:class:`~xdem.coreg.RigidCoreg`); the centroid is that of the
+        sampled reference points.
+    n_iterations_ : int
+    converged_ : bool
+    horizontal_constrained_ : bool
+    count_ : int
+        Points kept in the last step.
+    residual_nmad_ : float
+        NMAD of ``moved tba - ref`` over the sampled points at the result.
+    history_ : list of 6 floats per iteration
+        ``[rx, ry, rz (degrees), shift_x, shift_y, shift_z]`` after each step.
+    passes_ : int
+        Computes made by the fit.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, truth = xdem.examples.example_pair(mode="transform")
+    >>> lzd = LZD(subsample=20_000).fit(ref, tba)
+    >>> abs(lzd.shift_x_ - truth["shift_x"]) < 0.01, lzd.passes_ <= 3
+    (True, True)
+    """
+
+    _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
+    _min_points: ClassVar[int] = 100
+
+    def __init__(
+        self,
+        *,
+        max_iterations: int = 30,
+        tolerance: float = 0.001,
+        subsample: float | int = 500_000,
+        random_state: int | None = None,
+        resampling: str = "cubic",
+        only_translation: bool = False,
+        outlier_factor: float | None = 3.0,
+        initial_shift: tuple[float, float] | tuple[float, float, float] | None = None,
+        on_divergence: str = "raise",
+    ) -> None:
+        self.max_iterations = max_iterations
+        self.tolerance = tolerance
+        self.subsample = subsample
+        self.random_state = random_state
+        self.resampling = resampling
+        self.only_translation = only_translation
+        self.outlier_factor = outlier_factor
+        self.initial_shift = initial_shift
+        self.on_divergence = on_divergence
+
+    # --- parameters ---------------------------------------------------------------------
+    def _check_params(self) -> tuple[float, float, float]:
+        """Validate the hyper-parameters; returns the starting translation."""
+        check_resampling(self.resampling)
+        if isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, (int, np.integer)) \
+                or self.max_iterations < 1:
+            raise InputError(f"max_iterations must be an integer >= 1, got {self.max_iterations!r}")
+        if not _positive(self.tolerance):
+            raise InputError(f"tolerance must be a number > 0 (pixels), got {self.tolerance!r}")
+        if self.outlier_factor is not None and not _positive(self.outlier_factor):
+            raise InputError(f"outlier_factor must be a number > 0 (NMADs) or None, got {self.outlier_factor!r}")
+        if not isinstance(self.only_translation, (bool, np.bool_)):
+            raise InputError(f"only_translation must be True or False, got {self.only_translation!r}")
+        if self.on_divergence not in ("raise", "warn"):
+            raise InputError(f"on_divergence must be 'raise' or 'warn', got {self.on_divergence!r}")
+        return _start(self.initial_shift)
+
+    # --- fit ----------------------------------------------------------------------------------
+    def _fit(self, data: FitData) -> None:
+        start = self._check_params()
+        check_projected(data.ref, "LZD")
+        ss = rigid_fit_sample(data, subsample=self.subsample, random_state=self.random_state,
+                              min_count=self._min_points, what="LZD", half=self._half,
+                              initial_shift=start[:2])
+        m0 = np.eye(4)
+        m0[:3, 3] = start
+        unknowns = self._unknowns(ss)
+        run = _Run(self, ss, m0, unknowns, pixel=float(np.mean(get_resolution(data.ref))), shape=grid_shape(data.ref))
+        matrix = run.iterate()
+        rotation, translation = split_matrix(matrix, ss.centre)
+        if self.only_translation:
+            rotation = np.eye(3)
+        self._set_transform(rotation, translation, ss.centre)
+        self.n_iterations_ = run.iterations
+        self.converged_ = run.converged
+        self.horizontal_constrained_ = unknowns in (_ALL, _TRANSLATION)
+        self.count_ = run.count
+        self.residual_nmad_ = run.final_spread
+        self.history_ = run.history
+        self.passes_ = int(ss.passes)
+
+    def _unknowns(self, ss: RigidSample) -> tuple[int, ...]:
+        """The unknowns the terrain constrains (see the class notes), warning on flat terrain."""
+        full = _TRANSLATION if self.only_translation else _ALL
+        fin = np.isfinite(ss.gx) & np.isfinite(ss.gy)
+        sloped = int(np.count_nonzero(np.hypot(ss.gx[fin], ss.gy[fin]) >= math.tan(math.radians(_MIN_SLOPE))))
+        d = np.vstack([ss.x - ss.centre[0], ss.y - ss.centre[1], ss.ref - ss.centre[2]])
+        probe = lzd_step(np.zeros(len(ss.x)), d, ss.gx, ss.gy, scale=_spread(ss), unknowns=full, outlier_factor=None)
+        if sloped >= self._min_points and probe.condition < _MAX_CONDITION:
+            return full
+        warnings.warn(
+            f"LZD: the terrain is too flat or too planar to estimate a horizontal motion ({sloped} sampled points "
+            f"steeper than {_MIN_SLOPE} degree(s), condition {probe.condition:.3g}); only the "
+            + ("vertical shift is" if self.only_translation else "tilts (rotations about x and y) and the vertical shift are")
+            + " estimated", FlatTerrainWarning, stacklevel=4)
+        return _FLAT_TRANSLATION if self.only_translation else _FLAT
+
+
+class _Run:
+    """The iterations of one LZD fit, on the sample in memory."""
+
+    def __init__(self, est: LZD, ss: RigidSample, m0: np.ndarray, unknowns: tuple[int, ...], *, pixel: float,
+                 shape: tuple[int, int]) -> None:
+        self.est, self.ss, self.m0, self.unknowns = est, ss, m0, unknowns
+        self.pixel, self.shape = pixel, shape
+        self.scale = _spread(ss)
+        self.iterations = 0
+        self.converged = False
+        self.count = 0
+        self.history: list[list[float]] = []
+        self.final_spread = float("nan")
+        self._z = ss.ref.copy()  # the last moved elevations: where to look for the sources next
+
+    def residuals(self, matrix: np.ndarray) -> np.ndarray:
+        """``moved tba - ref`` at the sampled points."""
+        z = self.ss.sampler(matrix, self._z)
+        self._z = np.where(np.isfinite(z), z, self._z)
+        return z - self.ss.ref
+
+    def moved_px(self, matrix: np.ndarray) -> float:
+        """Largest distance (pixels) a sampled point is moved by ``matrix`` relative to the start."""
+        ss = self.ss
+        p = np.vstack([ss.x, ss.y, ss.ref, np.ones_like(ss.x)])
+        delta = (matrix - self.m0) @ p
+        return float(np.sqrt(np.max(np.sum(delta[:3] ** 2, axis=0)))) / self.pixel
+
+    def iterate(self) -> np.ndarray:
+        est, ss = self.est, self.ss
+        matrix = self.m0.copy()
+        first = last = float("nan")
+        limit = DIVERGENCE_FRACTION * max(self.shape)
+        r = self.residuals(matrix)
+        start_spread = _nmad(r)
+        for self.iterations in range(1, int(est.max_iterations) + 1):
+            d = np.vstack([ss.x - ss.centre[0], ss.y - ss.centre[1], r + ss.ref - ss.centre[2]])
+            step = lzd_step(r, d, ss.gx, ss.gy, scale=self.scale, unknowns=self.unknowns,
+                            outlier_factor=est.outlier_factor)
+            self.count = int(np.count_nonzero(step.inliers))
+            if self.count < max(est._min_points, len(self.unknowns)):
+                raise NotEnoughDataError(
+                    f"LZD: only {self.count} sampled points remain valid after {self.iterations - 1} steps (need "
+                    f"{est._min_points}); the DEMs barely overlap or the motion is too large: start closer with "
+                    "initial_shift=(dx, dy)")
+            matrix = increment_matrix(step.increment, ss.centre) @ matrix
+            fin = np.isfinite(r)
+            last = float(np.max(step_motion(step.increment, d[:, fin]))) / self.pixel
+            first = last if self.iterations == 1 else first
+            self.history.append(_summary(matrix, ss.centre))
+            moved = self.moved_px(matrix)
+            if moved > limit:
+                return self._give_up(_divergence(moved, self.iterations), r)
+            r = self.residuals(matrix)
+            if last < float(est.tolerance):
+                self.converged = True
+                break
+        else:
+            reset = not_converged("LZD", step_px=last, moved_px=self.moved_px(matrix),
+                                  nmad_ratio=_nmad(r) / start_spread if start_spread > 0 else float("nan"),
+                                  sx=float(matrix[0, 3] - self.m0[0, 3]), sy=float(matrix[1, 3] - self.m0[1, 3]),
+                                  iterations=self.iterations, tolerance=float(est.tolerance),
+                                  start=(float(self.m0[0, 3]), float(self.m0[1, 3])), on_divergence=est.on_divergence)
+            if reset:
+                return self._vertical_only()
+        self.final_spread = _nmad(r)
+        return matrix
+
+    def _give_up(self, message: str, r: np.ndarray) -> np.ndarray:
+        if self.est.on_divergence == "raise":
+            raise ConvergenceError(message)
+        warnings.warn(f"{message}; on_divergence='warn': the transform is reset to its start and only the vertical "
+                      "shift is estimated", ConvergenceWarning, stacklevel=5)
+        return self._vertical_only()
+
+    def _vertical_only(self) -> np.ndarray:
+        """The start moved vertically by the median residual there (the accepted partial result)."""
+        self.converged = False
+        r = self.residuals(self.m0)
+        fin = np.isfinite(r)
+        if not fin.any():
+            raise NotEnoughDataError("LZD: no valid elevation difference at the start transform")
+        matrix = self.m0.copy()
+        matrix[2, 3] -= float(np.median(r[fin]))
+        self.count = int(np.count_nonzero(fin))
+        self.final_spread = _nmad(r)
+        return matrix
+
+
+def _divergence(moved_px: float, iterations: int) -> str:
+    return (f"LZD diverged: a sampled point moved by {moved_px:.1f} pixels after {iterations} steps, more than a quarter "
+            "of the DEM's size; if the DEMs really are that far apart, start from an estimate with initial_shift=(dx, dy) "
+            "(e.g. from NuthKaab), otherwise check the inlier mask and the terrain, or accept a partial result with "
+            "on_divergence='warn'")
+
+
+def _summary(matrix: np.ndarray, centre: np.ndarray) -> list[float]:
+    from xdem.kernels.rigid import rotations_of
+
+    r, t = split_matrix(matrix, centre)
+    return [*rotations_of(r), *(float(v) for v in t)]
+
+
+def _spread(ss: RigidSample) -> float:
+    """RMS horizontal distance of the sampled points from the centre (the rotations' scale)."""
+    s = float(np.sqrt(np.mean((ss.x - ss.centre[0]) ** 2 + (ss.y - ss.centre[1]) ** 2)))
+    return s if s > 0 else 1.0
+
+
+def _nmad(r: np.ndarray) -> float:
+    fin = np.isfinite(r)
+    return nmad(r[fin]) if fin.any() else float("nan")
+
+
+def _positive(v: object) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _start(initial_shift: object) -> tuple[float, float, float]:
+    """``initial_shift`` as ``(dx, dy, dz)``."""
+    if initial_shift is None:
+        return 0.0, 0.0, 0.0
+    try:
+        if not isinstance(initial_shift, Iterable) or isinstance(initial_shift, (str, bytes)):
+            raise TypeError
+        values = [float(v) for v in initial_shift]
+        if len(values) not in (2, 3):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise InputError("initial_shift must be two or three numbers (shift_x, shift_y[, shift_z]) in CRS units, "
+                         f"got {initial_shift!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
+    return values[0], values[1], values[2] if len(values) == 3 else 0.0
