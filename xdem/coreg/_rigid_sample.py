@@ -212,29 +212,32 @@ def rigid_fit_sample(
     random_state: int | None,
     min_count: int,
     what: str,
+    start: np.ndarray,
     interpolation: str = FIT_INTERPOLATION,
     half: int = 2,
-    initial_shift: tuple[float, float] = (0.0, 0.0),
 ) -> RigidSample:
     """Draw the subsample with windows of both DEMs (one pass; two when few pixels are valid).
 
-    The rotation centre is the centroid of the sampled reference points. With a horizontal
-    ``initial_shift``, pixels are drawn where the to-be-aligned DEM moved by it is valid, and
-    its windows are gathered by the sampler's first call around the shifted positions (one
-    more pass), as for :class:`~xdem.coreg.NuthKaab` (valid: the shifted DEM by cubic convolution,
-    whose footprint is that of every 4 x 4 interpolation).
+    The rotation centre is the centroid of the sampled reference points. ``start`` is the
+    rigid matrix the fit starts from: when it moves the grid's centre horizontally, pixels
+    are drawn where the to-be-aligned DEM shifted by that motion is valid (by cubic
+    convolution, whose footprint is that of every 4 x 4 interpolation), as for
+    :class:`~xdem.coreg.NuthKaab`'s ``initial_shift``. The windows of the to-be-aligned DEM are
+    cut around the sampled pixels themselves; the sampler gathers new ones (one more pass)
+    for the points whose source positions under ``start`` are not inside them.
     """
     valid = data.valid()
-    windows = {"win_ref": data.ref.data, "win_tba": data.tba.data}
-    if tuple(initial_shift) != (0.0, 0.0):
-        moved = shift_dem(data.tba, shift_x=float(initial_shift[0]), shift_y=float(initial_shift[1]),
-                          resampling="cubic")
-        valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
-        del windows["win_tba"]
-    s = sample_valid(valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
-                     min_count=min_count, what=what, windows=windows, half=half)
-    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba", None)
     t = get_transform(data.ref)
+    ny, nx = data.ref.shape[-2:]
+    cx, cy = t * (nx / 2.0, ny / 2.0)
+    motion = np.asarray(start, dtype=np.float64) @ np.array([cx, cy, 0.0, 1.0]) - np.array([cx, cy, 0.0, 1.0])
+    if motion[0] != 0.0 or motion[1] != 0.0:
+        moved = shift_dem(data.tba, shift_x=float(motion[0]), shift_y=float(motion[1]), resampling="cubic")
+        valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
+    s = sample_valid(valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
+                     min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data},
+                     half=half)
+    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
     gx, gy = window_gradient(win_ref, half, step_x=t.a, step_y=t.e)
     del win_ref
     x = t.c + (s["col"] + 0.5) * t.a
@@ -242,6 +245,5 @@ def rigid_fit_sample(
     ref = s["ref"]
     centre = np.array([np.mean(x), np.mean(y), np.mean(ref)])
     sampler = RigidSampler(data.tba, s["row"], s["col"], interpolation=interpolation, half=half, centre=centre)
-    if win_tba is not None:
-        sampler.prime(win_tba)
+    sampler.prime(win_tba)
     return RigidSample(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)

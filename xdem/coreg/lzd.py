@@ -20,6 +20,7 @@ from xdem.io.grid import check_projected, get_resolution, grid_shape
 from xdem.kernels.lzd import increment_matrix, lzd_step, step_motion
 from xdem.kernels.rigid import split_matrix
 from xdem.kernels.robust import nmad
+from xdem.warp import crs_key
 
 __all__ = ["LZD"]
 
@@ -177,17 +178,33 @@ class LZD(RigidCoreg):
 
     # --- fit ----------------------------------------------------------------------------------
     def _fit(self, data: FitData) -> None:
-        start = self._check_params()
+        self._fit_from(data, np.eye(4))
+
+    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> LZD:
+        """Fit on a to-be-aligned DEM that earlier steps move by the rigid 4 x 4 matrix ``prior``,
+        WITHOUT resampling it first: the fit starts from ``prior`` (then ``initial_shift``) on
+        ``data.tba`` as it is, and learns the transform to apply after ``prior`` (the total
+        times ``inv(prior)``), what fitting on the moved DEM would learn. A pipeline uses it so
+        that a refinement after Nuth & Kääb (or any rigid step) sees the original DEM, not one
+        already resampled (bilinear resampling moves rough terrain's phase by up to 0.01 pixel:
+        :mod:`xdem.kernels.interp`)."""
+        self._reset()
+        self._fit_from(data, np.asarray(prior, dtype=np.float64))
+        self.crs_ = crs_key(data.ref.rio.crs)
+        return self
+
+    def _fit_from(self, data: FitData, prior: np.ndarray) -> None:
+        shift = self._check_params()
         check_projected(data.ref, "LZD")
+        start = np.eye(4)
+        start[:3, 3] = shift
+        start = start @ prior
         ss = rigid_fit_sample(data, subsample=self.subsample, random_state=self.random_state,
-                              min_count=self._min_points, what="LZD", half=self._half,
-                              initial_shift=start[:2])
-        m0 = np.eye(4)
-        m0[:3, 3] = start
+                              min_count=self._min_points, what="LZD", start=start, half=self._half)
         unknowns = self._unknowns(ss)
-        run = _Run(self, ss, m0, unknowns, pixel=float(np.mean(get_resolution(data.ref))), shape=grid_shape(data.ref))
-        matrix = run.iterate()
-        rotation, translation = split_matrix(matrix, ss.centre)
+        run = _Run(self, ss, start, unknowns, pixel=float(np.mean(get_resolution(data.ref))),
+                   shape=grid_shape(data.ref), prior=prior)
+        rotation, translation = split_matrix(run.iterate() @ np.linalg.inv(prior), ss.centre)
         if self.only_translation:
             rotation = np.eye(3)
         self._set_transform(rotation, translation, ss.centre)
@@ -220,8 +237,9 @@ class _Run:
     """The iterations of one LZD fit, on the sample in memory."""
 
     def __init__(self, est: LZD, ss: RigidSample, m0: np.ndarray, unknowns: tuple[int, ...], *, pixel: float,
-                 shape: tuple[int, int]) -> None:
+                 shape: tuple[int, int], prior: np.ndarray) -> None:
         self.est, self.ss, self.m0, self.unknowns = est, ss, m0, unknowns
+        self.after_prior = np.linalg.inv(prior)
         self.pixel, self.shape = pixel, shape
         self.scale = _spread(ss)
         self.iterations = 0
@@ -265,7 +283,7 @@ class _Run:
             fin = np.isfinite(r)
             last = float(np.max(step_motion(step.increment, d[:, fin]))) / self.pixel
             first = last if self.iterations == 1 else first
-            self.history.append(_summary(matrix, ss.centre))
+            self.history.append(_summary(matrix @ self.after_prior, ss.centre))
             moved = self.moved_px(matrix)
             if moved > limit:
                 return self._give_up(_divergence(moved, self.iterations), r)
@@ -331,7 +349,8 @@ def _nmad(r: np.ndarray) -> float:
 
 
 def _positive(v: object) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return bool(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+                and v > 0)
 
 
 def _start(initial_shift: object) -> tuple[float, float, float]:

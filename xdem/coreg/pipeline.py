@@ -161,8 +161,13 @@ class CoregPipeline(Coreg):
                 moved = _merged_op(pending[since:])
                 points = shared.moved(moved.shift) if moved.is_translation else None
             collect = shared is None and self.share_sample and k + 1 < len(self.steps)
-            step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
-                                      points=points, collect_points=collect))
+            after = getattr(step, "fit_prepared_after", None)
+            if pending and after is not None:  # a rigid fit starts from the pending matrix on the unresampled DEM
+                after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),
+                      _merged_op(pending).matrix())
+            else:
+                step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
+                                          points=points, collect_points=collect))
             made = step.pop_shared_points()
             if step.is_affine:
                 if made is not None:
