@@ -151,38 +151,39 @@ class RigidSampler:
         n = len(self.rows)
         every = np.arange(n)
         prow0, pcol0, drow, dcol = self._positions(coef, every)
-        g = np.where(np.isfinite(guess), guess, zc)
-        pr, pc = prow0 + drow * (g - zc), pcol0 + dcol * (g - zc)
+        # the fixed point starts from the guess: solved for u = z - (guess - zc), whose start zc is z = guess
+        delta = np.where(np.isfinite(guess), guess, zc) - zc
+        pr, pc = prow0 + drow * delta, pcol0 + dcol * delta
+        a = coef.a(self.x, self.y) - delta * (1.0 - coef.k)
         if not self._inside(every, pr, pc, WINDOW_MARGIN).all():
             out = ~self._inside(every, pr, pc, REFRESH_MARGIN)
             self._gather(every[out], pr[out], pc[out])
         z = np.full(n, np.nan)
-        todo = every
+        todo: np.ndarray | slice = slice(None)
         for round_ in range(_MAX_REGATHERS + 1):
-            zt, pr, pc = self._solve(coef, todo, prow0[todo], pcol0[todo], drow, dcol)
-            z[todo] = zt
-            left = ~self._inside(todo, pr, pc, 0.0)  # read outside its window: NaN so far
+            u, rows, cols = self._solve(coef, todo, pr[todo], pc[todo], drow, dcol, a[todo])
+            z[todo] = u + delta[todo]
+            ids = every[todo]
+            left = ~self._inside(ids, rows, cols, 0.0)  # read outside its window: NaN so far
             if not left.any() or round_ == _MAX_REGATHERS:
                 break
-            todo, pr, pc = todo[left], pr[left], pc[left]
-            self._gather(todo, pr, pc)
+            todo = ids[left]
+            self._gather(todo, rows[left], cols[left])
         return z
 
-    def _solve(self, coef: InverseCoefficients, ids: np.ndarray, prow0: np.ndarray, pcol0: np.ndarray,
-               drow: float, dcol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _solve(self, coef: InverseCoefficients, ids: np.ndarray | slice, prow: np.ndarray, pcol: np.ndarray,
+               drow: float, dcol: float, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         win = self.win
         if win is None:
-            nan = np.full(len(ids), np.nan)
-            return nan, prow0, pcol0
-        sub = win[ids]
+            return np.full(len(prow), np.nan), prow, pcol
+        sub = win[ids]  # a view for every point, a copy of a few otherwise
         r0 = (self.wrow[ids] - self.half).astype(np.float64)
         c0 = (self.wcol[ids] - self.half).astype(np.float64)
 
-        def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
-            return interp_windows_kernel(sub, prow - r0, pcol - c0, resampling=self.interpolation)
+        def sample(pr: np.ndarray, pc: np.ndarray) -> np.ndarray:
+            return interp_windows_kernel(sub, pr - r0, pc - c0, resampling=self.interpolation)
 
-        a = coef.a(self.x[ids], self.y[ids])
-        return solve_elevation(sample, prow0, pcol0, drow, dcol, a, k=coef.k, rzz=coef.rzz, z0=float(self.centre[2]))
+        return solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz, z0=float(self.centre[2]))
 
 
 @dataclass
@@ -229,7 +230,7 @@ def rigid_fit_sample(
     valid = data.valid()
     t = get_transform(data.ref)
     ny, nx = data.ref.shape[-2:]
-    cx, cy = t * (nx / 2.0, ny / 2.0)
+    cx, cy = t.c + t.a * nx / 2.0, t.f + t.e * ny / 2.0  # the grid's centre (north-up)
     motion = np.asarray(start, dtype=np.float64) @ np.array([cx, cy, 0.0, 1.0]) - np.array([cx, cy, 0.0, 1.0])
     if motion[0] != 0.0 or motion[1] != 0.0:
         moved = shift_dem(data.tba, shift_x=float(motion[0]), shift_y=float(motion[1]), resampling="cubic")
