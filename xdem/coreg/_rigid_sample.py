@@ -151,39 +151,70 @@ class RigidSampler:
         n = len(self.rows)
         every = np.arange(n)
         prow0, pcol0, drow, dcol = self._positions(coef, every)
+        a0 = coef.a(self.x, self.y)
         # the fixed point starts from the guess: solved for u = z - (guess - zc), whose start zc is z = guess
         delta = np.where(np.isfinite(guess), guess, zc) - zc
         pr, pc = prow0 + drow * delta, pcol0 + dcol * delta
-        a = coef.a(self.x, self.y) - delta * (1.0 - coef.k)
         if not self._inside(every, pr, pc, WINDOW_MARGIN).all():
             out = ~self._inside(every, pr, pc, REFRESH_MARGIN)
             self._gather(every[out], pr[out], pc[out])
         z = np.full(n, np.nan)
-        todo: np.ndarray | slice = slice(None)
+        todo = every
         for round_ in range(_MAX_REGATHERS + 1):
-            u, rows, cols = self._solve(coef, todo, pr[todo], pc[todo], drow, dcol, a[todo])
-            z[todo] = u + delta[todo]
-            ids = every[todo]
-            left = ~self._inside(ids, rows, cols, 0.0)  # read outside its window: NaN so far
+            d = delta[todo]
+            u, rows, cols, esc = self._solve(coef, todo, prow0[todo] + drow * d, pcol0[todo] + dcol * d, drow, dcol,
+                                             a0[todo] - d * (1.0 - coef.k))
+            z[todo] = u + d
+            # a point whose iterations read outside its window is NaN (or stopped there): gather its
+            # window where it went, and solve it again from the elevation that sent it there
+            left = esc.escaped | ~self._inside(todo, rows, cols, 0.0)
             if not left.any() or round_ == _MAX_REGATHERS:
+                z[todo[esc.escaped]] = np.nan
                 break
-            todo = ids[left]
-            self._gather(todo, rows[left], cols[left])
+            rows = np.where(esc.escaped, esc.prow, rows)[left]
+            cols = np.where(esc.escaped, esc.pcol, cols)[left]
+            todo = todo[left]
+            self._gather(todo, rows, cols)
+            slope2 = drow * drow + dcol * dcol
+            if slope2 > 0:
+                delta[todo] = ((rows - prow0[todo]) * drow + (cols - pcol0[todo]) * dcol) / slope2
         return z
 
-    def _solve(self, coef: InverseCoefficients, ids: np.ndarray | slice, prow: np.ndarray, pcol: np.ndarray,
-               drow: float, dcol: float, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _solve(self, coef: InverseCoefficients, ids: np.ndarray, prow: np.ndarray, pcol: np.ndarray,
+               drow: float, dcol: float, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Escapes]:
+        esc = _Escapes(len(ids))
         win = self.win
         if win is None:
-            return np.full(len(prow), np.nan), prow, pcol
-        sub = win[ids]  # a view for every point, a copy of a few otherwise
+            return np.full(len(prow), np.nan), prow, pcol, esc
+        every = len(ids) == len(self.rows)
+        sub = win if every else win[ids]  # a view for every point (the first round), a copy of a few otherwise
         r0 = (self.wrow[ids] - self.half).astype(np.float64)
         c0 = (self.wcol[ids] - self.half).astype(np.float64)
+        lo, hi = self.before, self.size - self.after
 
         def sample(pr: np.ndarray, pc: np.ndarray) -> np.ndarray:
-            return interp_windows_kernel(sub, pr - r0, pc - c0, resampling=self.interpolation)
+            lr, lc = pr - r0, pc - c0
+            out = ~((lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi))
+            esc.note(out, pr, pc)
+            return interp_windows_kernel(sub, lr, lc, resampling=self.interpolation)
 
-        return solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz, z0=float(self.centre[2]))
+        u, rows, cols = solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz,
+                                        z0=float(self.centre[2]))
+        return u, rows, cols, esc
+
+
+class _Escapes:
+    """Points whose fixed point read outside their windows, and the last such position."""
+
+    def __init__(self, n: int) -> None:
+        self.escaped = np.zeros(n, dtype=bool)
+        self.prow = np.full(n, np.nan)
+        self.pcol = np.full(n, np.nan)
+
+    def note(self, out: np.ndarray, prow: np.ndarray, pcol: np.ndarray) -> None:
+        if out.any():
+            self.escaped |= out
+            self.prow[out], self.pcol[out] = prow[out], pcol[out]
 
 
 @dataclass
