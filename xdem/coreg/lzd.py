@@ -18,7 +18,7 @@ from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, grid_shape
 from xdem.kernels.lzd import increment_matrix, lzd_step, step_motion
-from xdem.kernels.rigid import split_matrix
+from xdem.kernels.rigid import rotations_of, split_matrix
 from xdem.kernels.robust import nmad
 from xdem.warp import crs_key
 
@@ -239,7 +239,7 @@ class LZD(RigidCoreg):
             f"LZD: the terrain is too flat or too planar to estimate a horizontal motion ({sloped} sampled points "
             f"steeper than {_MIN_SLOPE} degree(s), condition {probe.condition:.3g}); only the "
             + ("vertical shift is" if self.only_translation else "tilts (rotations about x and y) and the vertical shift are")
-            + " estimated", FlatTerrainWarning, stacklevel=4)
+            + " estimated", FlatTerrainWarning, stacklevel=6)
         return _FLAT_TRANSLATION if self.only_translation else _FLAT
 
 
@@ -275,7 +275,7 @@ class _Run:
     def iterate(self) -> np.ndarray:
         est, ss = self.est, self.ss
         matrix = self.m0.copy()
-        first = last = float("nan")
+        last = float("nan")
         limit = DIVERGENCE_FRACTION * max(self.shape)
         r = self.residuals(matrix)
         start_spread = _nmad(r)
@@ -292,31 +292,32 @@ class _Run:
             matrix = increment_matrix(step.increment, ss.centre) @ matrix
             fin = np.isfinite(r)
             last = float(np.max(step_motion(step.increment, d[:, fin]))) / self.pixel
-            first = last if self.iterations == 1 else first
             self.history.append(_summary(matrix @ self.after_prior, ss.centre))
             moved = self.moved_px(matrix)
             if moved > limit:
-                return self._give_up(_divergence(moved, self.iterations), r)
+                return self._give_up(_divergence(moved, self.iterations))
             r = self.residuals(matrix)
             if last < float(est.tolerance):
                 self.converged = True
                 break
         else:
+            c = np.append(ss.centre, 1.0)
+            began, now = self.m0 @ c - c, matrix @ c - c  # motions of the centroid
             reset = not_converged("LZD", step_px=last, moved_px=self.moved_px(matrix),
                                   nmad_ratio=_nmad(r) / start_spread if start_spread > 0 else float("nan"),
-                                  sx=float(matrix[0, 3] - self.m0[0, 3]), sy=float(matrix[1, 3] - self.m0[1, 3]),
-                                  iterations=self.iterations, tolerance=float(est.tolerance),
-                                  start=(float(self.m0[0, 3]), float(self.m0[1, 3])), on_divergence=est.on_divergence)
+                                  sx=float(now[0]), sy=float(now[1]), iterations=self.iterations,
+                                  tolerance=float(est.tolerance), start=(float(began[0]), float(began[1])),
+                                  on_divergence=est.on_divergence)
             if reset:
                 return self._vertical_only()
         self.final_spread = _nmad(r)
         return matrix
 
-    def _give_up(self, message: str, r: np.ndarray) -> np.ndarray:
+    def _give_up(self, message: str) -> np.ndarray:
         if self.est.on_divergence == "raise":
             raise ConvergenceError(message)
         warnings.warn(f"{message}; on_divergence='warn': the transform is reset to its start and only the vertical "
-                      "shift is estimated", ConvergenceWarning, stacklevel=5)
+                      "shift is estimated", ConvergenceWarning, stacklevel=7)
         return self._vertical_only()
 
     def _vertical_only(self) -> np.ndarray:
@@ -341,8 +342,6 @@ def _divergence(moved_px: float, iterations: int) -> str:
 
 
 def _summary(matrix: np.ndarray, centre: np.ndarray) -> list[float]:
-    from xdem.kernels.rigid import rotations_of
-
     r, t = split_matrix(matrix, centre)
     return [*rotations_of(r), *(float(v) for v in t)]
 
