@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
 from typing import ClassVar
 
 import numpy as np
 
-from xdem.coreg._iterate import DIVERGENCE_FRACTION, not_converged
+from xdem.coreg._iterate import DIVERGENCE_FRACTION, check_divergence_params, initial_shift_of, not_converged
 from xdem.coreg._rigid_sample import RigidSample, rigid_fit_sample
 from xdem.coreg._shift import check_resampling
 from xdem.coreg.base import FitData, register
@@ -182,9 +181,8 @@ class LZD(RigidCoreg):
             raise InputError(f"outlier_factor must be a number > 0 (NMADs) or None, got {self.outlier_factor!r}")
         if not isinstance(self.only_translation, (bool, np.bool_)):
             raise InputError(f"only_translation must be True or False, got {self.only_translation!r}")
-        if self.on_divergence not in ("raise", "warn"):
-            raise InputError(f"on_divergence must be 'raise' or 'warn', got {self.on_divergence!r}")
-        return _start(self.initial_shift)
+        check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        return initial_shift_of(self.initial_shift)
 
     # --- fit ----------------------------------------------------------------------------------
     def _fit(self, data: FitData) -> None:
@@ -360,21 +358,3 @@ def _nmad(r: np.ndarray) -> float:
 def _positive(v: object) -> bool:
     return bool(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
                 and v > 0)
-
-
-def _start(initial_shift: object) -> tuple[float, float, float]:
-    """``initial_shift`` as ``(dx, dy, dz)``."""
-    if initial_shift is None:
-        return 0.0, 0.0, 0.0
-    try:
-        if not isinstance(initial_shift, Iterable) or isinstance(initial_shift, (str, bytes)):
-            raise TypeError
-        values = [float(v) for v in initial_shift]
-        if len(values) not in (2, 3):
-            raise TypeError
-    except (TypeError, ValueError):
-        raise InputError("initial_shift must be two or three numbers (shift_x, shift_y[, shift_z]) in CRS units, "
-                         f"got {initial_shift!r}") from None
-    if not all(math.isfinite(v) for v in values):
-        raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
-    return values[0], values[1], values[2] if len(values) == 3 else 0.0
