@@ -45,8 +45,7 @@ from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     compose,
-    evaluate_quadrics,
-    local_quadrics,
+    cubic_surface,
     max_motion,
     move_points,
     point_to_plane_step,
@@ -61,29 +60,28 @@ __all__ = ["ICP", "METHODS_ICP"]
 
 #: The ``method`` values of :class:`ICP`.
 METHODS_ICP = ("point_to_plane", "point_to_point")
-#: Half-size of the reference windows: ``2 * half + 2 = 4`` pixels, starting one pixel before the
-#: cell that holds the moved point.
-_HALF = 1
+#: Half-size of the reference windows: ``2 * half + 2 = 6`` pixels, starting two pixels before
+#: the cell that holds the moved point (the window's middle cell).
+_HALF = 2
 #: A moved point is in reach of its window while it is at most this many pixels outside the
-#: window's middle cell; a matched reference pixel further than ``_MATCH_PX`` (in rows or
-#: columns) from the moved point is no match.
+#: window's middle cell; further, the windows are cut again around the moved points.
 _REACH_PX = 0.5
-_MATCH_PX = 1.5
 
 
 class _Reference:
-    """Reference windows around the moved source points, their dense target pixels in a
-    :class:`~scipy.spatial.cKDTree`, and the match of moved points on the local surface."""
+    """Reference windows around the moved source points, their target pixels (the corners of
+    each window's middle cell) in a :class:`~scipy.spatial.cKDTree`, and the match of moved
+    points on the bicubic surface of the window of their nearest target."""
 
-    def __init__(self, ref: da.Array, transform: Affine, shape: tuple[int, int], centre: np.ndarray) -> None:
+    def __init__(self, ref: da.Array, transform: Affine, centre: np.ndarray) -> None:
         self.ref = ref
         self.transform = transform
         self.inverse = ~transform
-        self.ncols = shape[1]
         self.centre = centre
         self.reads = 0
         self.rows = self.cols = np.zeros(0, dtype=np.int64)
         self.windows = np.zeros((0, 2 * _HALF + 2, 2 * _HALF + 2), dtype=np.float32)
+        self.tree: cKDTree | None = None
 
     def pixel_coords(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fractional ``(col, row)`` of points, pixel centres at integers."""
@@ -91,36 +89,25 @@ class _Reference:
         x, y = points[:, 0], points[:, 1]
         return ia * x + ib * y + ic - 0.5, id_ * x + ie * y + if_ - 0.5
 
-    def use(self, windows: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
+    def use(self, windows: np.ndarray, rows: np.ndarray, cols: np.ndarray, ncols: int) -> None:
         """Take windows whose middle cell starts at pixel ``(rows, cols)`` and index their
-        target pixels (those with a complete, finite 3 x 3 neighbourhood), deduplicated by
-        global pixel index in a deterministic order."""
+        target pixels (the cell's four corners, where finite), deduplicated by global pixel
+        index in a deterministic order."""
         self.windows, self.rows, self.cols = windows, rows, cols
-        fin = np.isfinite(windows)
-        inner = np.lib.stride_tricks.sliding_window_view(fin, (3, 3), axis=(1, 2)).all(axis=(-2, -1))  # (n, 2, 2)
-        lr, lc = np.meshgrid(np.arange(1, 2 * _HALF + 1), np.arange(1, 2 * _HALF + 1), indexing="ij")
-        grow = (rows[:, None, None] - _HALF + lr[None]).ravel()
-        gcol = (cols[:, None, None] - _HALF + lc[None]).ravel()
-        cand = np.flatnonzero(inner.ravel())
-        keys = grow[cand] * self.ncols + gcol[cand]
-        _, first = np.unique(keys, return_index=True)
+        corner = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+        grow = (rows[:, None] + corner[0]).ravel()
+        gcol = (cols[:, None] + corner[1]).ravel()
+        z = windows[:, _HALF + corner[0], _HALF + corner[1]].ravel().astype(np.float64)
+        cand = np.flatnonzero(np.isfinite(z))
+        _, first = np.unique(grow[cand] * ncols + gcol[cand], return_index=True)
         cand = cand[first]
-        per = (2 * _HALF) ** 2
-        self.owner = cand // per
-        self.lrow = lr.ravel()[cand % per]
-        self.lcol = lc.ravel()[cand % per]
-        self.grow, self.gcol = grow[cand], gcol[cand]
-        x, y = self._xy(self.gcol, self.grow)
-        z = windows[self.owner, self.lrow, self.lcol].astype(np.float64)
-        pts = np.column_stack([x, y, z]) - self.centre
+        self.owner = cand // 4
+        t = self.transform
+        cc, rr = gcol[cand] + 0.5, grow[cand] + 0.5
+        pts = np.column_stack([t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f, z[cand]]) - self.centre
         self.tree = cKDTree(pts) if len(pts) else None
 
-    def _xy(self, col: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = self.transform
-        cc, rr = col + 0.5, row + 0.5
-        return t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f
-
-    def follow(self, points: np.ndarray) -> int:
+    def follow(self, points: np.ndarray, ncols: int) -> int:
         """Cut the windows again around ``points`` if one has left the reach of its window
         (one pass over the data); returns the number of passes made (0 or 1)."""
         u, v = self.pixel_coords(points)
@@ -131,41 +118,35 @@ class _Reference:
             return 0
         rows = np.where(fin, np.floor(np.where(fin, v, 0.0)), r).astype(np.int64)
         cols = np.where(fin, np.floor(np.where(fin, u, 0.0)), c).astype(np.int64)
-        self.use(gather_windows(self.ref, rows, cols, _HALF), rows, cols)
+        self.use(gather_windows(self.ref, rows, cols, _HALF), rows, cols, ncols)
         self.reads += 1
         return 1
 
-    def _surface(self, idx: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, du: np.ndarray, dv: np.ndarray,
-                 points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Points on the local quadric at the points' horizontal positions, and the normals there."""
-        off = np.arange(-1, 2)
-        nb = self.windows[idx[:, None, None], lrow[:, None, None] + off[None, :, None], lcol[:, None, None] + off]
-        z, zu, zv = evaluate_quadrics(local_quadrics(nb), du, dv)
+    def surface(self, index: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Points of the bicubic surface of ``windows[index]`` at the points' horizontal
+        positions (NaN elevation where the footprint is not inside the window), and the unit
+        normals there."""
+        u, v = self.pixel_coords(points)
+        z, zu, zv = cubic_surface(self.windows, index, v - (self.rows[index] - _HALF), u - (self.cols[index] - _HALF))
         ia, ib, _, id_, ie, _ = self.inverse[:6]
         normals = unit_normals(zu * ia + zv * id_, zu * ib + zv * ie)
         return np.column_stack([points[:, 0], points[:, 1], z]), normals
 
     def match(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each moved point: the point of the reference surface below or above it (the
-        quadric of its nearest reference pixel in 3-D), the unit normal there, and whether
-        the match holds (a reference pixel within :data:`_MATCH_PX`)."""
+        bicubic surface of the window of its nearest target pixel in 3-D), the unit normal
+        there, and whether the match holds (that window holds the surface there)."""
         m = len(points)
         if self.tree is None:
             return np.full((m, 3), np.nan), np.full((m, 3), np.nan), np.zeros(m, dtype=bool)
         _, j = self.tree.query(points - self.centre)
-        u, v = self.pixel_coords(points)
-        du, dv = u - self.gcol[j], v - self.grow[j]
-        ok = (np.abs(du) <= _MATCH_PX) & (np.abs(dv) <= _MATCH_PX)
-        surf, normals = self._surface(self.owner[j], self.lrow[j], self.lcol[j], du, dv, points)
-        return surf, normals, ok & np.isfinite(surf[:, 2])
+        surf, normals = self.surface(self.owner[j], points)
+        return surf, normals, np.isfinite(surf[:, 2])
 
     def vertical_offsets(self, points: np.ndarray) -> np.ndarray:
         """``z - reference`` at each point's horizontal position, from its own window (no
         nearest neighbour: valid however far apart the DEMs are vertically)."""
-        u, v = self.pixel_coords(points)
-        idx = np.arange(len(points))
-        ones = np.ones(len(points), dtype=np.int64)
-        surf, _ = self._surface(idx, ones, ones, u - self.cols, v - self.rows, points)
+        surf, _ = self.surface(np.arange(len(points)), points)
         return points[:, 2] - surf[:, 2]
 
 
@@ -306,15 +287,16 @@ class ICP(RigidCoreg):
         cc, rr = cols + 0.5, rows + 0.5
         points = np.column_stack([t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f, s["tba"]])
         centre = points.mean(axis=0)
-        reference = _Reference(ref, transform, shape, centre)
-        reference.use(s.pop("win_ref"), rows, cols)
+        ncols = shape[1]
+        reference = _Reference(ref, transform, centre)
+        reference.use(s.pop("win_ref"), rows, cols, ncols)
 
         rot, shift = np.eye(3), np.array([sx, sy, 0.0 if sz is None else sz])
 
         def moved() -> np.ndarray:
             return move_points(points, rot, shift, centre)
 
-        reference.follow(moved())
+        reference.follow(moved(), ncols)
         if sz is None:  # remove the vertical offset first: 3-D nearest neighbours need it
             dz = reference.vertical_offsets(moved())
             dz = dz[np.isfinite(dz)]
@@ -327,7 +309,7 @@ class ICP(RigidCoreg):
         converged, count, iterations, flat = False, 0, 0, False
         for iterations in range(1, int(self.max_iterations) + 1):
             q = moved()
-            reference.follow(q)
+            reference.follow(q, ncols)
             surf, normals, ok = reference.match(q)
             dist = np.where(ok, np.sum((q - surf) * normals, axis=1), np.nan)
             ok = reject_outliers(dist, self.rejection_factor)
@@ -360,7 +342,7 @@ class ICP(RigidCoreg):
             warnings.warn(f"ICP did not converge in {iterations} iterations (last step {step:.2g} px > tolerance "
                           f"{self.tolerance} px); raise max_iterations or tolerance", ConvergenceWarning, stacklevel=4)
         q = moved()
-        reference.follow(q)
+        reference.follow(q, ncols)
         surf, normals, ok = reference.match(q)
         dist = np.sum((q - surf) * normals, axis=1)[ok]
         self._set_transform(rot, shift, centre)

@@ -4,9 +4,12 @@ One ICP iteration matches every source point ``p`` (already moved by the current
 the reference surface and solves for a small rigid increment ``P -> dR (P - c) + c + dt``
 about the centre ``c`` (the convention of :mod:`xdem.kernels.rigid`):
 
-- the reference surface near a matched reference pixel is the quadric through its 3 x 3
-  neighbourhood (:func:`local_quadrics`, :func:`evaluate_quadrics`), whose gradient gives the
-  normal ``n ~ (-z_x, -z_y, 1)`` (:func:`unit_normals`);
+- the reference surface near a matched reference pixel is the bicubic (Keys, ``a = -0.5``: the
+  interpolation of ``resampling="cubic"``) through its 4 x 4 neighbourhood
+  (:func:`cubic_surface`), whose gradient gives the normal ``n ~ (-z_x, -z_y, 1)``
+  (:func:`unit_normals`); at a pixel centre that gradient is the central difference of the
+  3 x 3 neighbourhood. :func:`local_quadrics` is the cheaper quadric through the 3 x 3
+  neighbourhood (:func:`evaluate_quadrics`), a coarser surface kept for comparison;
 - point-to-plane (Chen & Medioni 1992, :func:`point_to_plane_step`): minimise
   ``sum (n . (dT(p) - s))^2`` linearised for small angles, a 6 x 6 least-squares problem in
   coordinates relative to ``c`` and scaled by their spread, so that the three rotation and the
@@ -26,8 +29,80 @@ from scipy.spatial.transform import Rotation
 
 from xdem.kernels.robust import nmad
 
-__all__ = ["local_quadrics", "evaluate_quadrics", "unit_normals", "point_to_plane_step", "point_to_point_step",
+__all__ = ["cubic_weights", "cubic_surface", "local_quadrics", "evaluate_quadrics", "unit_normals", "point_to_plane_step", "point_to_point_step",
            "reject_outliers", "max_motion", "compose", "move_points"]
+
+
+#: Keys' cubic convolution parameter (that of :mod:`xdem.kernels.interp`).
+_A = -0.5
+
+
+def cubic_weights(frac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys' cubic weights of the pixels at offsets ``-1, 0, 1, 2`` from ``floor(position)``
+    for fractional parts ``frac``, and their derivatives with respect to the position.
+
+    Returns
+    -------
+    weights, derivatives
+        Two ``(4, m)`` arrays; the weights sum to 1 and the derivatives to 0.
+
+    Examples
+    --------
+    >>> w, dw = cubic_weights(np.array([0.0, 0.5]))
+    >>> w[:, 0].tolist(), (dw[:, 0] + 0.0).tolist()  # at a pixel centre: the central difference
+    ([0.0, 1.0, 0.0, 0.0], [-0.5, 0.0, 0.5, 0.0])
+    """
+    f = np.asarray(frac, dtype=np.float64)
+
+    def near(t: np.ndarray) -> np.ndarray:
+        return ((_A + 2.0) * t - (_A + 3.0)) * t * t + 1.0
+
+    def far(t: np.ndarray) -> np.ndarray:
+        return ((_A * t - 5.0 * _A) * t + 8.0 * _A) * t - 4.0 * _A
+
+    def dnear(t: np.ndarray) -> np.ndarray:
+        return (3.0 * (_A + 2.0) * t - 2.0 * (_A + 3.0)) * t
+
+    def dfar(t: np.ndarray) -> np.ndarray:
+        return (3.0 * _A * t - 10.0 * _A) * t + 8.0 * _A
+
+    w = np.stack([far(1.0 + f), near(f), near(1.0 - f), far(2.0 - f)])
+    dw = np.stack([dfar(1.0 + f), dnear(f), -dnear(1.0 - f), -dfar(2.0 - f)])
+    return w, dw
+
+
+def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
+                  pcol: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Elevation and gradient ``(z, z_col, z_row)`` (per pixel) of the bicubic surface of
+    ``windows[index]`` at positions ``(prow, pcol)`` inside them (window pixel units).
+
+    NaN where the 4 x 4 footprint leaves the window or holds a NaN.
+
+    Examples
+    --------
+    >>> w = np.add.outer(np.arange(6.0) ** 2, 3.0 * np.arange(6.0))[None]  # z = row^2 + 3 col
+    >>> [round(float(a[0]), 9) for a in cubic_surface(w, np.array([0]), np.array([2.5]), np.array([2.25]))]
+    [13.0, 3.0, 5.0]
+    """
+    n_rows, n_cols = windows.shape[1:]
+    ir, ic = np.floor(prow).astype(np.int64), np.floor(pcol).astype(np.int64)
+    inside = (ir >= 1) & (ir + 2 < n_rows) & (ic >= 1) & (ic + 2 < n_cols)
+    ir, ic = np.clip(ir, 1, n_rows - 3), np.clip(ic, 1, n_cols - 3)
+    wr, dwr = cubic_weights(prow - ir)
+    wc, dwc = cubic_weights(pcol - ic)
+    z = np.zeros(len(index))
+    zr = np.zeros(len(index))
+    zc = np.zeros(len(index))
+    for a in range(4):
+        row_vals = windows[index, ir + a - 1].astype(np.float64)  # (m, n_cols)
+        vals = np.stack([row_vals[np.arange(len(index)), ic + b - 1] for b in range(4)])  # (4, m)
+        along = np.sum(wc * vals, axis=0)
+        z += wr[a] * along
+        zr += dwr[a] * along
+        zc += wr[a] * np.sum(dwc * vals, axis=0)
+    bad = ~inside
+    z[bad] = zr[bad] = zc[bad] = np.nan
+    return z, zc, zr
 
 
 def local_quadrics(nb: np.ndarray) -> np.ndarray:
