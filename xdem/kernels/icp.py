@@ -8,8 +8,7 @@ about the centre ``c`` (the convention of :mod:`xdem.kernels.rigid`):
   interpolation of ``resampling="cubic"``) through its 4 x 4 neighbourhood
   (:func:`cubic_surface`), whose gradient gives the normal ``n ~ (-z_x, -z_y, 1)``
   (:func:`unit_normals`); at a pixel centre that gradient is the central difference of the
-  3 x 3 neighbourhood. :func:`local_quadrics` is the cheaper quadric through the 3 x 3
-  neighbourhood (:func:`evaluate_quadrics`), a coarser surface kept for comparison;
+  3 x 3 neighbourhood;
 - point-to-plane (Chen & Medioni 1992, :func:`point_to_plane_step`): minimise
   ``sum (n . (dT(p) - s))^2`` linearised for small angles, a 6 x 6 least-squares problem in
   coordinates relative to ``c`` and scaled by their spread, so that the three rotation and the
@@ -18,7 +17,8 @@ about the centre ``c`` (the convention of :mod:`xdem.kernels.rigid`):
   that best map the points onto their targets, in closed form (Kabsch: the SVD of the
   cross-covariance).
 
-:func:`reject_outliers` drops matches whose residual is further than ``k`` NMAD from the
+:func:`acceleration` extends point-to-point steps that keep one direction (Besl & McKay's
+accelerated ICP, as a geometric series). :func:`reject_outliers` drops matches whose residual is further than ``k`` NMAD from the
 median; :func:`max_motion` measures an increment (the convergence test).
 """
 
@@ -29,8 +29,8 @@ from scipy.spatial.transform import Rotation
 
 from xdem.kernels.robust import nmad
 
-__all__ = ["cubic_weights", "cubic_surface", "local_quadrics", "evaluate_quadrics", "unit_normals", "point_to_plane_step", "point_to_point_step",
-           "reject_outliers", "max_motion", "compose", "move_points"]
+__all__ = ["cubic_weights", "cubic_surface", "unit_normals", "point_to_plane_step", "point_to_point_step",
+           "reject_outliers", "max_motion", "compose", "move_points", "acceleration"]
 
 
 #: Keys' cubic convolution parameter (that of :mod:`xdem.kernels.interp`).
@@ -105,54 +105,6 @@ def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
     return z, zc, zr
 
 
-def local_quadrics(nb: np.ndarray) -> np.ndarray:
-    """Coefficients of the quadric through each 3 x 3 neighbourhood, in pixel units.
-
-    Parameters
-    ----------
-    nb
-        ``(m, 3, 3)`` elevations, ``nb[:, 1, 1]`` at the pixel, rows along the second axis
-        (``v``), columns along the third (``u``).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(m, 6)``: ``z, z_u, z_v, z_uu, z_uv, z_vv`` at the centre pixel from central
-        differences (NaN where a neighbour is NaN). The quadric interpolates the 5-point
-        cross exactly; it is the surface :func:`evaluate_quadrics` evaluates.
-
-    Examples
-    --------
-    >>> v, u = np.mgrid[-1:2, -1:2].astype(float)
-    >>> np.round(local_quadrics((3.0 + 2.0 * u - v + 0.5 * u * v)[None]), 12).tolist()
-    [[3.0, 2.0, -1.0, 0.0, 0.5, 0.0]]
-    """
-    z = np.asarray(nb, dtype=np.float64)
-    c = z[:, 1, 1]
-    return np.column_stack([
-        c,
-        (z[:, 1, 2] - z[:, 1, 0]) / 2.0,
-        (z[:, 2, 1] - z[:, 0, 1]) / 2.0,
-        z[:, 1, 2] - 2.0 * c + z[:, 1, 0],
-        (z[:, 2, 2] - z[:, 2, 0] - z[:, 0, 2] + z[:, 0, 0]) / 4.0,
-        z[:, 2, 1] - 2.0 * c + z[:, 0, 1],
-    ])
-
-
-def evaluate_quadrics(coefs: np.ndarray, du: np.ndarray, dv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Elevation and gradient ``(z, z_u, z_v)`` of each quadric at offsets ``(du, dv)`` pixels from its centre.
-
-    Examples
-    --------
-    >>> c = np.array([[3.0, 2.0, -1.0, 0.0, 0.5, 0.0]])
-    >>> [float(a[0]) for a in evaluate_quadrics(c, np.array([1.0]), np.array([2.0]))]
-    [4.0, 3.0, -0.5]
-    """
-    z0, zu, zv, zuu, zuv, zvv = (coefs[:, k] for k in range(6))
-    z = z0 + zu * du + zv * dv + 0.5 * zuu * du * du + zuv * du * dv + 0.5 * zvv * dv * dv
-    return z, zu + zuu * du + zuv * dv, zv + zuv * du + zvv * dv
-
-
 def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
     """``(m, 3)`` upward unit normals ``(-z_x, -z_y, 1) / norm`` of surfaces with gradient ``(z_x, z_y)``.
 
@@ -167,7 +119,7 @@ def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
 
 
 def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.ndarray, centre: np.ndarray, *,
-                        rcond: float = 1e-7) -> tuple[np.ndarray, np.ndarray, int]:
+                        rcond: float = 1e-4) -> tuple[np.ndarray, np.ndarray, int]:
     """The rigid increment that best puts ``points`` on the planes ``(targets, normals)``.
 
     Minimises ``sum_i (n_i . (dR (p_i - c) + c + dt - q_i))^2`` with ``dR ~ I + [w]x`` (small
@@ -300,3 +252,32 @@ def max_motion(rotation: np.ndarray, translation: np.ndarray, centre: np.ndarray
         return 0.0
     motion = move_points(p, rotation, translation, centre) - p
     return float(np.sqrt(np.max(np.sum(motion * motion, axis=1))))
+
+
+def acceleration(previous: np.ndarray | None, current: np.ndarray, *, max_angle: float = 10.0,
+                 max_factor: float = 25.0) -> float:
+    """How far to extend the ``current`` increment when it follows ``previous`` in one direction.
+
+    Point-to-point ICP converges linearly: its increments (6-vectors, e.g. the rotation vector
+    times the points' spread and the translation) shrink by a ratio ``rho`` while keeping their
+    direction. Besl & McKay (1992) extend the step along that direction; here as the sum of the
+    geometric series of the remaining increments, ``rho / (1 - rho)`` times the current one
+    (at most ``max_factor``), when the two increments are within ``max_angle`` degrees of each
+    other and shrinking. Returns 0 otherwise (or without ``previous``).
+
+    Examples
+    --------
+    >>> acceleration(np.array([1.0, 0, 0, 0, 0, 0]), np.array([0.5, 0, 0, 0, 0, 0]))  # 0.5 + 0.25 + ...
+    1.0
+    >>> acceleration(np.array([1.0, 0, 0, 0, 0, 0]), np.array([0.0, 0.5, 0, 0, 0, 0]))  # turned: none
+    0.0
+    """
+    if previous is None:
+        return 0.0
+    a, b = float(np.linalg.norm(previous)), float(np.linalg.norm(current))
+    if a == 0.0 or b == 0.0 or b >= a:
+        return 0.0
+    if float(np.dot(previous, current)) / (a * b) < np.cos(np.radians(max_angle)):
+        return 0.0
+    rho = b / a
+    return float(min(rho / (1.0 - rho), max_factor))
