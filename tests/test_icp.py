@@ -34,7 +34,7 @@ from truth import SineTerrain, dem_of, nmad, rigid_dem_of
 
 import xdem
 from xdem.coreg import ICP, NuthKaab, RigidTransform
-from xdem.errors import ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.kernels.rigid import rigid_matrix, rotation_matrix, rotations_of, transform_points
 from xdem.testing import CHECKS, check_coreg
 
@@ -158,6 +158,17 @@ def test_initial_shift_starts_near_the_answer():
         assert np.all(np.abs(icp.to_rotations()) < 1e-3)
     assert warm.passes_ < cold.passes_ and warm.n_iterations_ < cold.n_iterations_
     np.testing.assert_allclose(warm3.to_matrix(), warm.to_matrix(), atol=2e-3)
+
+
+def test_far_apart_raises_and_initial_shift_gets_there():
+    """Offset by 60 pixels on a 200-pixel DEM: the estimate walks more than a quarter of the DEM
+    away from its start and stops with an error suggesting initial_shift, which then finds it."""
+    ref = dem_of(TERRAIN, crs=CRS, transform=T, shape=(200, 200), chunks=100)
+    tba = dem_of(TERRAIN, crs=CRS, transform=T, shape=(200, 200), move=(301.0, -12.0, 3.0), chunks=100)
+    with pytest.raises(ConvergenceError, match="initial_shift"):
+        ICP(subsample=5000).fit(ref, tba)
+    icp = ICP(subsample=5000, initial_shift=(-295.0, 10.0)).fit(ref, tba)
+    np.testing.assert_allclose(icp.to_translations(), (-301.0, 12.0, -3.0), atol=0.02)
 
 
 @pytest.mark.parametrize(("params", "match"), [
