@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
 from typing import ClassVar
 
 import dask.array as da
@@ -45,7 +44,7 @@ from affine import Affine
 from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
 
-from xdem.coreg._iterate import DIVERGENCE_FRACTION
+from xdem.coreg._iterate import DIVERGENCE_FRACTION, initial_shift_of
 from xdem.coreg._shift import check_resampling
 from xdem.coreg._windows import gather_windows
 from xdem.coreg.base import FitData, register
@@ -208,7 +207,7 @@ class ICP(RigidCoreg):
     initial_shift
         ``(dx, dy)`` or ``(dx, dy, dz)``: a translation to start from (CRS units, the same
         sign as the result: applied to the to-be-aligned DEM); ``None`` starts from no
-        horizontal shift.
+        horizontal shift. Without ``dz`` the vertical start is the median elevation difference.
     resampling
         ``"cubic"`` (default) or ``"bilinear"``: the interpolation used to APPLY the fitted
         transform (the fit reads pixel values only). Cubic, because the resampling sets a floor
@@ -274,18 +273,9 @@ class ICP(RigidCoreg):
             raise InputError(f"tolerance must be a number > 0 (pixels), got {self.tolerance!r}")
         if self.rejection_factor is not None and not _positive(self.rejection_factor):
             raise InputError(f"rejection_factor must be a number > 0 (NMADs) or None, got {self.rejection_factor!r}")
-        start = self.initial_shift
-        if start is None:
-            return 0.0, 0.0, None
-        try:
-            if not isinstance(start, Iterable) or isinstance(start, (str, bytes)):
-                raise TypeError
-            values = [float(v) for v in start]
-        except (TypeError, ValueError):
-            values = []
-        if len(values) not in (2, 3) or not all(math.isfinite(v) for v in values):
-            raise InputError(f"initial_shift must be 2 or 3 finite numbers (dx, dy[, dz]) in CRS units, got {start!r}")
-        return values[0], values[1], (values[2] if len(values) == 3 else None)
+        dx, dy, dz = initial_shift_of(self.initial_shift)
+        given_dz = self.initial_shift is not None and len(tuple(self.initial_shift)) == 3
+        return dx, dy, (dz if given_dz else None)
 
     def _fit(self, data: FitData) -> None:
         sx, sy, sz = self._check_params()
