@@ -20,6 +20,7 @@ FACTORIES = {
     "biascorr": lambda: C.BiasCorr(subsample=N),
     "directionalbias": lambda: C.DirectionalBias(subsample=N, bin_sizes=20, fit_or_bin="bin"),
     "terrainbias": lambda: C.TerrainBias(subsample=N, bin_sizes=10),
+    "icp": lambda: C.ICP(subsample=N),
     "lzd": lambda: C.LZD(subsample=N),
     "coregpipeline": lambda: C.CoregPipeline([C.NuthKaab(subsample=N), C.Deramp(subsample=N)]),
 }

@@ -12,6 +12,7 @@ from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
 from xdem.coreg.deramp import Deramp
+from xdem.coreg.icp import ICP
 from xdem.coreg.lzd import LZD
 from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
 from xdem.coreg.pipeline import CoregPipeline
@@ -19,4 +20,5 @@ from xdem.coreg.rigid import RigidCoreg, RigidTransform
 
 __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem",
            "clone"]
-__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "LZD"]
+__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "ICP",
+            "LZD"]
