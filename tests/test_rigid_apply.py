@@ -208,3 +208,26 @@ def test_points_through_a_pipeline_equal_the_product():
     want = transform_points(b.to_matrix() @ a.to_matrix(), np.array([X0 + 10]), np.array([Y0 - 20]), np.array([1000.0]))
     np.testing.assert_allclose(got, want[:, 0], atol=1e-8)
     assert isinstance(a + b, CoregPipeline)
+
+
+def test_fixed_point_never_returns_a_value_read_at_a_foreign_position():
+    """A pixel whose source is NaN at one iterate stays NaN, instead of being read again at the
+    start position (which belongs to another elevation)."""
+    from xdem.kernels.rigid import solve_elevation
+
+    def src(r, c):  # NaN for the positions near row 50.2 only: the start position falls there
+        v = 0.01 * r * 100.0
+        return np.where(np.abs(r - 50.2) < 0.05, np.nan, v)
+
+    prow0, pcol0 = np.array([50.2, 10.0]), np.zeros(2)
+    z, r, _ = solve_elevation(src, prow0, pcol0, 0.001, 0.0, 0.0, k=0.0, rzz=1.0, z0=0.0)
+    assert np.isnan(z[0])  # no restart levels: NaN at the start stays NaN
+    assert abs(z[1] - (10.0 + 0.001 * z[1])) < 1e-9
+    z, r, _ = solve_elevation(src, prow0, pcol0, 0.001, 0.0, 0.0, k=0.0, rzz=1.0, z0=0.0, starts=(100.0,))
+    assert abs(z[0] - (50.2 + 0.001 * z[0])) < 1e-9  # restarted elsewhere: a genuine fixed point
+
+    def holes(r, c):  # the source is NaN on the way: row 50.25 only
+        return np.where(np.abs(r - 50.25) < 0.01, np.nan, r * 1.0)
+
+    z, r, _ = solve_elevation(holes, np.array([50.2]), np.zeros(1), 0.001, 0.0, 0.0, k=0.0, rzz=1.0, z0=0.0)
+    assert np.isnan(z[0])  # 50.2 -> z = 50.2 -> row 50.2502: NaN there, and not read again at 50.2

@@ -53,6 +53,9 @@ BOUNDARY_STEP = 8
 SAFETY_MARGIN = 2
 #: Spacing (pixels) of the lattice on which the mapping is computed exactly inside a task.
 LATTICE_STEP = 16
+#: Elevations (evenly spread over the assumed range) a tilting warp restarts a pixel from when
+#: its source is NaN at the first guess.
+RESTART_LEVELS = 11
 #: Largest error (source pixels) allowed for the mapping interpolated between lattice nodes.
 LATTICE_TOLERANCE = 1e-3
 
@@ -433,6 +436,7 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
     wr0, wc0 = window0
     inv = spec.op.inverse()
     cols = np.arange(c0, c0 + shape[1])
+    starts = tuple(np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
 
     def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
         return interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
@@ -448,7 +452,7 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
         else:
             qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
             vals, prow, pcol = solve_elevation(sample, m.prow, m.pcol, m.drow, m.dcol, inv.a(qx, qy), k=inv.k,
-                                               rzz=inv.rzz, z0=spec.z0)
+                                               rzz=inv.rzz, z0=spec.z0, starts=starts)
             _check_inside(spec, prow, pcol, window0, window.shape, before, after)
             if spec.op.surfaces and m.xf is not None and m.yf is not None:
                 vals -= spec.op.ramps(m.xf, m.yf)

@@ -150,6 +150,7 @@ def solve_elevation(
     rzz: float,
     z0: float = 0.0,
     tol: float = 1e-9,
+    starts: tuple[float, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The moved elevation at output pixels, by fixed-point iteration.
 
@@ -158,13 +159,15 @@ def solve_elevation(
     CRS, where it is affine; linearised over metres otherwise); ``sample(prow, pcol)``
     interpolates the source there. Iterates ``z' = (a + rzz * sample(...)) / (1 - k)`` until
     no finite pixel changes by more than ``tol`` times its magnitude (or
-    :data:`MAX_FIXED_POINT_ITERATIONS`).
+    :data:`MAX_FIXED_POINT_ITERATIONS`). A pixel whose source is NaN at the start (``z0``) is
+    started again from each elevation of ``starts`` in turn until one reads a value; a pixel
+    meeting a NaN later stays NaN.
 
     Returns
     -------
     z, prow, pcol
-        The moved elevations (NaN where the source is NaN at the solution or the iteration
-        did not settle) and the final source positions.
+        The moved elevations (NaN where the source is NaN at the solution or on the way to it,
+        or where the iteration did not settle) and the final source positions.
 
     Examples
     --------
@@ -183,13 +186,23 @@ def solve_elevation(
     z = (a + rzz * sample(pr, pc)) * scale
     if np.all(np.asarray(drow) == 0) and np.all(np.asarray(dcol) == 0):
         return z, pr, pc
+    for level in starts:
+        # NaN where the start position falls: start again from other elevations, the same for
+        # every pixel (so the result does not depend on the chunking)
+        missing = ~np.isfinite(z)
+        if not missing.any():
+            break
+        pr, pc = positions(np.full(np.shape(prow0), float(level)))
+        z = np.where(missing, (a + rzz * sample(pr, pc)) * scale, z)
     for _ in range(MAX_FIXED_POINT_ITERATIONS):
         pr, pc = positions(np.where(np.isfinite(z), z, z0))
-        new = (a + rzz * sample(pr, pc)) * scale
-        both = np.isfinite(new) & np.isfinite(z)
+        # a pixel whose source is NaN somewhere on its way stays NaN: never a value read at a
+        # position that does not belong to its own elevation
+        new = np.where(np.isfinite(z), (a + rzz * sample(pr, pc)) * scale, np.nan)
         change = np.abs(new - z)
         z = new
-        if not np.any(both & (change > tol * np.maximum(np.abs(new), 1.0))):
+        unsettled = np.isfinite(change) & (change > tol * np.maximum(np.abs(new), 1.0))
+        if not np.any(unsettled):
             return z, pr, pc
-    z = np.where(both & (change > 1e3 * tol * np.maximum(np.abs(z), 1.0)), np.nan, z)
+    z = np.where(unsettled & (change > 1e3 * tol * np.maximum(np.abs(z), 1.0)), np.nan, z)
     return z, pr, pc
