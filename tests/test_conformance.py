@@ -20,6 +20,7 @@ FACTORIES = {
     "biascorr": lambda: C.BiasCorr(subsample=N),
     "directionalbias": lambda: C.DirectionalBias(subsample=N, bin_sizes=20, fit_or_bin="bin"),
     "terrainbias": lambda: C.TerrainBias(subsample=N, bin_sizes=10),
+    "dhminimize": lambda: C.DhMinimize(subsample=N),
     "coregpipeline": lambda: C.CoregPipeline([C.NuthKaab(subsample=N), C.Deramp(subsample=N)]),
 }
 

@@ -12,10 +12,11 @@ from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
 from xdem.coreg.deramp import Deramp
+from xdem.coreg.dhminimize import DhMinimize
 from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
 from xdem.coreg.pipeline import CoregPipeline
 from xdem.coreg.rigid import RigidCoreg, RigidTransform
 
 __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem",
            "clone"]
-__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform"]
+__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "DhMinimize"]
