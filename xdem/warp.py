@@ -236,24 +236,86 @@ class FrameOp:
 
 @dataclass(frozen=True)
 class _Spec:
-    """Everything a warp task needs (picklable)."""
+    """Everything a warp task needs (picklable).
+
+    ``z_range``: moved elevations (frame units) assumed when bounding a chunk's footprint for an
+    op whose positions depend on elevation (a rotation about x or y); an elevation outside it can
+    only make :func:`_check_inside` fail loudly, never give a wrong value."""
 
     grid: Grid
     src: Grid
     op: FrameOp
     resampling: str
+    z_range: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def tilts(self) -> bool:
+        """Whether source positions depend on elevation."""
+        inv = self.op.inverse()
+        return inv is not None and inv.tilts
+
+    @property
+    def z0(self) -> float:
+        """Elevation at which positions are computed (and from which they are extrapolated)."""
+        return 0.5 * (self.z_range[0] + self.z_range[1]) if self.tilts else 0.0
 
 
-def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Source pixel positions (row, col; value of pixel ``i`` at ``i``) of output pixels, and
-    the frame coordinates of those output pixels."""
+def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray, z: float = 0.0) -> tuple[np.ndarray, ...]:
+    """Source pixel positions (row, col; value of pixel ``i`` at ``i``) of output pixels whose
+    moved elevation is ``z`` (used only by a rotation about x or y), and the frame coordinates
+    of those output pixels."""
     x, y = spec.grid.centres(rows, cols)
     xf, yf = _to(spec.grid.crs, spec.op.frame, *np.broadcast_arrays(x, y))
-    xs, ys = _to(spec.op.frame, spec.src.crs, xf - spec.op.shift[0], yf - spec.op.shift[1])
-    inv = ~spec.src.transform
-    pcol = inv.a * xs + inv.b * ys + inv.c - 0.5
-    prow = inv.d * xs + inv.e * ys + inv.f - 0.5
+    inv = spec.op.inverse()
+    if inv is None:
+        fx, fy = xf - spec.op.shift[0], yf - spec.op.shift[1]
+    else:
+        fx, fy = inv.q0(xf, yf)
+        fx, fy = fx + inv.b[0] * z, fy + inv.b[1] * z
+    xs, ys = _to(spec.op.frame, spec.src.crs, fx, fy)
+    inv_t = ~spec.src.transform
+    pcol = inv_t.a * xs + inv_t.b * ys + inv_t.c - 0.5
+    prow = inv_t.d * xs + inv_t.e * ys + inv_t.f - 0.5
     return prow, pcol, xf, yf
+
+
+def _exact_fields(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
+    """What a task interpolates on its lattice: source positions at ``z0``; with a tilt, also at
+    the top of ``z_range`` (positions are linear in elevation in the frame); and the frame
+    coordinates when ramps or a tilt need them."""
+    prow, pcol, xf, yf = _source_positions(spec, rows, cols, spec.z0)
+    out = [prow, pcol]
+    if spec.tilts:
+        out += list(_source_positions(spec, rows, cols, spec.z_range[1])[:2])
+    if spec.op.surfaces or spec.tilts:
+        out += [xf, yf]
+    return out
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    """Per-pixel mapping of a strip: positions at ``z0``, their change per unit of elevation
+    (0 without tilt), frame coordinates (``None`` when nothing needs them)."""
+
+    prow: np.ndarray
+    pcol: np.ndarray
+    drow: np.ndarray | float
+    dcol: np.ndarray | float
+    xf: np.ndarray | None
+    yf: np.ndarray | None
+
+
+def _as_mapping(spec: _Spec, fields: list[np.ndarray]) -> _Mapping:
+    prow, pcol = fields[0], fields[1]
+    drow: np.ndarray | float = 0.0
+    dcol: np.ndarray | float = 0.0
+    rest = fields[2:]
+    if spec.tilts:
+        dz = spec.z_range[1] - spec.z0
+        drow, dcol = (rest[0] - prow) / dz, (rest[1] - pcol) / dz
+        rest = rest[2:]
+    xf, yf = (rest[0], rest[1]) if rest else (None, None)
+    return _Mapping(prow, pcol, drow, dcol, xf, yf)
 
 
 def _lattice(a: int, b: int, step: int) -> np.ndarray:
@@ -278,37 +340,33 @@ def _interp_lattice(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np
     return along[jr] * (1.0 - fr[:, None]) + below * fr[:, None]
 
 
-def _mapped(
-    spec: _Spec, rows: np.ndarray, cols: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """:func:`_source_positions` on the grid ``rows x cols`` (1-D each), computed exactly on a
+def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
+    """:func:`_exact_fields` on the grid ``rows x cols`` (1-D each), computed exactly on a
     lattice of every :data:`LATTICE_STEP` pixels and interpolated bilinearly in between, as
     GDAL's warper does. The interpolation is checked against the exact mapping at the centre
     of every lattice cell; where it errs by more than :data:`LATTICE_TOLERANCE` pixel (or the
     mapping leaves the projection's domain) the lattice is refined, down to every pixel.
 
-    The frame coordinates (last two) are only needed by ramps: without any, they are not
+    The frame coordinates are only needed by ramps and tilts: without any, they are not
     interpolated and come back as ``None``."""
-    wanted = 4 if spec.op.surfaces else 2
     step = LATTICE_STEP
     if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs):
         step = 1  # the mapping is affine and cheap: exact at every pixel
-    # tolerances: positions in source pixels; frame coordinates relative to an output pixel
-    tolerance = [LATTICE_TOLERANCE] * 2 + ([LATTICE_TOLERANCE * _frame_pixel(spec)] * 2 if wanted == 4 else [])
+    n_pos = 4 if spec.tilts else 2
+    frame_tol = LATTICE_TOLERANCE * _frame_pixel(spec)
     while step > 1:
         lr, lc = _lattice(int(rows[0]), int(rows[-1]) + 1, step), _lattice(int(cols[0]), int(cols[-1]) + 1, step)
-        exact = _source_positions(spec, lr[:, None], lc[None, :])[:wanted]
+        exact = _exact_fields(spec, lr[:, None], lc[None, :])
+        tolerance = [LATTICE_TOLERANCE] * n_pos + [frame_tol] * (len(exact) - n_pos)
         if all(np.isfinite(v).all() for v in exact):
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
             mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
-            check = _source_positions(spec, mr[:, None], mc[None, :])
+            check = _exact_fields(spec, mr[:, None], mc[None, :])
             if all(np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max() <= tol
                    for v, c, tol in zip(exact, check, tolerance)):
-                v = [_interp_lattice(e, lr, lc, rows, cols) for e in exact]
-                return (v[0], v[1], v[2], v[3]) if wanted == 4 else (v[0], v[1], None, None)
+                return _as_mapping(spec, [_interp_lattice(e, lr, lc, rows, cols) for e in exact])
         step //= 2
-    prow, pcol, xf, yf = _source_positions(spec, rows[:, None], cols[None, :])
-    return prow, pcol, xf, yf
+    return _as_mapping(spec, _exact_fields(spec, rows[:, None], cols[None, :]))
 
 
 def _frame_pixel(spec: _Spec) -> float:
@@ -320,18 +378,27 @@ def _frame_pixel(spec: _Spec) -> float:
 
 
 def _footprint(spec: _Spec, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int, int, int] | None:
-    """Source window ``(row0, row1, col0, col1)`` an output chunk reads, or None if none."""
+    """Source window ``(row0, row1, col0, col1)`` an output chunk reads, or None if none.
+
+    With a tilt, the boundary is mapped at both ends of ``z_range`` (positions are linear in
+    the elevation, so the two bound every elevation in between)."""
     def ticks(a: int, b: int) -> np.ndarray:
         return np.unique(np.r_[np.arange(a, b, BOUNDARY_STEP), b - 1])
+
+    levels = spec.z_range if spec.tilts else (0.0,)
+
+    def mapped(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        got = [_source_positions(spec, rows, cols, z)[:2] for z in levels]
+        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
 
     rr, cc = ticks(r0, r1), ticks(c0, c1)
     rows = np.r_[np.full(cc.size, r0), np.full(cc.size, r1 - 1), rr, rr]
     cols = np.r_[cc, cc, np.full(rr.size, c0), np.full(rr.size, c1 - 1)]
-    prow, pcol, _, _ = _source_positions(spec, rows, cols)
+    prow, pcol = mapped(rows, cols)
     ok = np.isfinite(prow) & np.isfinite(pcol)
     if not ok.all():  # the boundary leaves the projection's domain: map the whole lattice
         g_r, g_c = np.meshgrid(rr, cc, indexing="ij")
-        prow, pcol, _, _ = _source_positions(spec, g_r.ravel(), g_c.ravel())
+        prow, pcol = mapped(g_r.ravel(), g_c.ravel())
         ok = np.isfinite(prow) & np.isfinite(pcol)
         if not ok.any():
             return None
@@ -354,8 +421,8 @@ def _cut(block: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
 
 def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: tuple[int, int],
                 layout: tuple[int, int], dtype: Any, *pieces: np.ndarray) -> np.ndarray:
-    """One output chunk: map its pixels, interpolate the assembled source window, add the
-    vertical part."""
+    """One output chunk: map its pixels, interpolate the assembled source window (solving each
+    pixel's moved elevation under a rotation), add the vertical part."""
     out = np.full(shape, np.nan, dtype=dtype)
     if not pieces:
         return out
@@ -363,36 +430,69 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
     window = np.concatenate([np.concatenate(pieces[i * nc:(i + 1) * nc], axis=1) for i in range(nr)], axis=0)
     del pieces
     before, after = footprint(spec.resampling)
-    h_src, w_src = spec.src.shape
     wr0, wc0 = window0
+    inv = spec.op.inverse()
     cols = np.arange(c0, c0 + shape[1])
+
+    def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
+        return interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
+
     for s in range(0, shape[0], STRIP_ROWS):
         rows = np.arange(r0 + s, r0 + min(s + STRIP_ROWS, shape[0]))
-        prow, pcol, xf, yf = _mapped(spec, rows, cols)
-        _check_inside(prow, pcol, window0, window.shape, (h_src, w_src), before, after)
-        vals = interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
-        # frame coordinates exist only when a ramp needs them (see _mapped)
-        vals += spec.op.vertical(xf, yf) if xf is not None and yf is not None else spec.op.shift[2]
+        m = _mapped(spec, rows, cols)
+        if inv is None:
+            _check_inside(spec, m.prow, m.pcol, window0, window.shape, before, after)
+            vals = sample(m.prow, m.pcol)
+            # frame coordinates exist only when a ramp needs them (see _mapped)
+            vals += spec.op.vertical(m.xf, m.yf) if m.xf is not None and m.yf is not None else spec.op.shift[2]
+        else:
+            qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
+            vals, prow, pcol = solve_elevation(sample, m.prow, m.pcol, m.drow, m.dcol, inv.a(qx, qy), k=inv.k,
+                                               rzz=inv.rzz, z0=spec.z0)
+            _check_inside(spec, prow, pcol, window0, window.shape, before, after)
+            if spec.op.surfaces and m.xf is not None and m.yf is not None:
+                vals -= spec.op.ramps(m.xf, m.yf)
         out[s:s + rows.size] = vals
     return out
 
 
-def _check_inside(prow: np.ndarray, pcol: np.ndarray, window0: tuple[int, int], wshape: tuple[int, ...],
-                  src_shape: tuple[int, int], before: int, after: int) -> None:
+def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tuple[int, int],
+                  wshape: tuple[int, ...], before: int, after: int) -> None:
     """Fail loudly if a position that the source covers falls outside the task's window
     (the graph-time footprint was underestimated): never a silent NaN."""
     fr, fc = np.floor(prow), np.floor(pcol)
-    in_src = (fr - before >= 0) & (fr + after < src_shape[0]) & (fc - before >= 0) & (fc + after < src_shape[1])
+    h_src, w_src = spec.src.shape
+    in_src = (fr - before >= 0) & (fr + after < h_src) & (fc - before >= 0) & (fc + after < w_src)
     wr0, wc0 = window0
     in_win = (fr - before >= wr0) & (fr + after < wr0 + wshape[0]) & (fc - before >= wc0) & (fc + after < wc0 + wshape[1])
     if np.any(in_src & ~in_win):
+        if spec.tilts:
+            raise RuntimeError(
+                f"xdem.warp: an elevation outside {spec.z_range[0]:g} .. {spec.z_range[1]:g} (the range assumed for a "
+                "transform rotating about x or y) moved a source position out of its chunk's window; pass "
+                "z_range=(min, max) covering the DEM's elevations to warp_dem")
         raise RuntimeError("xdem.warp: a source position fell outside the window computed for its chunk "
                            "(please report this with the two CRSs involved)")
 
 
+#: Elevations (metres) assumed by default for a transform rotating about x or y: every
+#: elevation on Earth, including ellipsoid heights and bathymetry to -1000 m.
+DEFAULT_Z_RANGE_M = (-1000.0, 9000.0)
+
+
+def _default_z_range(frame: str) -> tuple[float, float]:
+    """:data:`DEFAULT_Z_RANGE_M` in the frame's linear unit (elevations share the horizontal unit
+    in a rigid transform)."""
+    try:
+        factor = CRS.from_user_input(frame).axis_info[0].unit_conversion_factor or 1.0
+    except (IndexError, ValueError):
+        factor = 1.0
+    return DEFAULT_Z_RANGE_M[0] / factor, DEFAULT_Z_RANGE_M[1] / factor
+
+
 def warp_dem(
     src: xr.DataArray, *, grid: Grid, op: FrameOp, resampling: str = "bilinear",
-    chunks: tuple[int, int] | None = None,
+    chunks: tuple[int, int] | None = None, z_range: tuple[float, float] | None = None,
 ) -> xr.DataArray:
     """Lazily resample ``src`` onto ``grid`` through the correction ``op`` (see the module notes).
 
@@ -412,6 +512,10 @@ def warp_dem(
         ``"bilinear"`` or ``"cubic"``.
     chunks
         Output chunk shape; default the source's largest chunk.
+    z_range
+        For an op rotating about x or y only: the range of moved elevations (frame units) used
+        to bound each chunk's source window; default :data:`DEFAULT_Z_RANGE_M` in the frame's
+        unit. An elevation outside it raises at compute time rather than giving a wrong value.
 
     Returns
     -------
@@ -430,7 +534,12 @@ def warp_dem(
     if resampling not in RESAMPLINGS:
         raise ValueError(f"resampling must be one of {RESAMPLINGS}, got {resampling!r}")
     data = dask_data(src)
-    spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling)
+    if not op.frame:  # defined in the CRS of whatever DEM it is applied to
+        op = replace(op, frame=Grid.of(src).crs)
+    zr = tuple(float(v) for v in (z_range if z_range is not None else _default_z_range(op.frame)))
+    if len(zr) != 2 or not zr[0] < zr[1]:
+        raise ValueError(f"z_range must be (min, max) with min < max, got {z_range!r}")
+    spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling, z_range=(zr[0], zr[1]))
     if chunks is None:
         chunks = (max(data.chunks[0]), max(data.chunks[1]))
     out_chunks = da.core.normalize_chunks(chunks, grid.shape)

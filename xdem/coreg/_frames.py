@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import xarray as xr
 
 from xdem.errors import InputError
-from xdem.warp import FrameOp, Grid, same_crs, warp_dem
+from xdem.warp import FrameOp, Grid, NotMergeable, same_crs, warp_dem
 
 if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
     from xdem.coreg.base import Coreg
@@ -68,7 +68,10 @@ def apply_in_frame(
     for step in _steps(coreg):
         op = step._frame_op()
         if op is not None:
-            pending = pending.then(op)
+            try:
+                pending = pending.then(op)
+            except NotMergeable:  # a rotation after a ramp: resample once more, then go on
+                current, pending = onto_output(current, pending), FrameOp(frame).then(op)
             resampling = getattr(step, "resampling", resampling)
             continue
         # later steps run on the output grid: a step needing the frame works there if it is in the frame

@@ -59,7 +59,8 @@ class AffineCoreg(Coreg):
         return translation_matrix(*self.to_translations())
 
     def _frame_op(self) -> FrameOp:
-        return FrameOp(str(self.crs_), shift=self.to_translations())
+        frame = vars(self).get("crs_")  # None: loaded from a JSON without it, applies in the DEM's CRS
+        return FrameOp(str(frame) if frame is not None else "", shift=self.to_translations())
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         sx, sy, sz = self.to_translations()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import geopandas as gpd
 import numpy as np
 import xarray as xr
 
@@ -50,7 +51,8 @@ class Coreg:
     and ``_apply(dem, bias_vars, resample)``.
     """
 
-    #: True for methods that are a rigid translation (merged in pipelines).
+    #: True for methods that are a rigid transform, translation or rotation (consecutive ones
+    #: are merged into one matrix in pipelines and resampled once).
     is_affine: ClassVar[bool] = False
     #: True when ``fit``/``apply`` need ``bias_vars``.
     needs_vars: ClassVar[bool] = False
@@ -167,6 +169,8 @@ class Coreg:
             (e.g. the reference) gives the output on that grid and CRS.
         """
         self._check_fitted()
+        if isinstance(dem, gpd.GeoDataFrame):
+            raise InputError("these are points, not a DEM: move them with .apply_points(points)")
         d = as_dem(dem)
         bv = {k: as_dem(v) for k, v in (bias_vars or {}).items()}
         target = None if grid is None else Grid.of(as_dem(grid))
@@ -178,6 +182,25 @@ class Coreg:
                 )
             return apply_in_frame(self, d, bv, target)
         return self._apply(d, bv, resample)
+
+    def apply_points(self, points: gpd.GeoDataFrame, *, z_name: str = "z") -> gpd.GeoDataFrame:
+        """Move points (a GeoDataFrame in any CRS) by the fitted correction, exactly (no
+        resampling): translations, rotations and ramps, in the correction's frame. The
+        elevation is the geometries' z, or the column ``z_name`` for 2-D geometries; a moved
+        copy is returned.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, shapely, xdem
+        >>> pts = gpd.GeoDataFrame(geometry=[shapely.Point(500.0, 600.0, 10.0)], crs="EPSG:32633")
+        >>> t = xdem.coreg.RigidTransform.from_translations(1.0, 2.0, 3.0, crs="EPSG:32633")
+        >>> t.apply_points(pts).geometry[0].coords[0]
+        (501.0, 602.0, 13.0)
+        """
+        from xdem.coreg._points import apply_to_points
+
+        self._check_fitted()
+        return apply_to_points(self, points, z_name=z_name)
 
     def pop_shared_points(self) -> SharedPoints | None:
         """The subsample this step drew in its last fit, if a pipeline asked it to keep it

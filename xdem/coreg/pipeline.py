@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import SharedPoints
-from xdem.coreg._shift import shift_dem, translation_matrix
+from xdem.coreg._shift import shift_dem
 from xdem.coreg.base import Coreg, FitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
+from xdem.kernels.rigid import rotations_of
+from xdem.warp import FrameOp, Grid, warp_dem
 
 __all__ = ["CoregPipeline"]
 
@@ -28,20 +31,16 @@ def _groups(steps: list[Coreg]) -> list[list[Coreg]]:
     return out
 
 
-@runtime_checkable
-class _Translation(Protocol):
-    """An affine step (:class:`~xdem.coreg.affine.AffineCoreg`, or a pipeline of them)."""
-
-    def to_translations(self) -> tuple[float, float, float]: ...
-
-
-def _merged_translation(steps: list[Coreg]) -> tuple[float, float, float]:
-    tr = np.zeros(3)
+def _merged_op(steps: list[Coreg]) -> FrameOp:
+    """The consecutive affine (translation or rigid) ``steps`` as one op: their matrices
+    multiplied, applied with one resampling."""
+    op = FrameOp("")
     for step in steps:
-        if not isinstance(step, _Translation):
-            raise AttributeError(f"{type(step).__name__} is not affine: it has no to_translations()")
-        tr += np.asarray(step.to_translations())
-    return float(tr[0]), float(tr[1]), float(tr[2])
+        got = step._frame_op() if step.is_affine else None
+        if got is None:
+            raise AttributeError(f"{type(step).__name__} is not affine: it has no rigid transform")
+        op = op.then(got)
+    return op
 
 
 @register
@@ -49,7 +48,8 @@ class CoregPipeline(Coreg):
     """Coregistrations run in sequence, each fitted on the output of the previous ones.
 
     Step ``k`` is fitted on the to-be-aligned DEM corrected (lazily) by steps ``0..k-1``.
-    Consecutive affine steps are merged into one translation and resampled once, both
+    Consecutive affine steps (translations, rotations) are merged into one rigid transform (their
+    matrices multiplied) and resampled once, both
     while fitting and in :meth:`apply`. ``subsample`` and ``random_state``, when given,
     are used by every step that has them while the pipeline fits (otherwise each step uses
     its own); the steps' own hyper-parameters are not changed.
@@ -156,7 +156,10 @@ class CoregPipeline(Coreg):
         since = 0  # the shared points are of the DEM seen by pending[since]
         for k, step in enumerate(self.steps):
             current = self._apply_affine(base, pending) if pending else base
-            points = shared.moved(_merged_translation(pending[since:])) if shared is not None else None
+            points = None
+            if shared is not None:  # the points follow translations only
+                moved = _merged_op(pending[since:])
+                points = shared.moved(moved.shift) if moved.is_translation else None
             collect = shared is None and self.share_sample and k + 1 < len(self.steps)
             step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
                                       points=points, collect_points=collect))
@@ -172,9 +175,18 @@ class CoregPipeline(Coreg):
         return self
 
     def _apply_affine(self, dem: xr.DataArray, steps: list[Coreg], resample: bool = True) -> xr.DataArray:
-        sx, sy, sz = _merged_translation(steps)
+        """Consecutive affine steps merged into one transform, resampled once (with the last
+        step's ``resampling``): a translation by the halo fast path, a rotation by the warp."""
+        op = _merged_op(steps)
         resampling = getattr(steps[-1], "resampling", "bilinear")
-        return shift_dem(dem, shift_x=sx, shift_y=sy, shift_z=sz, resampling=resampling, resample=resample)
+        if op.is_translation:
+            sx, sy, sz = op.shift
+            return shift_dem(dem, shift_x=sx, shift_y=sy, shift_z=sz, resampling=resampling, resample=resample)
+        if not resample:
+            raise InputError("resample=False keeps the data on a moved grid, which only a translation can do; these "
+                             "steps rotate: use resample=True")
+        grid = Grid.of(dem)
+        return warp_dem(dem, grid=grid, op=replace(op, frame=grid.crs), resampling=resampling)
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         if not resample and not self.is_affine:
@@ -187,17 +199,32 @@ class CoregPipeline(Coreg):
                 out = group[0]._apply(out, bias_vars, True)
         return out
 
-    def to_translations(self) -> tuple[float, float, float]:
-        """Merged translation of an all-affine pipeline."""
+    def _merged(self) -> FrameOp:
         if not self.is_fitted:
             raise NotFittedError("this CoregPipeline is not fitted yet; call .fit(ref, tba) first")
         if not self.is_affine:
-            raise InputError("the pipeline has non-affine steps; it is not a single translation")
-        return _merged_translation(self.steps)
+            raise InputError("the pipeline has non-affine steps; it is not a single rigid transform")
+        return _merged_op(self.steps)
+
+    def to_translations(self) -> tuple[float, float, float]:
+        """Merged translation of an all-affine pipeline: the motion of the rotation centre
+        (:meth:`centroid`) when some step rotates."""
+        sx, sy, sz = self._merged().shift
+        return float(sx), float(sy), float(sz)
 
     def to_matrix(self) -> np.ndarray:
-        """4 x 4 matrix of an all-affine pipeline."""
-        return translation_matrix(*self.to_translations())
+        """4 x 4 matrix of an all-affine pipeline: the steps' matrices multiplied (the first
+        step's on the right), applied to the to-be-aligned DEM's points."""
+        return self._merged().matrix()
+
+    def to_rotations(self, degrees: bool = True) -> tuple[float, float, float]:
+        """Rotations ``(rx, ry, rz)`` of the merged transform (``R = Rz Ry Rx``; zeros without rotation)."""
+        op = self._merged()
+        return (0.0, 0.0, 0.0) if op.rotation is None else rotations_of(np.asarray(op.rotation), degrees=degrees)
+
+    def centroid(self) -> tuple[float, float, float]:
+        """The centre the merged rotation turns about (that of the first rotating step)."""
+        return self._merged().centre
 
     def __repr__(self) -> str:
         return " + ".join(repr(s) for s in self.steps) if self.steps else "CoregPipeline([])"

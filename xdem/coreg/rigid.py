@@ -54,7 +54,8 @@ class RigidCoreg(AffineCoreg):
     resampling: str = "bilinear"
 
     # --- the transform --------------------------------------------------------------------
-    def _set_transform(self, rotation: np.ndarray, translation: Sequence[float], centroid: Sequence[float]) -> None:
+    def _set_transform(self, rotation: np.ndarray, translation: np.ndarray | Sequence[float],
+                       centroid: np.ndarray | Sequence[float]) -> None:
         """Set every learned attribute of the transform ``P -> R (P - c) + c + t``."""
         r = np.asarray(rotation, dtype=np.float64)
         t = np.asarray(translation, dtype=np.float64)

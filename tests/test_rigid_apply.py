@@ -1,0 +1,210 @@
+"""Applying any rigid transform, lazily and out of core: rotations about z, x and y plus
+translations, in the frame, onto other grids, merged in pipelines, and to points.
+
+Truth: the analytic terrain of ``tests/truth.py`` moved by a known rigid matrix
+(:func:`truth.rigid_dem_of`, solved independently of the package). Applying the inverse matrix
+must give the terrain back up to the resampling noise, which is measured on the same terrain
+by applying a perfectly known pure translation of similar size (the floor): the rotation may
+not add more than half of it again. Moving in the wrong direction is asserted far worse, so
+that the tolerance cannot hide a sign error.
+"""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+from affine import Affine
+from helpers import MaxResult, count_computes
+from truth import SineTerrain, dem_of, nmad, rigid_dem_of
+
+import xdem
+from xdem.coreg import CoregPipeline, RigidTransform
+from xdem.errors import InputError
+from xdem.kernels.rigid import rigid_matrix, rotation_matrix, transform_points
+from xdem.warp import FrameOp, Grid, NotMergeable
+
+CRS = "EPSG:32633"
+RES, N = 5.0, 320
+X0, Y0 = 500000.0, 5000000.0
+TERRAIN = SineTerrain(crs=CRS, origin=(X0, Y0), shortest=60.0, longest=2000.0)
+T = Affine(RES, 0.0, X0, 0.0, -RES, Y0)
+CENTRE = np.array([X0 + N * RES / 2, Y0 - N * RES / 2, 1000.0])
+MOVE = np.array([1.3, -2.1, 0.7])
+
+
+def _matrix(rotations: tuple[float, float, float]) -> np.ndarray:
+    return rigid_matrix(rotation_matrix(*rotations), MOVE, CENTRE)
+
+
+def _interior(a: np.ndarray, margin: int = 12) -> np.ndarray:
+    return a[margin:-margin, margin:-margin]
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return dem_of(TERRAIN, crs=CRS, transform=T, shape=(N, N), chunks=100)
+
+
+def _floor(ref, resampling: str) -> float:
+    """NMAD left by resampling alone: a pure known translation of the same size, undone."""
+    tba = dem_of(TERRAIN, crs=CRS, transform=T, shape=(N, N), move=tuple(MOVE), chunks=100)
+    back = RigidTransform.from_translations(*(-MOVE), crs=CRS).set_params(resampling=resampling)
+    return nmad(_interior(back.apply(tba).values - ref.values))
+
+
+@pytest.mark.parametrize("rotations", [(0.0, 0.0, 0.3), (0.03, -0.02, 0.3), (0.4, 0.3, -0.5)])
+@pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
+def test_inverse_rotation_gives_the_terrain_back(ref, rotations, resampling):
+    m = _matrix(rotations)
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100)
+    back = RigidTransform.from_matrix(np.linalg.inv(m), centroid=CENTRE, crs=CRS).set_params(resampling=resampling)
+    with count_computes() as c:
+        out = back.apply(tba)
+    assert c.count == 0
+    err = nmad(_interior(out.values - ref.values))
+    floor = _floor(ref, resampling)
+    assert err <= 1.5 * floor + 1e-4, (err, floor)
+    assert np.isfinite(_interior(out.values, 40)).all()
+    wrong = RigidTransform.from_matrix(m, centroid=CENTRE, crs=CRS).apply(tba).values
+    assert nmad(_interior(wrong - ref.values, 40)) > 20 * max(err, 1e-3)
+
+
+def test_rotation_about_centroid_is_reported_about_it():
+    t = RigidTransform.from_rotations(0.01, -0.02, 0.3, translation=tuple(MOVE), centroid=tuple(CENTRE), crs=CRS)
+    assert np.allclose(t.to_rotations(), (0.01, -0.02, 0.3), atol=1e-12)
+    assert np.allclose(t.to_translations(), MOVE, atol=1e-9)
+    moved = transform_points(t.to_matrix(), *CENTRE[:, None])[:, 0]
+    np.testing.assert_allclose(moved, CENTRE + MOVE, atol=1e-8)  # the centre moves by the translation
+
+
+def test_apply_is_chunk_independent_and_bounded(ref):
+    m = _matrix((0.05, -0.04, 0.4))
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100)
+    back = RigidTransform.from_matrix(np.linalg.inv(m), centroid=CENTRE, crs=CRS).set_params(resampling="cubic")
+    with MaxResult() as mr:
+        np.nansum(back.apply(tba).data).compute(scheduler="sync")  # a reduction: no final concatenation
+    assert 0 < mr.max_2d_bytes <= 100 * 100 * 4  # no task result larger than a chunk: no global halo
+    base = back.apply(tba).values
+    for chunks in (64, {"y": 97, "x": 160}):
+        other = back.apply(tba.chunk(chunks)).values
+        np.testing.assert_allclose(other, base, atol=1e-6, rtol=0, equal_nan=True)
+    numpy_in = back.apply(tba.compute()).values
+    np.testing.assert_allclose(numpy_in, base, atol=1e-6, rtol=0, equal_nan=True)
+
+
+def test_output_on_a_grid_of_another_crs_is_the_terrain_there(ref):
+    """The transform lives in the frame (UTM 33N); the output is asked on a UTM 34N grid (about
+    5 degrees of grid convergence): each output pixel must show the terrain at its own place."""
+    from truth import grid_around
+
+    m = _matrix((0.02, 0.01, 0.3))
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100)
+    inner = (X0 + 300, Y0 - N * RES + 300, X0 + N * RES - 300, Y0 - 300)
+    t34, shape34 = grid_around(inner, CRS, "EPSG:32634", RES)
+    truth34 = dem_of(TERRAIN, crs="EPSG:32634", transform=t34, shape=shape34, chunks=100)
+    back = RigidTransform.from_matrix(np.linalg.inv(m), centroid=CENTRE, crs=CRS).set_params(resampling="cubic")
+    out = back.apply(tba, grid=truth34)
+    assert out.rio.crs.to_epsg() == 32634 and out.shape == truth34.shape
+    d = out.values - truth34.values
+    assert np.isfinite(d).mean() > 0.8
+    assert nmad(d) <= 1.5 * _floor(ref, "cubic") + 1e-4, (nmad(d), _floor(ref, "cubic"))
+
+
+def test_an_elevation_outside_the_assumed_range_fails_loudly(ref):
+    from xdem.warp import warp_dem
+
+    m = _matrix((0.5, 0.5, 0.0))
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100)
+    op = FrameOp.rigid(CRS, np.linalg.inv(m), CENTRE)
+    with pytest.raises(RuntimeError, match="z_range"):
+        warp_dem(tba, grid=Grid.of(tba), op=op, z_range=(-40000.0, -39000.0)).values
+    with pytest.raises(ValueError, match="z_range"):
+        warp_dem(tba, grid=Grid.of(tba), op=op, z_range=(5.0, 1.0))
+
+
+def test_pipeline_merges_rigid_steps_into_one_resampling(ref):
+    a = RigidTransform.from_rotations(0.02, 0.0, 0.2, translation=(1.0, 0.5, 0.2), centroid=tuple(CENTRE), crs=CRS)
+    b = RigidTransform.from_translations(-0.4, 0.9, -0.1, crs=CRS)
+    c = RigidTransform.from_rotations(0.0, -0.03, -0.1, centroid=tuple(CENTRE + 100), crs=CRS)
+    pipe = a + b + c
+    np.testing.assert_allclose(pipe.to_matrix(), c.to_matrix() @ b.to_matrix() @ a.to_matrix(), atol=1e-9)
+    single = RigidTransform.from_matrix(pipe.to_matrix(), centroid=tuple(CENTRE), crs=CRS)
+    assert np.allclose(pipe.to_rotations(), single.to_rotations(), atol=1e-9)
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=_matrix((0.0, 0.0, 0.1)), chunks=100)
+    merged = pipe.apply(tba)
+    np.testing.assert_allclose(merged.values, single.apply(tba).values, atol=1e-4, rtol=0, equal_nan=True)
+    warps = [k for k in merged.data.dask.layers if str(k).startswith("warp-") and not str(k).startswith("warp-cut")]
+    assert len(warps) == 1  # one resampling for three steps
+
+
+def test_translations_alone_keep_the_halo_fast_path(ref):
+    pipe = RigidTransform.from_translations(1.0, 0.0, crs=CRS) + RigidTransform.from_translations(0.5, -2.0, 1.0, crs=CRS)
+    out = pipe.apply(ref)
+    assert not any(str(k).startswith("warp-") for k in out.data.dask.layers)
+    assert pipe.to_translations() == (1.5, -2.0, 1.0)
+    assert pipe.to_rotations() == (0.0, 0.0, 0.0)
+
+
+def test_a_rotation_after_a_ramp_is_not_merged():
+    from xdem.warp import Surface
+
+    ramp = FrameOp(CRS, surfaces=(Surface(center=(X0, Y0), scale=1000.0, terms=((1, 0),), coefs=(0.5,)),))
+    rot = FrameOp.rigid(CRS, _matrix((0.0, 0.0, 0.2)), CENTRE)
+    with pytest.raises(NotMergeable):
+        ramp.then(rot)
+    merged = rot.then(ramp)  # a ramp after a rotation merges: it is evaluated on the output
+    assert merged.rotation is not None and len(merged.surfaces) == 1
+
+
+def test_resample_false_refuses_a_rotation(ref):
+    t = RigidTransform.from_rotations(rz=0.1, centroid=tuple(CENTRE), crs=CRS)
+    with pytest.raises(InputError, match="resample=False"):
+        t.apply(ref, resample=False)
+
+
+def test_json_round_trip_and_a_tampered_matrix(ref, tmp_path):
+    t = RigidTransform.from_rotations(0.01, 0.02, 0.3, translation=(1.0, 2.0, 3.0), centroid=tuple(CENTRE), crs=CRS)
+    doc = t.to_dict()
+    for key in ("matrix_", "centroid_", "rotation_x_", "rotation_y_", "rotation_z_", "shift_x_"):
+        assert key in doc["learned"]
+    again = xdem.coreg.Coreg.from_dict(doc)
+    np.testing.assert_array_equal(again.apply(ref).values, t.apply(ref).values)
+    doc["learned"]["rotation_z_"] = 0.5
+    with pytest.raises(InputError, match="disagrees"):
+        xdem.coreg.Coreg.from_dict(doc)
+    with pytest.raises(InputError, match="not rigid"):
+        RigidTransform.from_matrix(np.diag([2.0, 1.0, 1.0, 1.0]))
+
+
+def test_points_are_moved_exactly_in_the_frame():
+    m = _matrix((0.02, -0.01, 0.3))
+    t = RigidTransform.from_matrix(m, centroid=tuple(CENTRE), crs=CRS)
+    rng = np.random.default_rng(0)
+    x = X0 + rng.uniform(0, N * RES, 50)
+    y = Y0 - rng.uniform(0, N * RES, 50)
+    z = TERRAIN(x, y)
+    pts = gpd.GeoDataFrame({"z": z}, geometry=shapely.points(x, y), crs=CRS)
+    expected = transform_points(m, x, y, z)
+    out = t.apply_points(pts)
+    np.testing.assert_allclose(np.c_[out.geometry.x, out.geometry.y, out["z"]], expected.T, atol=1e-6)
+    assert np.array_equal(pts["z"], z)  # the input is not modified
+    # points in degrees: moved in the frame (UTM 33N) and brought back
+    geo = gpd.GeoDataFrame(geometry=shapely.points(x, y, z), crs=CRS).to_crs("EPSG:4326")
+    back = t.apply_points(geo).to_crs(CRS)
+    np.testing.assert_allclose(np.c_[back.geometry.x, back.geometry.y, back.geometry.z], expected.T, atol=1e-5)
+    with pytest.raises(InputError, match="no elevation"):
+        t.apply_points(gpd.GeoDataFrame(geometry=shapely.points(x, y), crs=CRS))
+    with pytest.raises(InputError, match="apply_points"):
+        t.apply(pts)
+
+
+def test_points_through_a_pipeline_equal_the_product():
+    a = RigidTransform.from_rotations(0.0, 0.01, 0.2, centroid=tuple(CENTRE), crs=CRS)
+    b = RigidTransform.from_translations(1.0, -1.0, 0.5, crs=CRS)
+    pts = gpd.GeoDataFrame(geometry=[shapely.Point(X0 + 10, Y0 - 20, 1000.0)], crs=CRS)
+    got = (a + b).apply_points(pts).geometry[0].coords[0]
+    want = transform_points(b.to_matrix() @ a.to_matrix(), np.array([X0 + 10]), np.array([Y0 - 20]), np.array([1000.0]))
+    np.testing.assert_allclose(got, want[:, 0], atol=1e-8)
+    assert isinstance(a + b, CoregPipeline)

@@ -1,0 +1,80 @@
+"""Applying a fitted correction to points (a GeoDataFrame): exact, no resampling.
+
+Each point goes to the correction's frame (the reference CRS), is moved by every step's rigid
+transform in turn (``P -> M P``), loses the step's ramps at its new position, and goes back to
+the points' CRS. Only steps defined in the frame (translations, rotations, ramps) can move
+points; a correction of elevation values by bias variables given on a grid cannot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import geopandas as gpd
+import numpy as np
+from shapely import points as make_points
+
+from xdem.errors import CRSError, InputError
+from xdem.kernels.rigid import transform_points
+from xdem.warp import crs_key
+
+if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
+    from xdem.coreg.base import Coreg
+
+__all__ = ["apply_to_points"]
+
+
+def _elevations(points: gpd.GeoDataFrame, z_name: str) -> np.ndarray:
+    geom = points.geometry
+    if len(points) and bool(geom.has_z.all()):
+        return np.asarray(geom.z, dtype=np.float64)
+    if z_name in points.columns:
+        return np.asarray(points[z_name], dtype=np.float64)
+    raise InputError(f"the points have no elevation: give 3-D geometries or a column '{z_name}' "
+                     f"(columns: {', '.join(map(str, points.columns))}), or name it with z_name=")
+
+
+def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z") -> gpd.GeoDataFrame:
+    """A copy of ``points`` moved by the fitted ``coreg`` (see the module notes).
+
+    The elevation comes from 3-D geometries or, for 2-D ones, from the column ``z_name``; the
+    copy has both updated where they exist. The input is not modified.
+    """
+    if points.crs is None:
+        raise CRSError("the points have no CRS; set one with points.set_crs('EPSG:XXXX')")
+    if not (points.geom_type == "Point").all():
+        raise InputError("only Point geometries can be moved; explode multi-part geometries first")
+    steps = list(getattr(coreg, "steps", None) or [coreg])
+    ops = []
+    for step in steps:
+        op = step._frame_op()
+        if op is None:
+            raise InputError(f"{type(step).__name__} corrects elevation values from gridded variables; it cannot "
+                             "move points: apply it to a DEM, or leave it out of the pipeline for points")
+        ops.append(op)
+    z = _elevations(points, z_name)
+    own = crs_key(points.crs)
+    out = points.copy()
+    x, y = np.asarray(points.geometry.x, dtype=np.float64), np.asarray(points.geometry.y, dtype=np.float64)
+    current = own
+    for op in ops:
+        frame = op.frame or own
+        if frame != current:
+            x, y = _reproject(current, frame, x, y)
+            current = frame
+        x, y, z = transform_points(op.matrix(), x, y, z)
+        z = z - op.ramps(x, y)
+    if current != own:
+        x, y = _reproject(current, own, x, y)
+    has_z = len(points) > 0 and bool(points.geometry.has_z.all())
+    out = out.set_geometry(gpd.GeoSeries(make_points(x, y, z) if has_z else make_points(x, y),
+                                         index=points.index, crs=points.crs))
+    if z_name in out.columns:
+        out[z_name] = z
+    return out
+
+
+def _reproject(src: str, dst: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from xdem.warp import _to
+
+    return _to(src, dst, x, y)
