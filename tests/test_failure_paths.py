@@ -225,6 +225,16 @@ def test_initial_shift_recovers_far_shift(cls):
     assert model.get_params()["initial_shift"] == start
 
 
+def test_initial_shift_takes_an_optional_dz():
+    """Every affine method takes (dx, dy[, dz]); NuthKaab estimates dz at the end, so a given dz
+    changes nothing."""
+    ref, tba, truth = example_pair(shift_x=FAR[0], shift_y=FAR[1])
+    start = (truth["shift_x"] - 4.3, truth["shift_y"] + 3.1)
+    two = NuthKaab(initial_shift=start).fit(ref, tba)
+    three = NuthKaab(initial_shift=(*start, 25.0)).fit(ref, tba)
+    assert two.to_translations() == three.to_translations()
+
+
 @pytest.mark.parametrize("cls, far", [(NuthKaab, (230.0, 0.0)), (NuthKaabDeramp, (-260.0, 120.0))])
 def test_far_shift_that_stops_unconverged_is_an_error_too(cls, far):
     """Beyond half the DEM's width the estimate may wander without passing the divergence
@@ -254,6 +264,7 @@ def test_on_divergence_warn_accepts_partial_result():
 
 
 @pytest.mark.parametrize("kw", [{"initial_shift": (1.0,)}, {"initial_shift": "ab"}, {"initial_shift": (np.nan, 0)},
+                                {"initial_shift": (1.0, 2.0, 3.0, 4.0)},
                                 {"on_divergence": "ignore"}])
 def test_divergence_params_validated_in_fit(kw):
     ref, tba, _ = example_pair()

@@ -24,7 +24,7 @@ import numpy as np
 from xdem.coreg.fitfuncs import nmad
 from xdem.errors import ConvergenceError, ConvergenceWarning, InputError
 
-__all__ = ["Iterations", "iterate_shift", "check_divergence_params", "divergence_message", "nmad_ratio",
+__all__ = ["Iterations", "iterate_shift", "check_divergence_params", "initial_shift_of", "divergence_message", "nmad_ratio",
            "not_converged", "UNUSABLE_STEP_PX", "UNUSABLE_MOVE_PX", "UNUSABLE_NMAD_RATIO", "DIVERGENCE_FRACTION"]
 
 #: A run diverges when the shift moves more than this fraction of the DEM's larger side from its start.
@@ -117,21 +117,42 @@ def iterate_shift(
     return Iterations(start if reset else (sx, sy), history, iterations, converged=False, constrained=True)
 
 
-def check_divergence_params(*, initial_shift: object, on_divergence: object) -> tuple[float, float]:
-    """Validate the ``initial_shift`` and ``on_divergence`` hyper-parameters of the shift
-    estimators; returns the starting shift (``(0, 0)`` when ``initial_shift`` is ``None``)."""
-    if on_divergence not in ("raise", "warn"):
-        raise InputError(f"on_divergence must be 'raise' or 'warn', got {on_divergence!r}")
+def initial_shift_of(initial_shift: object) -> tuple[float, float, float]:
+    """``initial_shift`` as ``(dx, dy, dz)``: ``None`` is no shift, ``(dx, dy)`` has ``dz = 0``.
+
+    Every affine method takes ``initial_shift=(dx, dy[, dz])``, the first estimate of the
+    translation to apply (CRS units, same sign convention as the result). Methods that find the
+    vertical shift from a statistic of dh at the end (NuthKaab, NuthKaabDeramp, DhMinimize) only
+    start from ``(dx, dy)``; those that iterate all six parameters (ICP, LZD) start from all three.
+
+    Examples
+    --------
+    >>> initial_shift_of((1, 2)), initial_shift_of(None)
+    ((1.0, 2.0, 0.0), (0.0, 0.0, 0.0))
+    """
     if initial_shift is None:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     try:
         if not isinstance(initial_shift, Iterable):
             raise TypeError
-        sx, sy = (float(v) for v in initial_shift)
+        values = [float(v) for v in initial_shift]
+        if len(values) not in (2, 3):
+            raise ValueError
     except (TypeError, ValueError):
-        raise InputError(f"initial_shift must be two numbers (shift_x, shift_y) in CRS units, got {initial_shift!r}") from None
-    if not (np.isfinite(sx) and np.isfinite(sy)):
+        raise InputError("initial_shift must be two or three numbers (shift_x, shift_y[, shift_z]) in CRS units, "
+                         f"got {initial_shift!r}") from None
+    if not np.all(np.isfinite(values)):
         raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
+    return values[0], values[1], values[2] if len(values) == 3 else 0.0
+
+
+def check_divergence_params(*, initial_shift: object, on_divergence: object) -> tuple[float, float]:
+    """Validate the ``initial_shift`` and ``on_divergence`` hyper-parameters of the shift
+    estimators; returns the starting horizontal shift (``(0, 0)`` when ``initial_shift`` is
+    ``None``; see :func:`initial_shift_of`)."""
+    if on_divergence not in ("raise", "warn"):
+        raise InputError(f"on_divergence must be 'raise' or 'warn', got {on_divergence!r}")
+    sx, sy, _ = initial_shift_of(initial_shift)
     return sx, sy
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import FitData
+from xdem.coreg._iterate import initial_shift_of
 from xdem.coreg._shift import shift_dem
 from xdem.io.grid import check_projected, get_resolution, shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
@@ -159,7 +160,7 @@ def sample_with_terrain(
     resampling: str,
     terrain_method: str,
     half: int = 2,
-    initial_shift: tuple[float, float] | None = None,
+    initial_shift: tuple[float, ...] | None = None,
 ) -> SlopedSample:
     """Draw the subsample and cut windows of both DEMs around it: one pass over the data
     (two when few pixels are valid).
@@ -172,8 +173,9 @@ def sample_with_terrain(
     """
     valid = data.valid()
     windows = {"win_ref": data.ref.data, "win_tba": data.tba.data}
-    if initial_shift is not None and tuple(initial_shift) != (0.0, 0.0):
-        moved = shift_dem(data.tba, shift_x=float(initial_shift[0]), shift_y=float(initial_shift[1]),
+    start = initial_shift_of(initial_shift)
+    if start[:2] != (0.0, 0.0):
+        moved = shift_dem(data.tba, shift_x=start[0], shift_y=start[1],
                           resampling=resampling)
         valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
         del windows["win_tba"]
@@ -197,7 +199,7 @@ class ShiftEstimator(Protocol):
     random_state: int | None
     resampling: str
     terrain_method: str
-    initial_shift: tuple[float, float] | None
+    initial_shift: tuple[float, ...] | None
     _min_points: ClassVar[int]
     _half: ClassVar[int]
 

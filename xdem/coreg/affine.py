@@ -212,8 +212,10 @@ class NuthKaab(AffineCoreg):
     terrain_method
         Slope/aspect method: ``"horn"`` or ``"zevenbergthorne"``.
     initial_shift
-        ``(shift_x, shift_y)`` to start the iterations from (a first estimate of the result,
-        in CRS units, same sign convention); ``None`` starts from 0. Pixels are then drawn
+        ``(shift_x, shift_y[, shift_z])`` to start the iterations from (a first estimate of the
+        result, in CRS units, same sign convention; ``shift_z`` is accepted as by every affine
+        method, but the vertical shift is always estimated at the end); ``None`` starts from 0.
+        Pixels are then drawn
         where the moved DEM is valid and the windows are cut around the shifted positions.
         Use it when the DEMs are offset by more than about a quarter of their size. The
         to-be-aligned DEM is first brought onto the reference grid, cropped to where both
@@ -265,7 +267,7 @@ class NuthKaab(AffineCoreg):
         vshift_reduc_func: Callable[[np.ndarray], float] = np.median,
         resampling: str = "bilinear",
         terrain_method: str = "horn",
-        initial_shift: tuple[float, float] | None = None,
+        initial_shift: tuple[float, ...] | None = None,
         on_divergence: str = "raise",
     ) -> None:
         self.initial_shift = initial_shift

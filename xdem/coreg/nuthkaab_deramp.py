@@ -99,7 +99,7 @@ class NuthKaabDeramp(Coreg):
     terrain_method
         Slope/aspect method of the reference: ``"horn"`` or ``"zevenbergthorne"``.
     initial_shift
-        ``(shift_x, shift_y)`` to start the iterations from (CRS units, the sign of
+        ``(shift_x, shift_y[, shift_z])`` to start the iterations from (CRS units, the sign of
         ``shift_x_``); ``None`` starts from 0. As :class:`~xdem.coreg.NuthKaab`.
     on_divergence
         ``"raise"`` (default): a shift moving more than a quarter of the DEM's size from its
@@ -156,7 +156,7 @@ class NuthKaabDeramp(Coreg):
         min_slope: float = 1.0,
         resampling: str = "bilinear",
         terrain_method: str = "horn",
-        initial_shift: tuple[float, float] | None = None,
+        initial_shift: tuple[float, ...] | None = None,
         on_divergence: str = "raise",
     ) -> None:
         self.initial_shift = initial_shift
