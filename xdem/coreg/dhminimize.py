@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import ClassVar
 
 import dask.array as da
 import numpy as np
 from scipy.optimize import minimize
 
-from xdem.coreg._iterate import DIVERGENCE_FRACTION, divergence_message
+from xdem.coreg._iterate import DIVERGENCE_FRACTION, divergence_message, initial_shift_of
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
 from xdem.coreg.affine import check_iteration_params
@@ -45,23 +45,6 @@ OPTIMIZERS = ("Nelder-Mead", "Powell")
 _FIRST_STEP_PX = 0.5
 #: An optimum closer than this (pixels) to the edge of the windows' region moves the windows.
 _EDGE_PX = 0.5
-
-
-def _check_initial_shift(initial_shift: object) -> tuple[float, float] | None:
-    if initial_shift is None:
-        return None
-    try:
-        if not isinstance(initial_shift, Iterable) or isinstance(initial_shift, str):
-            raise TypeError
-        values = [float(v) for v in initial_shift]
-        if len(values) not in (2, 3):
-            raise TypeError
-    except (TypeError, ValueError):
-        raise InputError("initial_shift must be (shift_x, shift_y) or (shift_x, shift_y, shift_z) in CRS units, got "
-                         f"{initial_shift!r}") from None
-    if not all(math.isfinite(v) for v in values):
-        raise InputError(f"initial_shift must be finite, got {initial_shift!r}")
-    return values[0], values[1]
 
 
 @register
@@ -178,7 +161,7 @@ class DhMinimize(RigidCoreg):
                              f"{self.spread_func!r}")
         if self.method not in OPTIMIZERS:
             raise InputError(f"method must be one of {', '.join(OPTIMIZERS)}, got {self.method!r}")
-        return _check_initial_shift(self.initial_shift)
+        return None if self.initial_shift is None else initial_shift_of(self.initial_shift)[:2]
 
     def _fit(self, data: FitData) -> None:
         initial = self._check_params()
