@@ -170,3 +170,32 @@ def test_kernel_equals_the_per_point_interpolation(resampling):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="too close to the edge"):
         interp_windows_at(win, 0.5, 3.0, resampling="cubic")
+
+
+def test_fit_after_a_prior_translation_reads_the_original_dem():
+    """In a pipeline after another rigid step, the search starts from the earlier steps' matrix
+    on the unresampled DEM: the total equals a direct fit started there (identical draw and
+    search), and the learned translation is what remains after the prior."""
+    from xdem.coreg._data import prepare_pair
+    from xdem.coreg._shift import translation_matrix
+
+    move = (13.1, -7.9, -0.5)
+    ref, tba = _pair(move)
+    prior = (-12.0, 7.0, 0.3)
+    after = DhMinimize(subsample=5_000).fit_prepared_after(prepare_pair(ref, tba), translation_matrix(*prior))
+    direct = DhMinimize(subsample=5_000, initial_shift=prior[:2]).fit(ref, tba)
+    np.testing.assert_allclose(np.add(after.to_translations(), prior), direct.to_translations(), atol=1e-9, rtol=0)
+    assert after.passes_ == direct.passes_ == 2 and after.crs_ == direct.crs_
+    assert np.abs(_error(after, move) + prior).max() < TOL
+
+
+def test_fit_after_a_prior_rotation_fits_the_moved_dem():
+    from xdem.coreg import RigidTransform
+    from xdem.coreg._data import prepare_pair
+
+    ref, tba = _pair((3.7, -2.3, 1.25))
+    centre = (X0 + N * RES / 2, Y0 - N * RES / 2, 1000.0)
+    prior = RigidTransform.from_rotations(rz=0.05, centroid=centre, crs=CRS).set_params(resampling="cubic")
+    after = DhMinimize(subsample=5_000).fit_prepared_after(prepare_pair(ref, tba), prior.to_matrix())
+    direct = DhMinimize(subsample=5_000).fit(ref, prior.apply(tba))
+    np.testing.assert_allclose(after.to_translations(), direct.to_translations(), atol=1e-9, rtol=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import ClassVar
 
 import dask.array as da
@@ -28,13 +29,14 @@ from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import FitData, register
-from xdem.coreg.rigid import RigidCoreg
+from xdem.coreg.rigid import RigidCoreg, RigidTransform
 from xdem.errors import ConvergenceError, ConvergenceWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_transform, grid_shape, shift_in_pixels, signed_resolution
 from xdem.kernels.dhminimize import interp_windows_at
 from xdem.kernels.interp import footprint
 from xdem.kernels.robust import nmad
 from xdem.sampling import sample_valid
+from xdem.warp import crs_key
 
 __all__ = ["DhMinimize", "OPTIMIZERS"]
 
@@ -163,17 +165,43 @@ class DhMinimize(RigidCoreg):
             raise InputError(f"method must be one of {', '.join(OPTIMIZERS)}, got {self.method!r}")
         return None if self.initial_shift is None else initial_shift_of(self.initial_shift)[:2]
 
+    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> DhMinimize:
+        """Fit on a to-be-aligned DEM that earlier steps move by the rigid 4 x 4 matrix ``prior``.
+
+        A pipeline calls it so that a refinement after another step sees the original DEM, not
+        one already resampled (bilinear resampling smooths the terrain by an amount that
+        depends on the fractional shift: the spread's optimum moves). A translation ``prior``
+        is not applied: the search starts from it (plus ``initial_shift``) on ``data.tba`` as
+        it is, and the learned translation is the total minus ``prior``, what fitting on the
+        moved DEM would learn. A rotating ``prior`` is applied first (with ``resampling``): the
+        windows can only follow one common shift.
+        """
+        m = np.asarray(prior, dtype=np.float64)
+        self._reset()
+        if not np.array_equal(m[:3, :3], np.eye(3)):
+            moved = RigidTransform.from_matrix(m).set_params(resampling=self.resampling)
+            self._fit_from(replace(data, tba=moved._apply(data.tba, {}, True)), (0.0, 0.0, 0.0))
+        else:
+            self._fit_from(data, (float(m[0, 3]), float(m[1, 3]), float(m[2, 3])))
+        self.crs_ = crs_key(data.ref.rio.crs)
+        return self
+
     def _fit(self, data: FitData) -> None:
+        self._fit_from(data, (0.0, 0.0, 0.0))
+
+    def _fit_from(self, data: FitData, prior: tuple[float, float, float]) -> None:
         initial = self._check_params()
         check_projected(data.ref, "DhMinimize")
         res_x, res_y = signed_resolution(data.ref)
         h = self._half
         before, after = footprint(self.resampling)
-        start = initial if initial is not None else (0.0, 0.0)
+        given = initial if initial is not None else (0.0, 0.0)
+        start = (prior[0] + given[0], prior[1] + given[1])
+        moved_start = start != (0.0, 0.0)
         pos = np.array(shift_in_pixels(data.ref, *start))  # (drow, dcol): tba is read there
-        win_arrays = {} if initial is not None else {"win": data.tba.data}
+        win_arrays = {} if moved_start else {"win": data.tba.data}
         valid = data.valid()
-        if initial is not None:  # draw where tba moved by the initial shift is valid
+        if moved_start:  # draw where tba moved by the starting shift is valid
             moved = shift_dem(data.tba, shift_x=start[0], shift_y=start[1], resampling=self.resampling)
             valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
         s = sample_valid(valid, {"ref": data.ref.data}, subsample=self.subsample, random_state=self.random_state,
@@ -231,7 +259,8 @@ class DhMinimize(RigidCoreg):
         transform = get_transform(data.ref)
         x = transform.c + (cols + 0.5) * transform.a + (rows + 0.5) * transform.b
         y = transform.f + (cols + 0.5) * transform.d + (rows + 0.5) * transform.e
-        self._set_transform(np.eye(3), (sx, sy, -float(np.median(dh))),
+        total = (sx, sy, -float(np.median(dh)))
+        self._set_transform(np.eye(3), tuple(t - p for t, p in zip(total, prior)),
                             (float(np.mean(x)), float(np.mean(y)), float(np.mean(ref))))
         self.spread_ = float(spread(dh))
         self.n_iterations_ = int(iterations)
