@@ -6,7 +6,7 @@ known ``(dx, dy, dz)``, so the shift to find is exactly ``(-dx, -dy, -dz)``. Wit
 only error left is the cubic interpolation's (0.0002 m NMAD of dh on this terrain at a half-pixel
 shift): measured errors are 0.0002-0.0004 m (Nelder-Mead and Powell, one or several window
 regions); the tests allow 0.002 m (0.0004 pixel), which any real bias of the method (e.g. the
-bilinear interpolation's, 0.005 m here) would exceed.
+bilinear interpolation's, 0.009 m here) would exceed.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_initial_shift_starts_near_the_optimum():
 
 def test_bilinear_is_biased_where_cubic_is_not():
     """Why cubic is the default: bilinear's interpolation error varies with the fractional
-    part of the shift and displaces the spread's minimum (here by about 0.005 m, 0.001 pixel)."""
+    part of the shift and displaces the spread's minimum (here by 0.009 m, 0.002 pixel)."""
     move = (3.7, -2.3, 1.25)
     ref, tba = _pair(move)
     err = {r: np.abs(_error(DhMinimize(subsample=20_000, resampling=r).fit(ref, tba), move)[:2]).max()

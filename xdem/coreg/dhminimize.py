@@ -69,8 +69,9 @@ class DhMinimize(RigidCoreg):
     cut, 3 with bilinear): the search is bounded to that region, and resumes in new windows
     cut around its optimum. Memory: about 270 bytes per sampled point (the windows, float32).
     Each evaluation interpolates every window at one shift and takes ``spread_func`` of the
-    result (for 500 000 points, about 50 ms with the NMAD); Nelder-Mead needs about 50-100
-    evaluations to reach 0.001 pixel. Only sampled points whose whole window is valid (no
+    result (about 0.1 s for 500 000 points with the NMAD); Nelder-Mead needs about 60
+    evaluations (30 iterations) per window region to reach the default ``tolerance``, Powell
+    two to four times more. Only sampled points whose whole window is valid (no
     NaN, inside the grid) enter the spread, so that the set of points does not change with
     the shift within one region.
 
