@@ -19,4 +19,5 @@ from xdem.coreg.rigid import RigidCoreg, RigidTransform
 
 __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem",
            "clone"]
-__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "DhMinimize"]
+__all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform"]
+__all__ += ["DhMinimize"]
