@@ -301,3 +301,137 @@ def test_statistics_fused_in_the_write_equal_those_of_the_written_file(pair, tmp
     for when in ("before", "after"):
         for key in ("median", "nmad", "count", "sampled"):
             assert fused[when][key] == after[when][key], (when, key)
+
+
+# ------------------------------------------------------------------ rigid methods (issue 13)
+def test_dhminimize_pipeline_and_resampling_reach_every_step(pair, runner, tmp_path):
+    res = _run(runner, pair, tmp_path / "d.tif", "--method", "nuthkaab+dhminimize", "--resampling", "cubic",
+               "--subsample", "20000", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    nk, dm = doc["steps"]
+    assert (nk["method"], dm["method"]) == ("NuthKaab", "DhMinimize")
+    assert nk["params"]["resampling"] == dm["params"]["resampling"] == "cubic"
+    assert doc["inputs"]["options"]["resampling"] == "cubic"
+    truth = pair["truth"]
+    m = np.asarray(doc["matrix"])
+    total = [nk[k] + dm[k] for k in ("shift_x", "shift_y", "shift_z")]
+    np.testing.assert_allclose(m[:3, 3], total, atol=1e-12)  # translations add up
+    np.testing.assert_allclose(doc["translation"], total, atol=1e-12)
+    assert doc["rotations_deg"] == [0.0, 0.0, 0.0] and doc["matrix_is_complete"] is True
+    assert doc["rotation_centre"] == dm["centroid"]  # the rigid step's centre (no step rotates)
+    for k, v in zip(("shift_x", "shift_y", "shift_z"), total):
+        assert abs(v - truth[k]) < 0.01, (k, v, truth[k])
+    assert dm["matrix"] and len(dm["centroid"]) == 3 and dm["rotation_z"] == 0.0  # the learned transform is in the JSON
+    assert "rigid transform (2 steps merged: one resampling): translation (" in res.stderr
+
+
+def test_resampling_defaults_and_refusals(pair, runner, tmp_path):
+    none = dict.fromkeys(("poly_order", "angle", "terrain_attribute", "fit_or_bin", "subsample", "random_state",
+                          "initial_shift", "on_divergence", "resampling"))
+    model = build_coreg(resolve_methods("nuthkaab+dhminimize"), none)
+    assert [s.resampling for s in model.steps] == ["bilinear", "cubic"]  # each method's own default
+    model = build_coreg(resolve_methods("nuthkaab+dhminimize"), {**none, "resampling": "bilinear"})
+    assert [s.resampling for s in model.steps] == ["bilinear", "bilinear"]
+    res = _run(runner, pair, tmp_path / "x.tif", "--method", "vshift", "--resampling", "cubic")
+    assert res.exit_code == 2 and "takes --resampling" in res.stderr
+    assert "dhminimize" in res.stderr and "nuthkaab" in res.stderr  # who takes it
+    res = _run(runner, pair, tmp_path / "x.tif", "--resampling", "nearest")
+    assert res.exit_code == 2 and "nearest" in res.stderr
+    assert not (tmp_path / "x.tif").exists()
+    proc = runner.invoke(main, ["coreg", "--help"])
+    assert "--resampling [bilinear|cubic]" in proc.output and "dhminimize" in proc.output
+
+
+def test_a_given_transform_is_not_a_method():
+    with pytest.raises(click.BadParameter, match="unknown method 'rigidtransform'") as err:
+        resolve_methods("nuthkaab+rigidtransform")
+    assert "dhminimize" in str(err.value) and "coregpipeline" not in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("icp", ["ICP"]), ("lzd", ["LZD"]), ("dhminimize", ["DhMinimize"]), ("DhMinimize", ["DhMinimize"]),
+    ("nuthkaab+lzd", ["NuthKaab", "LZD"]), ("nuthkaab+icp", ["NuthKaab", "ICP"]),
+    ("lzd+deramp", ["LZD", "Deramp"]), ("icp+lzd+vshift", ["ICP", "LZD", "VerticalShift"]),
+])
+def test_rigid_methods_resolve_and_take_the_rigid_options(text, names):
+    classes = resolve_methods(text)
+    assert [c.__name__ for c in classes] == names
+    model = build_coreg(classes, {"resampling": "cubic", "initial_shift": (1.0, -2.0), "subsample": 5000})
+    steps = model.steps if len(names) > 1 else [model]
+    for step in steps:
+        params = step.get_params()
+        if "resampling" in params:
+            assert params["resampling"] == "cubic" and tuple(params["initial_shift"]) == (1.0, -2.0)
+
+
+def test_rotating_step_summary_lines():
+    """What the CLI prints for a rotating step and for the merged transform of a pipeline."""
+    from xdem.cli.coreg import _fmt_step
+    from xdem.workflows._summary import merged_transform, steps_summary, transform_lines
+
+    a = xdem.coreg.RigidTransform.from_rotations(0.01, -0.02, 0.25, translation=(1.0, 2.0, 0.5),
+                                                 centroid=(500.0, 400.0, 100.0))
+    b = xdem.coreg.RigidTransform.from_translations(0.5, -1.0, 0.25)
+    pipe = xdem.coreg.CoregPipeline([a, b])
+    (step,) = steps_summary(a)
+    line = _fmt_step(step)
+    assert line.startswith("RigidTransform: rotations rx=+0.010000°, ry=-0.020000°, rz=+0.250000° about "
+                           "(500.000, 400.000, 100.000), then translation shift_x=+1.0000, shift_y=+2.0000")
+    m = merged_transform(pipe)
+    np.testing.assert_allclose(m["matrix"], b.to_matrix() @ a.to_matrix(), atol=1e-12)
+    np.testing.assert_allclose(m["matrix"], pipe.to_matrix(), atol=1e-12)
+    np.testing.assert_allclose(m["rotations_deg"], [0.01, -0.02, 0.25], atol=1e-9)
+    assert m["centre"] == [500.0, 400.0, 100.0] and m["complete"] is True
+    np.testing.assert_allclose(m["translation"], [1.5, 1.0, 0.75], atol=1e-9)  # the centre moves by both
+    doc = {"steps": [step, step], "rotations_deg": m["rotations_deg"], "rotation_centre": m["centre"],
+           "translation": m["translation"], "matrix_is_complete": True}
+    (text,) = transform_lines(doc)
+    assert text.startswith("rigid transform (2 steps merged: one resampling): rotations rx=+0.010000°")
+    assert "about (500.000, 400.000, 100.000), then translation (+1.5000, +1.0000, +0.7500)" in text
+
+
+@pytest.fixture(scope="module")
+def rotated_pair(tmp_path_factory):
+    """A 300 x 300 DEM of rough analytic terrain at 5 m pixels and the same terrain rotated by
+    (0.01, -0.015, 0.2) degrees about its centre and translated by (2.0, -1.5, 0.4) m
+    (``truth.rigid_dem_of``, exact): the transform to find is the inverse of that motion."""
+    from affine import Affine
+    from truth import SineTerrain, dem_of, rigid_dem_of
+
+    from xdem.kernels.rigid import rigid_matrix, rotation_matrix
+
+    crs, x0, y0, res, n = "EPSG:32633", 500_000.0, 5_000_000.0, 5.0, 300
+    terrain = SineTerrain(crs=crs, origin=(x0, y0))
+    t = Affine(res, 0.0, x0, 0.0, -res, y0)
+    centre = np.array([x0 + n * res / 2, y0 - n * res / 2, 1000.0])
+    motion = rigid_matrix(rotation_matrix(0.01, -0.015, 0.2), np.array([2.0, -1.5, 0.4]), centre)
+    folder = tmp_path_factory.mktemp("rotated")
+    ref = dem_of(terrain, crs=crs, transform=t, shape=(n, n))
+    tba = rigid_dem_of(terrain, transform=t, shape=(n, n), matrix=motion)
+    ref.rio.to_raster(folder / "ref.tif")
+    tba.rio.to_raster(folder / "tba.tif")
+    return {"ref": folder / "ref.tif", "tba": folder / "tba.tif", "fix": np.linalg.inv(motion), "centre": centre}
+
+
+@pytest.mark.parametrize("method", ["lzd", "icp", "nuthkaab+lzd"])
+def test_rotation_is_found_printed_and_in_the_json(rotated_pair, runner, tmp_path, method):
+    """The rotation reaches the JSON (per step and merged), the printed summary and the output.
+    Tolerances are the CLI plumbing's, not the methods' accuracy targets (tested with them): the
+    rotations within 0.002 degree, the residual NMAD below 5 % of the one before."""
+    from xdem.kernels.rigid import rotations_of, split_matrix
+
+    out = tmp_path / "r.tif"
+    res = _run(runner, rotated_pair, out, "--method", method, "--resampling", "cubic", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    fix = rotated_pair["fix"]
+    want = rotations_of(split_matrix(fix, np.zeros(3))[0])
+    np.testing.assert_allclose(doc["rotations_deg"], want, atol=0.002)
+    m = np.asarray(doc["matrix"])
+    np.testing.assert_allclose(split_matrix(m, np.asarray(doc["rotation_centre"]))[1], doc["translation"], atol=1e-9)
+    rigid_steps = [s for s in doc["steps"] if "rotation_z" in s]
+    assert rigid_steps and all(len(s["matrix"]) == 4 and len(s["centroid"]) == 3 for s in rigid_steps)
+    assert "rotations rx=" in res.stderr and "about (" in res.stderr
+    assert doc["stats"]["after"]["nmad"] < 0.05 * doc["stats"]["before"]["nmad"]
+    assert doc["matrix_is_complete"] is True

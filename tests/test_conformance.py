@@ -22,6 +22,7 @@ FACTORIES = {
     "terrainbias": lambda: C.TerrainBias(subsample=N, bin_sizes=10),
     "icp": lambda: C.ICP(subsample=N),
     "lzd": lambda: C.LZD(subsample=N),
+    "dhminimize": lambda: C.DhMinimize(subsample=N),
     "coregpipeline": lambda: C.CoregPipeline([C.NuthKaab(subsample=N), C.Deramp(subsample=N)]),
 }
 

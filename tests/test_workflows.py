@@ -96,3 +96,55 @@ def test_run_coreg_refuses_an_existing_output_before_fitting(pair, tmp_path, mon
         run_coreg(CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / "out.tif",
                                coreg=xdem.coreg.VerticalShift()))
     assert (tmp_path / "out.tif").read_bytes() == b"keep"
+
+
+class _GivenRotation(xdem.coreg.RigidCoreg):
+    """A stand-in rigid method (not registered): its "fit" sets a known rotation about the middle
+    of the reference, so that the run's document and report can be checked against it."""
+
+    ROTATIONS = (0.01, -0.02, 0.2)
+
+    def __init__(self, *, resampling: str = "cubic") -> None:
+        self.resampling = resampling
+
+    def _fit(self, data):
+        from xdem.kernels.rigid import rotation_matrix
+
+        centre = (float(data.ref.x.mean()), float(data.ref.y.mean()), 100.0)
+        self._set_transform(rotation_matrix(*self.ROTATIONS), (1.5, -0.5, 0.25), centre)
+
+
+def test_run_coreg_document_and_report_carry_the_rigid_transform(pair, tmp_path):
+    """Rotations (degrees), their centre, the translation and the merged matrix are in the
+    document (merged: the pipeline's to_matrix) and on the report page, with their JSON keys."""
+    from xdem.kernels.rigid import rotations_of, split_matrix
+    from xdem.report.html import fmt
+
+    model = _GivenRotation() + xdem.coreg.DhMinimize(subsample=20_000)
+    result = run_coreg(CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / "a.tif",
+                                    coreg=model, report=tmp_path / "r.html", json_out=tmp_path / "a.json"))
+    doc = json.loads((tmp_path / "a.json").read_text())
+    rot, dm = result.coreg.steps
+    np.testing.assert_allclose(doc["matrix"], result.coreg.to_matrix(), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(doc["matrix"], dm.to_matrix() @ rot.to_matrix(), rtol=0, atol=1e-9)
+    assert doc["matrix_is_complete"] is True and doc["rotation_centre"] == rot.centroid_
+    np.testing.assert_allclose(doc["rotations_deg"], _GivenRotation.ROTATIONS, atol=1e-9)
+    r, t = split_matrix(np.asarray(doc["matrix"]), np.asarray(doc["rotation_centre"]))
+    np.testing.assert_allclose(rotations_of(r), doc["rotations_deg"], atol=1e-12)
+    np.testing.assert_allclose(t, doc["translation"], atol=1e-9)
+    step = doc["steps"][0]
+    assert [step[f"rotation_{a}"] for a in "xyz"] == pytest.approx(list(_GivenRotation.ROTATIONS), abs=1e-12)
+    assert step["centroid"] == rot.centroid_ and len(step["matrix"]) == 4
+    html = (tmp_path / "r.html").read_text()
+    assert "Rotations and translation of the rigid transform" in html
+    for i in range(3):
+        for key in ("rotations_deg", "rotation_centre", "translation"):
+            assert f'data-key="{key}.{i}">{fmt(doc[key][i])}<' in html, (key, i)
+    # a report from the fitted coregistration alone computes the same numbers (keys coreg.*)
+    from xdem.report import write_report
+
+    ref, tba = xdem.open_dem(pair["ref"]), xdem.open_dem(pair["tba"])
+    page = write_report(tmp_path / "alone.html", ref=ref, tba=tba, coreg=result.coreg, max_pixels=5_000,
+                        subsample=2_000).read_text()
+    for i in range(3):
+        assert f'data-key="coreg.rotations_deg.{i}">{fmt(doc["rotations_deg"][i])}<' in page

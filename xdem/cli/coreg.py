@@ -41,10 +41,13 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "random_state": ("random_state",),
     "initial_shift": ("initial_shift",),
     "on_divergence": ("on_divergence",),
+    "resampling": ("resampling",),
 }
 _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
 _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
-_HIDDEN = {"coregpipeline"}
+#: Registered but not offered as ``--method``: pipelines are built with ``+``; a RigidTransform is
+#: given (``RigidTransform.from_matrix``), not fitted.
+_HIDDEN = {"coregpipeline", "rigidtransform"}
 
 
 _IMPORT_ERRORS: dict[str, str] = {}
@@ -184,6 +187,12 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
 
 def _fmt_step(step: dict) -> str:
     parts = []
+    rotations = [step.get(f"rotation_{a}") for a in "xyz"]
+    rotates = all(isinstance(r, (int, float)) for r in rotations) and any(rotations)
+    if rotates:
+        c = step.get("centroid") or [float("nan")] * 3
+        parts.append(f"rotations rx={rotations[0]:+.6f}°, ry={rotations[1]:+.6f}°, rz={rotations[2]:+.6f}° about "
+                     f"({c[0]:.3f}, {c[1]:.3f}, {c[2]:.3f}), then translation")
     for key in ("shift_x", "shift_y", "shift_z"):
         if isinstance(step.get(key), (int, float)):
             parts.append(f"{key}={step[key]:+.4f}")
@@ -199,7 +208,7 @@ def _fmt_step(step: dict) -> str:
         towards = f" down towards {way:.0f}° from north" if way is not None else ""
         extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + towards
                      + f", ramp {step.get('ramp_amplitude', float('nan')):.3f} m across the DEM")
-    text = ", ".join(parts) if parts else "fitted"
+    text = (" ".join(parts[:1]) + " " + ", ".join(parts[1:]) if rotates else ", ".join(parts)) if parts else "fitted"
     return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -209,6 +218,8 @@ def _print_summary(doc: dict) -> None:
     echo("Coregistration:")
     for step in doc["steps"]:
         echo(f"  {_fmt_step(step)}")
+    for line in S.transform_lines(doc):
+        echo(f"  {line}")
     if doc.get("frame", {}).get("crs"):
         echo(f"  fitted and applied in {doc['frame']['crs']} ({doc['frame']['why']}); output on the grid of "
              f"{doc.get('output_grid', 'tba').upper()}")
@@ -248,9 +259,11 @@ def _print_summary(doc: dict) -> None:
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
                    "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
 @click.option("--method", default="nuthkaab", show_default=True,
-              help="vshift, nuthkaab, nuthkaab_deramp, deramp, directionalbias, terrainbias, biascorr, or any "
-                   "registered method; join with + for a pipeline, e.g. nuthkaab+vshift. Recommended when the DEM may "
-                   "be tilted as well as shifted (stereo DEMs): nuthkaab_deramp, which fits both jointly.")
+              help="vshift, nuthkaab, nuthkaab_deramp, deramp, icp, lzd, dhminimize, directionalbias, terrainbias, "
+                   "biascorr, or any registered method; join with + for a pipeline, e.g. nuthkaab+vshift or "
+                   "nuthkaab+lzd (consecutive translations and rotations are merged: one resampling). Recommended when "
+                   "the DEM may be tilted as well as shifted (stereo DEMs): nuthkaab_deramp, which fits both jointly; "
+                   "when it may be rotated: lzd or icp.")
 @click.option("--poly-order", type=click.IntRange(min=0), default=None, help="Polynomial order (e.g. deramp).")
 @click.option("--angle", type=float, default=None, help="Track angle in degrees (directionalbias).")
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
@@ -264,8 +277,14 @@ def _print_summary(doc: dict) -> None:
               help="Pixels used by every step: fraction (<= 1) or count (> 1). Default: each method's own.")
 @click.option("--random-state", type=int, default=None, help="Seed of the subsample, for every step.")
 @click.option("--initial-shift", type=(float, float), default=None, metavar="DX DY",
-              help="Start the shift estimate (nuthkaab, nuthkaab_deramp) from this shift to apply to TBA, in CRS units: "
-                   "needed when the DEMs are offset by more than about a quarter of their size.")
+              help="Start the shift estimate (nuthkaab, nuthkaab_deramp, icp, lzd, dhminimize) from this shift to "
+                   "apply to TBA, in CRS units: needed when the DEMs are offset by more than about a quarter of their "
+                   "size (dhminimize: more than a few pixels).")
+@click.option("--resampling", type=click.Choice(["bilinear", "cubic"]), default=None,
+              help="Interpolation of TBA, in the fit and to write the output, for every step that resamples. Default: "
+                   "each method's own: cubic for icp, lzd and dhminimize; bilinear for nuthkaab and nuthkaab_deramp "
+                   "(backward compatibility). Cubic leaves a far lower floor under the residual on rough terrain "
+                   "(see the docs' rigid page).")
 @click.option("--allow-divergence", is_flag=True,
               help="Accept a partial result when the shift estimate diverges (warning, horizontal shift reset) "
                    "instead of failing with exit code 1.")
@@ -286,7 +305,7 @@ def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
     subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
-    allow_divergence: bool, chunks: int | None, overwrite: bool, as_json: bool,
+    resampling: str | None, allow_divergence: bool, chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba",
 ) -> None:
@@ -311,7 +330,8 @@ def coreg(
     classes = resolve_methods(method)
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
-               "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None}
+               "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
+               "resampling": resampling}
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).

@@ -12,6 +12,7 @@ from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
 from xdem.coreg.deramp import Deramp
+from xdem.coreg.dhminimize import DhMinimize
 from xdem.coreg.icp import ICP
 from xdem.coreg.lzd import LZD
 from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
@@ -22,3 +23,4 @@ __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline",
            "clone"]
 __all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "ICP",
             "LZD"]
+__all__ += ["DhMinimize"]

@@ -28,6 +28,7 @@ from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
+from xdem.kernels.robust import nmad
 from xdem.typing import DEMLike, MaskLike
 from xdem.warp import FrameOp, Grid, crs_key
 
@@ -352,7 +353,8 @@ def _short(v: Any) -> str:
     return repr(v)
 
 
-_CALLABLES = {"median": np.median, "mean": np.mean, "nanmedian": np.nanmedian, "nanmean": np.nanmean}
+_CALLABLES = {"median": np.median, "mean": np.mean, "nanmedian": np.nanmedian, "nanmean": np.nanmean, "nmad": nmad,
+              "std": np.std}
 
 
 def resolve_callable(value: Any) -> Any:

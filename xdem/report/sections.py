@@ -184,9 +184,38 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
             parts.append(note("matrix_is_complete is false: the matrix holds only the translation part of the "
                               "correction; a ramp or bias correction is applied on top of it (for NuthKaabDeramp the "
                               "z translation is minus its fitted ramp at the centre of the reference grid)."))
+    rigid = _rotations_part(steps, summary, coreg)
+    if rigid:
+        parts.append(rigid)
     parts.append(note("Shifts are the translation APPLIED to the to-be-aligned DEM: aligned(x, y) = "
                       "tba(x − shift_x, y − shift_y) + shift_z."))
     return "".join(parts)
+
+
+def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, coreg: Any) -> str:
+    """The merged rigid transform as rotations in degrees about a centre and a translation, when
+    a step is rigid (has rotations): from the summary (keys ``rotations_deg``, ``rotation_centre``,
+    ``translation``), else computed from the coregistration (keys ``coreg.*``)."""
+    if not any("rotation_x_" in _learned(d) or "rotation_x" in _learned(d) for d in steps[1]):
+        return ""
+    if summary and isinstance(summary.get("rotations_deg"), list):
+        values, prefix = summary, ""
+    elif coreg is not None and getattr(coreg, "is_fitted", False):
+        from xdem.workflows._summary import merged_transform
+
+        m = merged_transform(coreg)
+        values = {"rotations_deg": m["rotations_deg"], "rotation_centre": m["centre"], "translation": m["translation"]}
+        prefix = "coreg."
+    else:
+        return ""
+    labels = {"rotations_deg": "rotation about the axis (degrees)", "rotation_centre": "centre c of the rotations",
+              "translation": "translation t (motion of the centre)"}
+    rows = [[label_cell(label)] + [cell(v, f"{prefix}{name}.{i}") for i, v in enumerate(values[name])]
+            for name, label in labels.items() if isinstance(values.get(name), list)]
+    return ("<h3>Rotations and translation of the rigid transform</h3>" + table(["", "x", "y", "z"], rows)
+            + note("Each point P = (x, y, z) of the to-be-aligned DEM moves to P′ = R (P − c) + c + t, with "
+                   "R = Rz · Ry · Rx (rotations about the axes, counter-clockwise seen from their positive end), in "
+                   "the coordinates of the reference's CRS; this is the matrix above. Full precision in the JSON."))
 
 
 def _slope_section(data: ReportData) -> str:

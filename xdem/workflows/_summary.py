@@ -22,7 +22,8 @@ from typing import Any
 
 from xdem.io.jsondoc import jsonable
 
-__all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
+__all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_transform", "merged_matrix",
+           "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
            "peak_rss_mb", "check_new_output"]
 
@@ -47,30 +48,99 @@ def steps_summary(coreg: Any) -> list[dict]:
     return out
 
 
-def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
-    """4 x 4 matrix of the summed translations of the affine steps, and whether it is the
-    whole correction (True when every step is affine).
+def merged_transform(coreg: Any) -> dict:
+    """The rigid part of the whole correction: ``matrix`` (4 x 4, applied to the to-be-aligned
+    DEM's points in the frame's coordinates), ``rotations_deg`` (``R = Rz Ry Rx``), ``centre``
+    (what they turn about: the first rotating step's ``centroid_``, else the first rigid step's,
+    else the origin), ``translation`` (the motion of that centre) and ``complete`` (whether the
+    matrix is the whole correction).
 
-    A step that is a translation plus something else and says so with ``translation_part()``
-    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre
-    of the reference grid) adds that translation; the matrix is then complete only if the
-    remainder is nothing (no non-constant ramp)."""
+    A single affine step or a pipeline of them: its own ``to_matrix()`` (a pipeline multiplies
+    its steps' matrices). Otherwise the affine steps' matrices multiplied in order, with a step
+    that is a translation plus something else and says so with ``translation_part()``
+    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre of
+    the reference grid) counted as that translation; the matrix is then complete only if every
+    step is affine and no remainder is left (no non-constant ramp). Translations alone add up.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> t = xdem.coreg.RigidTransform.from_rotations(rz=0.25, translation=(1.0, 2.0, 0.5), centroid=(10.0, 20.0, 0.0))
+    >>> m = merged_transform(t)
+    >>> [round(v, 9) for v in m["rotations_deg"]], m["centre"], m["translation"], m["complete"]
+    ([0.0, 0.0, 0.25], [10.0, 20.0, 0.0], [1.0, 2.0, 0.5], True)
+    """
     import numpy as np
 
     from xdem.coreg._shift import translation_matrix
+    from xdem.kernels.rigid import rotations_of, split_matrix
 
-    total = np.zeros(3)
-    complete = True
-    for step in steps_of(coreg):
-        if step.is_affine:
-            total += np.asarray(step.to_translations(), dtype=float)
-        elif hasattr(step, "translation_part"):
-            translation, exact = step.translation_part()
-            total += np.asarray(translation, dtype=float)
-            complete = complete and exact
-        else:
-            complete = False
-    return translation_matrix(*total).tolist(), complete
+    steps = steps_of(coreg)
+    rotating = [s for s in steps if s.is_affine and _rotates(s)]
+    centred = rotating or [s for s in steps if s.is_affine and hasattr(s, "centroid_")]
+    centre = np.asarray(centred[0].centroid_ if centred else (0.0, 0.0, 0.0), dtype=float)
+    if all(s.is_affine for s in steps) and hasattr(coreg, "to_matrix"):
+        matrix, complete = np.asarray(coreg.to_matrix(), dtype=float), True
+    else:
+        matrix, complete = np.eye(4), True
+        for step in steps:
+            if step.is_affine:
+                m = np.asarray(step.to_matrix(), dtype=float)
+            elif hasattr(step, "translation_part"):
+                translation, exact = step.translation_part()
+                m = translation_matrix(*np.asarray(translation, dtype=float))
+                complete = complete and exact
+            else:
+                complete = False
+                continue
+            matrix = m @ matrix
+    rotation, translation = split_matrix(matrix, centre)
+    rotations = [0.0, 0.0, 0.0] if np.array_equal(rotation, np.eye(3)) else [float(a) for a in rotations_of(rotation)]
+    return {"matrix": matrix.tolist(), "rotations_deg": rotations, "centre": [float(v) for v in centre],
+            "translation": [float(v) for v in translation], "complete": complete}
+
+
+def _rotates(step: Any) -> bool:
+    has_rotation = getattr(step, "has_rotation", None)
+    return bool(has_rotation()) if callable(has_rotation) else False
+
+
+def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
+    """``(matrix, complete)`` of :func:`merged_transform`."""
+    m = merged_transform(coreg)
+    return m["matrix"], m["complete"]
+
+
+def transform_lines(doc: dict) -> list[str]:
+    """Human lines describing the merged rigid transform of a run's document (keys ``matrix``,
+    ``rotations_deg``, ``rotation_centre``, ``translation``): empty for a pure translation of a
+    single step (its step line says it all).
+
+    Examples
+    --------
+    >>> doc = {"steps": [{}], "rotations_deg": [0.0, 0.01, -0.25], "rotation_centre": [5.0e5, 4.6e6, 1200.0],
+    ...        "translation": [1.5, -2.0, 0.25], "matrix_is_complete": True}
+    >>> (line,) = transform_lines(doc)
+    >>> line.split(" about ")[0]
+    'rigid transform: rotations rx=+0.000000°, ry=+0.010000°, rz=-0.250000°'
+    >>> line.split(" about ")[1]
+    '(500000.000, 4600000.000, 1200.000), then translation (+1.5000, -2.0000, +0.2500)'
+    """
+    rot = doc.get("rotations_deg")
+    if not isinstance(rot, list) or (not any(rot) and len(doc.get("steps", [])) < 2):
+        return []
+    t = doc.get("translation") or [float("nan")] * 3
+    n = len(doc.get("steps", []))
+    merged = f" ({n} steps merged: one resampling)" if n > 1 and doc.get("matrix_is_complete") else ""
+    text = f"rigid transform{merged}: "
+    if any(rot):
+        c = doc.get("rotation_centre") or [float("nan")] * 3
+        text += (f"rotations rx={rot[0]:+.6f}°, ry={rot[1]:+.6f}°, rz={rot[2]:+.6f}° about ({c[0]:.3f}, {c[1]:.3f}, "
+                 f"{c[2]:.3f}), then ")
+    text += f"translation ({t[0]:+.4f}, {t[1]:+.4f}, {t[2]:+.4f})"
+    if doc.get("matrix_is_complete") is False:
+        text += "; other corrections are applied on top of it"
+    return [text]
 
 
 def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any = None) -> dict:

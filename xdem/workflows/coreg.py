@@ -371,11 +371,14 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
                                          inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                                          random_state=r.random_state)
         t_verdict = time.perf_counter() - t0
-        matrix, complete = S.merged_matrix(model)
+        rigid = S.merged_transform(model)
         doc = {
             "steps": S.steps_summary(model),
-            "matrix": matrix,
-            "matrix_is_complete": complete,
+            "matrix": rigid["matrix"],
+            "matrix_is_complete": rigid["complete"],
+            "rotations_deg": rigid["rotations_deg"],
+            "rotation_centre": rigid["centre"],
+            "translation": rigid["translation"],
             "frame": S.frame_summary(model, ref_d),
             "output_grid": r.grid,
             "stats": stats,
