@@ -23,6 +23,7 @@ QUICK = {
     "coreg": ["--sizes", "4000"],
     "write_cog": ["--sizes", "2000", "--repeat", "1"],
     "terrain": ["--sizes", "2000"],
+    "rigid": ["--sizes", "2000"],
 }
 
 
