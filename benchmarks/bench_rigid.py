@@ -200,6 +200,7 @@ def rigid_pair(size: int) -> dict:
     gen: dict = {}
     if not paths["ref"].exists() and not _link_ref(size, paths["ref"]):
         gen["ref"] = _make("ref", size)
+    gen.setdefault("ref", {"reused": True})  # hard-linked, or kept from an earlier run
     gen["tba"] = _make("tba", size)
     (folder / "generation.json").write_text(json.dumps(gen, indent=1) + "\n")
     truth = json.loads((folder / "truth.json").read_text())
@@ -418,6 +419,9 @@ def format_generation(rows: list[dict]) -> str:
     for row in rows:
         g = row.get("generation") or {}
         for stage, v in g.items():
+            if "wall_s" not in v:
+                parts.append(f"{row['size']}^2 reference reused (hard-linked from another benchmark's cache or made earlier)")
+                continue
             parts.append(f"{row['size']}^2 {stage} {v['wall_s']:.0f} s ({v['cpu_s']:.0f} s CPU, "
                          f"peak RSS {fmt_bytes(v['peak_rss_bytes'])})")
     return "; ".join(parts) if parts else "not recorded (references hard-linked or made earlier)"
