@@ -359,10 +359,14 @@ def test_rigid_methods_resolve_and_take_the_rigid_options(text, names):
     assert [c.__name__ for c in classes] == names
     model = build_coreg(classes, {"resampling": "cubic", "initial_shift": (1.0, -2.0), "subsample": 5000})
     steps = model.steps if len(names) > 1 else [model]
+    takers = [s for s in steps if "initial_shift" in s.get_params()]
     for step in steps:
         params = step.get_params()
         if "resampling" in params:
-            assert params["resampling"] == "cubic" and tuple(params["initial_shift"]) == (1.0, -2.0)
+            assert params["resampling"] == "cubic"
+        if "initial_shift" in params:  # the start goes to the first step that takes it, not to the later ones
+            start = params["initial_shift"]
+            assert (tuple(start) == (1.0, -2.0)) if step is takers[0] else start is None
 
 
 def test_rotating_step_summary_lines():
@@ -435,3 +439,18 @@ def test_rotation_is_found_printed_and_in_the_json(rotated_pair, runner, tmp_pat
     assert "rotations rx=" in res.stderr and "about (" in res.stderr
     assert doc["stats"]["after"]["nmad"] < 0.05 * doc["stats"]["before"]["nmad"]
     assert doc["matrix_is_complete"] is True
+
+
+def test_initial_shift_starts_the_first_step_only(pair, runner, tmp_path):
+    """``--initial-shift`` is where a pipeline starts: given again to the second step (which
+    fits after the first one's correction), it would be counted twice."""
+    truth = pair["truth"]
+    start = (round(truth["shift_x"]), round(truth["shift_y"]))
+    res = _run(runner, pair, tmp_path / "i.tif", "--method", "nuthkaab+icp", "--initial-shift", *map(str, start),
+               "--subsample", "20000", "--json", "--no-stats")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    nk, icp = doc["steps"]
+    for k, v in zip(("shift_x", "shift_y", "shift_z"), doc["translation"]):
+        assert abs(v - truth[k]) < 0.05, (k, v, truth[k])
+    assert tuple(nk["params"]["initial_shift"]) == start and icp["params"]["initial_shift"] is None

@@ -45,6 +45,10 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
 _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
+#: Options that go to the first step that takes them only: a start (``--initial-shift``) is where
+#: the pipeline begins; later steps start from the earlier steps' result, and the shift given
+#: again would be counted twice.
+FIRST_STEP_ONLY = frozenset({"initial_shift"})
 #: Registered but not offered as ``--method``: pipelines are built with ``+``; a RigidTransform is
 #: given (``RigidTransform.from_matrix``), not fitted.
 _HIDDEN = {"coregpipeline", "rigidtransform"}
@@ -117,7 +121,8 @@ def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
     """Instantiate the steps with the options that apply to each; a pipeline if several.
 
     ``options`` maps :data:`METHOD_OPTIONS` keys to values (``None`` = not given). Every
-    given option is passed to each step whose constructor has a matching parameter.
+    given option is passed to each step whose constructor has a matching parameter, except
+    those of :data:`FIRST_STEP_ONLY`, passed to the first such step only.
 
     Raises
     ------
@@ -134,7 +139,7 @@ def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
         for i, cls in enumerate(classes):
             names = _param_names(cls)
             param = next((p for p in METHOD_OPTIONS[key] if p in names), None)
-            if param is not None:
+            if param is not None and not (used and key in FIRST_STEP_ONLY):
                 kwargs[i][param] = value
                 used = True
         if not used:
@@ -277,8 +282,8 @@ def _print_summary(doc: dict) -> None:
               help="Pixels used by every step: fraction (<= 1) or count (> 1). Default: each method's own.")
 @click.option("--random-state", type=int, default=None, help="Seed of the subsample, for every step.")
 @click.option("--initial-shift", type=(float, float), default=None, metavar="DX DY",
-              help="Start the shift estimate (nuthkaab, nuthkaab_deramp, icp, lzd, dhminimize) from this shift to "
-                   "apply to TBA, in CRS units: needed when the DEMs are offset by more than about a quarter of their "
+              help="Start the shift estimate (nuthkaab, nuthkaab_deramp, icp, lzd, dhminimize; in a pipeline, the "
+                   "first step that takes it) from this shift to apply to TBA, in CRS units: needed when the DEMs are offset by more than about a quarter of their "
                    "size (dhminimize: more than a few pixels).")
 @click.option("--resampling", type=click.Choice(["bilinear", "cubic"]), default=None,
               help="Interpolation of TBA, in the fit and to write the output, for every step that resamples. Default: "
