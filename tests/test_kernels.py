@@ -135,3 +135,28 @@ def test_equal_width_bin_index() -> None:
     big = equal_width_bin_index(np.array([-1e308, 0.0, 1e308]), lo=-1e308, hi=1e308, n_bins=4)
     np.testing.assert_array_equal(big, [0, 2, 3])
     np.testing.assert_array_equal(equal_width_bin_index(np.array([2.0, 2.0]), lo=2.0, hi=2.0, n_bins=4), [0, 0])
+
+
+@pytest.mark.parametrize("resampling", ["bilinear", "cubic", "lagrange"])
+def test_compiled_interpolation_equals_the_numpy_reference(resampling):
+    """The compiled loop of ``interp_positions_kernel`` gives the vectorised numpy kernel's values
+    bit for bit: NaN pixels, positions on and beyond the window's edges, integer positions
+    (zero weights must not let a NaN through), NaN positions, a float32 window."""
+    from xdem.kernels.warp import interp_positions_kernel, interp_positions_numpy
+
+    rng = np.random.default_rng(3)
+    window = (rng.normal(size=(60, 80)) * 100).astype(np.float32)
+    window[rng.random(window.shape) < 0.03] = np.nan
+    prow = rng.uniform(-3, 63, size=(90, 70))
+    pcol = rng.uniform(-3, 83, size=(90, 70))
+    prow[::4] = np.round(prow[::4])
+    pcol[:, ::3] = np.round(pcol[:, ::3])
+    prow[0, :5] = np.nan
+    pcol[1, :5] = np.inf
+    a = interp_positions_kernel(window, prow, pcol, resampling=resampling)
+    b = interp_positions_numpy(window, prow, pcol, resampling=resampling)
+    assert a.shape == b.shape == prow.shape and a.dtype == np.float64
+    assert np.array_equal(a, b, equal_nan=True)
+    assert 0.05 < np.isnan(a).mean() < 0.6 and np.isfinite(a).sum() > 1000  # both cases exercised
+    with pytest.raises(ValueError, match="resampling"):
+        interp_positions_kernel(window, prow, pcol, resampling="nearest")

@@ -215,7 +215,7 @@ def test_fixed_point_never_returns_a_value_read_at_a_foreign_position():
     start position (which belongs to another elevation)."""
     from xdem.kernels.rigid import solve_elevation
 
-    def src(r, c):  # NaN for the positions near row 50.2 only: the start position falls there
+    def src(r, c, idx):  # NaN for the positions near row 50.2 only: the start position falls there
         v = 0.01 * r * 100.0
         return np.where(np.abs(r - 50.2) < 0.05, np.nan, v)
 
@@ -226,8 +226,25 @@ def test_fixed_point_never_returns_a_value_read_at_a_foreign_position():
     z, r, _ = solve_elevation(src, prow0, pcol0, 0.001, 0.0, 0.0, k=0.0, rzz=1.0, z0=0.0, starts=(100.0,))
     assert abs(z[0] - (50.2 + 0.001 * z[0])) < 1e-9  # restarted elsewhere: a genuine fixed point
 
-    def holes(r, c):  # the source is NaN on the way: row 50.25 only
+    def holes(r, c, idx):  # the source is NaN on the way: row 50.25 only
         return np.where(np.abs(r - 50.25) < 0.01, np.nan, r * 1.0)
 
     z, r, _ = solve_elevation(holes, np.array([50.2]), np.zeros(1), 0.001, 0.0, 0.0, k=0.0, rzz=1.0, z0=0.0)
     assert np.isnan(z[0])  # 50.2 -> z = 50.2 -> row 50.2502: NaN there, and not read again at 50.2
+
+
+def test_each_pixel_settles_on_its_own():
+    """A pixel's value does not depend on the other pixels solved with it (so not on the chunk):
+    solved alone or among pixels that need more iterations, it is the same."""
+    from xdem.kernels.rigid import solve_elevation
+
+    def src(r, c, idx):
+        return 30.0 * np.sin(r / 7.0) + 0.5 * c
+
+    prow0, pcol0 = np.array([10.0, 20.0, 30.0]), np.array([5.0, 6.0, 7.0])
+    drow = np.array([0.002, 0.02, 0.05])  # the last pixel converges the slowest
+    together, _, _ = solve_elevation(src, prow0, pcol0, drow, 0.0, 0.0, k=0.0, rzz=1.0)
+    for i in range(3):
+        alone, _, _ = solve_elevation(src, prow0[i:i + 1], pcol0[i:i + 1], drow[i:i + 1], 0.0, 0.0, k=0.0, rzz=1.0)
+        assert alone[0] == together[i]
+        assert abs(together[i] - src(prow0[i] + drow[i] * together[i], pcol0[i], None)) < 1e-6

@@ -438,7 +438,7 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
     cols = np.arange(c0, c0 + shape[1])
     starts = tuple(np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
 
-    def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
+    def sample(prow: np.ndarray, pcol: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         return interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
 
     for s in range(0, shape[0], STRIP_ROWS):

@@ -283,8 +283,8 @@ def _print_summary(doc: dict) -> None:
 @click.option("--random-state", type=int, default=None, help="Seed of the subsample, for every step.")
 @click.option("--initial-shift", type=(float, float), default=None, metavar="DX DY",
               help="Start the shift estimate (nuthkaab, nuthkaab_deramp, icp, lzd, dhminimize; in a pipeline, the "
-                   "first step that takes it) from this shift to apply to TBA, in CRS units: needed when the DEMs are offset by more than about a quarter of their "
-                   "size (dhminimize: more than a few pixels).")
+                   "first step that takes it) from this shift to apply to TBA, in CRS units: needed when the DEMs "
+                   "are offset by more than about a quarter of their size (dhminimize: more than a few pixels).")
 @click.option("--resampling", type=click.Choice(["bilinear", "cubic"]), default=None,
               help="Interpolation of TBA, in the fit and to write the output, for every step that resamples. Default: "
                    "each method's own: cubic for icp, lzd and dhminimize; bilinear for nuthkaab and nuthkaab_deramp "

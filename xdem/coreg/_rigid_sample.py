@@ -192,11 +192,12 @@ class RigidSampler:
         c0 = (self.wcol[ids] - self.half).astype(np.float64)
         lo, hi = self.before, self.size - self.after
 
-        def sample(pr: np.ndarray, pc: np.ndarray) -> np.ndarray:
-            lr, lc = pr - r0, pc - c0
+        def sample(pr: np.ndarray, pc: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            whole = idx.size == len(r0)  # every point (idx is 0..n-1): no copy of the windows
+            lr, lc = (pr - r0, pc - c0) if whole else (pr - r0[idx], pc - c0[idx])
             out = ~((lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi))
-            esc.note(out, pr, pc)
-            return interp_windows_kernel(sub, lr, lc, resampling=self.interpolation)
+            esc.note(idx[out], pr[out], pc[out])
+            return interp_windows_kernel(sub if whole else sub[idx], lr, lc, resampling=self.interpolation)
 
         u, rows, cols = solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz,
                                         z0=float(self.centre[2]))
@@ -211,10 +212,11 @@ class _Escapes:
         self.prow = np.full(n, np.nan)
         self.pcol = np.full(n, np.nan)
 
-    def note(self, out: np.ndarray, prow: np.ndarray, pcol: np.ndarray) -> None:
-        if out.any():
-            self.escaped |= out
-            self.prow[out], self.pcol[out] = prow[out], pcol[out]
+    def note(self, which: np.ndarray, prow: np.ndarray, pcol: np.ndarray) -> None:
+        """Points ``which`` (indices) read at ``(prow, pcol)``, outside their windows."""
+        if which.size:
+            self.escaped[which] = True
+            self.prow[which], self.pcol[which] = prow, pcol
 
 
 @dataclass

@@ -52,10 +52,10 @@ def weights_1d(frac: np.ndarray | float, resampling: str) -> list[tuple[int, np.
         a = -0.5
 
         def near(t):  # |t| <= 1
-            return (a + 2.0) * t**3 - (a + 3.0) * t**2 + 1.0
+            return (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
 
         def far(t):  # 1 < |t| < 2
-            return a * t**3 - 5.0 * a * t**2 + 8.0 * a * t - 4.0 * a
+            return a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
 
         return [(-1, far(1.0 + f)), (0, near(f)), (1, near(1.0 - f)), (2, far(2.0 - f))]
     if resampling == "lagrange":  # the cubic through the 4 nodes -1, 0, 1, 2 (exactly 0, 1, 0, 0 at f = 0)

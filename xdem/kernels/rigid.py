@@ -139,7 +139,7 @@ def inverse_coefficients(matrix: np.ndarray, centre: np.ndarray) -> InverseCoeff
 
 
 def solve_elevation(
-    sample: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    sample: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     prow0: np.ndarray,
     pcol0: np.ndarray,
     drow: np.ndarray | float,
@@ -156,12 +156,13 @@ def solve_elevation(
 
     The source pixel position of an output pixel whose moved elevation is ``z'`` is
     ``(prow0 + drow (z' - z0), pcol0 + dcol (z' - z0))`` (exact for a source in the frame's
-    CRS, where it is affine; linearised over metres otherwise); ``sample(prow, pcol)``
-    interpolates the source there. Iterates ``z' = (a + rzz * sample(...)) / (1 - k)`` until
-    no finite pixel changes by more than ``tol`` times its magnitude (or
-    :data:`MAX_FIXED_POINT_ITERATIONS`). A pixel whose source is NaN at the start (``z0``) is
-    started again from each elevation of ``starts`` in turn until one reads a value; a pixel
-    meeting a NaN later stays NaN.
+    CRS, where it is affine; linearised over metres otherwise); ``sample(prow, pcol, idx)``
+    interpolates the source there for the pixels ``idx`` (indices into the flattened pixels;
+    1-D positions). Iterates
+    ``z' = (a + rzz * sample(...)) / (1 - k)`` on each pixel until its change is at most ``tol``
+    times its magnitude (or :data:`MAX_FIXED_POINT_ITERATIONS`). A pixel whose source is NaN
+    at the start (``z0``) is started again from each elevation of ``starts`` in turn until one
+    reads a value; a pixel meeting a NaN later stays NaN.
 
     Returns
     -------
@@ -173,36 +174,47 @@ def solve_elevation(
     --------
     A source tilted by 1 in 1000 along rows, positions moving by 0.01 pixel per unit of elevation:
 
-    >>> src = lambda r, c: 0.001 * r
+    >>> src = lambda r, c, idx: 0.001 * r
     >>> z, r, c = solve_elevation(src, np.array([100.0]), np.array([0.0]), 0.01, 0.0, 0.0, k=0.0, rzz=1.0)
     >>> round(float(z[0]), 9)  # z = 0.001 (100 + 0.01 z)
     0.100001
     """
-    def positions(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return prow0 + drow * (z - z0), pcol0 + dcol * (z - z0)
-
+    shape = np.shape(prow0)
     scale = 1.0 / (1.0 - k)
-    pr, pc = positions(np.full(np.shape(prow0), z0))
-    z = (a + rzz * sample(pr, pc)) * scale
-    if np.all(np.asarray(drow) == 0) and np.all(np.asarray(dcol) == 0):
-        return z, pr, pc
+    p0, c0, dr, dc, a0 = (np.broadcast_to(np.asarray(v, dtype=np.float64), shape).reshape(-1)
+                          for v in (prow0, pcol0, drow, dcol, a))
+    everyone = np.arange(p0.size)
+
+    def moved(z: np.ndarray | float, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The elevation read for pixels ``idx`` at elevations ``z``, and where it was read."""
+        pr = p0[idx] + dr[idx] * (z - z0)
+        pc = c0[idx] + dc[idx] * (z - z0)
+        return (a0[idx] + rzz * sample(pr, pc, idx)) * scale, pr, pc
+
+    z, pr, pc = moved(z0, everyone)
+    if not (dr.any() or dc.any()):
+        return z.reshape(shape), pr.reshape(shape), pc.reshape(shape)
+    missing = np.flatnonzero(~np.isfinite(z))
     for level in starts:
         # NaN where the start position falls: start again from other elevations, the same for
         # every pixel (so the result does not depend on the chunking)
-        missing = ~np.isfinite(z)
-        if not missing.any():
+        if missing.size == 0:
             break
-        pr, pc = positions(np.full(np.shape(prow0), float(level)))
-        z = np.where(missing, (a + rzz * sample(pr, pc)) * scale, z)
+        z[missing] = moved(float(level), missing)[0]
+        missing = missing[~np.isfinite(z[missing])]
+    # Each pixel iterates until its own change is below tol (so its value does not depend on its
+    # neighbours in the chunk); a pixel whose source is NaN somewhere on its way stays NaN: never
+    # a value read at a position that does not belong to its own elevation.
+    active = np.flatnonzero(np.isfinite(z))
+    change = np.zeros(0)
     for _ in range(MAX_FIXED_POINT_ITERATIONS):
-        pr, pc = positions(np.where(np.isfinite(z), z, z0))
-        # a pixel whose source is NaN somewhere on its way stays NaN: never a value read at a
-        # position that does not belong to its own elevation
-        new = np.where(np.isfinite(z), (a + rzz * sample(pr, pc)) * scale, np.nan)
-        change = np.abs(new - z)
-        z = new
+        new, pr[active], pc[active] = moved(z[active], active)
+        change = np.abs(new - z[active])
+        z[active] = new
         unsettled = np.isfinite(change) & (change > tol * np.maximum(np.abs(new), 1.0))
-        if not np.any(unsettled):
-            return z, pr, pc
-    z = np.where(unsettled & (change > 1e3 * tol * np.maximum(np.abs(z), 1.0)), np.nan, z)
-    return z, pr, pc
+        active, change = active[unsettled], change[unsettled]
+        if active.size == 0:
+            break
+    far_off = change > 1e3 * tol * np.maximum(np.abs(z[active]), 1.0)
+    z[active[far_off]] = np.nan
+    return z.reshape(shape), pr.reshape(shape), pc.reshape(shape)
