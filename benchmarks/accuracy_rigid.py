@@ -13,7 +13,7 @@ the reference evaluated exactly) and the CPU seconds of the fit. The numbers in
 The first row of each case applies the true transform itself (cubic): the NMAD that resampling
 alone leaves, under which no method can go.
 
-Run: ``python benchmarks/accuracy_rigid.py [--case rotation steep]``.
+Run: ``python benchmarks/accuracy_rigid.py [--case rotation steep] [--only LABEL ...]``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _case(name: str):
     return ref, tba, truth
 
 
-def run(case: str) -> None:
+def run(case: str, only: list[str] | None = None) -> None:
     ref, tba, truth = _case(case)
     ref, tba = ref.persist(), tba.persist()
     r = ref.values
@@ -77,6 +77,8 @@ def run(case: str) -> None:
     inner = (slice(n // 20, -n // 20),) * 2
     print(f"\n{case}: {n}^2, relief std {np.nanstd(r):.0f} m, NMAD before {nmad(tba.values - r):.3f} m")
     for label, make in METHODS.items():
+        if only and not any(o in label for o in only):
+            continue
         t0 = time.process_time()
         if make is None:  # the exact transform, applied with cubic: what resampling alone leaves
             c = C.RigidTransform.from_matrix(truth, crs=CRS).set_params(resampling="cubic")
@@ -97,8 +99,10 @@ def run(case: str) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--case", nargs="+", default=["rotation", "steep"], choices=["rotation", "steep"])
-    for case in p.parse_args().case:
-        run(case)
+    p.add_argument("--only", nargs="+", default=None, help="rows whose label contains one of these")
+    args = p.parse_args()
+    for case in args.case:
+        run(case, args.only)
 
 
 if __name__ == "__main__":

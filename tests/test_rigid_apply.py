@@ -248,3 +248,41 @@ def test_each_pixel_settles_on_its_own():
         alone, _, _ = solve_elevation(src, prow0[i:i + 1], pcol0[i:i + 1], drow[i:i + 1], 0.0, 0.0, k=0.0, rzz=1.0)
         assert alone[0] == together[i]
         assert abs(together[i] - src(prow0[i] + drow[i] * together[i], pcol0[i], None)) < 1e-6
+
+
+def _max_held(arr) -> int:
+    """Most task results dask would hold at once computing ``arr`` block by block, each block
+    consumed as soon as it is made (as a write does), in dask's own order."""
+    from dask.order import diagnostics
+
+    sink = arr.map_blocks(lambda b: np.zeros((1, 1)), chunks=(1, 1), dtype=float)
+    return max(diagnostics(dict(sink.__dask_graph__()))[1])
+
+
+def test_a_dem_opened_from_a_file_is_warped_from_windows_read_per_chunk(tmp_path):
+    """A DEM opened from a file: each output chunk reads its own window from the file (one task),
+    so what is held does not grow with the grid, where windows cut from the source's chunks keep
+    rows of chunks alive. Same values bit for bit; the file is still known as the input (so a
+    writer refuses to overwrite it); nodata read as NaN in the windows too."""
+    from xdem.io.sources import find_sources, region_reader
+
+    path = tmp_path / "dem.tif"
+    dem0 = dem_of(SineTerrain(crs=CRS, origin=(X0, Y0), shortest=60.0), crs=CRS, transform=T, shape=(300, 300))
+    dem0 = dem0.where(~((dem0.x < X0 + 200) & (dem0.y < Y0 - 1000)))  # a nodata corner
+    xdem.write_cog(dem0, path)
+    centre = (X0 + 750.0, Y0 - 750.0, 1000.0)
+    t = RigidTransform.from_rotations(0.02, -0.03, 0.4, translation=(1.0, -2.0, 0.5), centroid=centre, crs=CRS)
+    t.set_params(resampling="cubic")
+    held = {}
+    for chunks in (100, 50, 25):
+        dem = xdem.open_dem(path, chunks=chunks)
+        read = region_reader(dem)
+        assert read is not None and region_reader(dem + 0) is None
+        np.testing.assert_array_equal(read(slice(7, 90), slice(150, 300)), dem.values[7:90, 150:300])
+        direct, generic = t.apply(dem), t.apply(dem + 0)  # dem + 0: no reader, windows cut from chunks
+        np.testing.assert_array_equal(direct.values, generic.values)
+        assert np.isnan(direct.values).mean() > 0.05
+        assert [p.name for p in find_sources(direct)] == ["dem.tif"]
+        held[chunks] = (_max_held(direct.data), _max_held(generic.data))
+    assert max(d for d, _ in held.values()) <= 3, held  # a window and an output at a time
+    assert held[25][1] > held[50][1] > held[100][1] > 3, held  # rows of chunks: grows with the grid

@@ -38,6 +38,7 @@ from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
 from xdem.io.grid import dask_data, grid_shape
+from xdem.io.sources import find_sources, region_reader, register_source
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
 from xdem.kernels.surface import polynomial_surface
@@ -550,6 +551,11 @@ def warp_dem(
     dtype = data.dtype
     token = tokenize(data.name, spec, out_chunks)
     name, cut_name = f"warp-{token}", f"warp-cut-{token}"
+    # A DEM opened from a file: each output chunk reads its window from the file in a task of its
+    # own, so memory holds one window per running task. Otherwise the windows are cut from the
+    # source's chunks, which dask keeps until every window overlapping them is done: for a
+    # rotation, the three chunk rows around the current one (26 chunks of 2048^2 at 20000^2).
+    read = region_reader(data)
     row_edges = np.cumsum((0,) + data.chunks[0])
     col_edges = np.cumsum((0,) + data.chunks[1])
     dsk: dict[Any, Any] = {}
@@ -563,6 +569,13 @@ def warp_dem(
             window0 = (0, 0)
             if win is not None:
                 wr0, wr1, wc0, wc1 = win
+                layout, window0 = (1, 1), (wr0, wc0)
+                if read is not None:
+                    key = (cut_name, i, j, 0, 0)
+                    dsk[key] = (read, slice(wr0, wr1), slice(wc0, wc1))
+                    dsk[(name, i, j)] = (_warp_chunk, spec, r0, c0, (nr, nc), window0, layout, dtype, key)
+                    c0 += nc
+                    continue
                 bis = [b for b in range(len(data.chunks[0])) if row_edges[b] < wr1 and row_edges[b + 1] > wr0]
                 bjs = [b for b in range(len(data.chunks[1])) if col_edges[b] < wc1 and col_edges[b + 1] > wc0]
                 for bi in bis:
@@ -577,8 +590,14 @@ def warp_dem(
             c0 += nc
         r0 += nr
     # dask's own stubs: da.Array's __dask_scheduler__ does not match its DaskCollection protocol
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[data])  # type: ignore[list-item]
+    if read is None:
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=[data])  # type: ignore[list-item]
+    else:  # reads the file directly: a root layer, registered as reading the source's files
+        graph = HighLevelGraph({name: dsk}, {name: set()})
     arr = da.Array(graph, name, out_chunks, meta=np.empty((0, 0), dtype=dtype))
+    if read is not None:
+        for path in find_sources(data):
+            register_source(arr, path)
     x, y = grid.centres(np.zeros(1), np.arange(grid.shape[1]))[0], grid.centres(np.arange(grid.shape[0]), np.zeros(1))[1]
     out = xr.DataArray(arr, dims=("y", "x"), coords={"y": y, "x": x}, name=src.name, attrs=dict(src.attrs))
     out = out.rio.write_crs(grid.crs).rio.write_transform(grid.transform)

@@ -17,7 +17,7 @@ from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
 from xdem.io.grid import dask_data, grid_shape
-from xdem.io.sources import register_source
+from xdem.io.sources import register_region_reader, register_source
 from xdem.typing import DEMLike
 
 __all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
@@ -180,6 +180,23 @@ class _NamedReader:
         raise ReadError(message)
 
 
+class _RegionReader:
+    """Any region of an opened DEM read straight from its file, with :func:`_finish`'s casts:
+    the same values as the lazy DEM's chunks hold there (see
+    :func:`xdem.io.sources.register_region_reader`)."""
+
+    def __init__(self, reader: _NamedReader, dtype: np.dtype, nodata: float | None) -> None:
+        self.reader = reader
+        self.dtype = np.dtype(dtype)
+        self.nodata = nodata
+
+    def __call__(self, rows: slice, cols: slice) -> np.ndarray:
+        data = self.reader[(slice(0, 1), rows, cols)][0].astype(self.dtype, copy=False)
+        if self.nodata is not None and not np.isnan(self.nodata):
+            data = np.where(data == self.dtype.type(self.nodata), self.dtype.type(np.nan), data)
+        return data
+
+
 def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
     import re
 
@@ -197,8 +214,9 @@ def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ..
     return f"cannot read '{path}' ({where}: {detail}); the file is damaged: copy or download it again"
 
 
-def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> xr.DataArray:
-    """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`."""
+def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> tuple[xr.DataArray, _NamedReader]:
+    """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`, and
+    that reader."""
     import dask.base
 
     opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
@@ -207,9 +225,10 @@ def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> xr.DataArray:
     lazy = opened.isel(band=[band - 1])
     stat = path.stat()
     token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
-    data = da.from_array(_NamedReader(lazy, path), chunks=(1, ck[0], ck[1]), lock=False,
+    reader = _NamedReader(lazy, path)
+    data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False,
                          name=f"open_dem-{path.stem}-{token}", meta=np.array((), dtype=lazy.dtype))
-    return lazy.copy(data=data)
+    return lazy.copy(data=data), reader
 
 
 def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
@@ -237,11 +256,16 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
         raise CRSError(f"'{path}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{path}'")
     ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
     try:
-        arr = _open_lazily(path, band=band, ck=ck)
+        arr, reader = _open_lazily(path, band=band, ck=ck)
     except Exception as exc:  # rasterio raises many types for corrupt files
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
     register_source(arr.data, path)  # lets writers refuse to overwrite this input
-    return _finish(arr, nodata, name=path.stem)
+    out = _finish(arr, nodata, name=path.stem)
+    file_nodata = arr.rio.nodata if nodata is None else nodata
+    if file_nodata is None:
+        file_nodata = arr.rio.encoded_nodata
+    register_region_reader(out, _RegionReader(reader, out.dtype, file_nodata))
+    return out
 
 
 def open_dem(

@@ -15,11 +15,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register_source", "find_sources"]
+__all__ = ["register_source", "find_sources", "register_region_reader", "region_reader"]
 
 _LOCK = threading.Lock()
 #: graph layer name -> resolved paths of the files that layer reads
 _REGISTRY: dict[str, set[Path]] = {}
+#: dask array name -> a callable ``(rows: slice, cols: slice) -> ndarray`` giving any region of
+#: that array straight from its file (see :func:`register_region_reader`)
+_READERS: dict[str, Any] = {}
 
 
 def _resolve(path: str | os.PathLike) -> Path:
@@ -107,3 +110,36 @@ def find_sources(obj: Any) -> set[Path]:
         for n in names:
             out |= _REGISTRY.get(n, set())
     return out
+
+
+def register_region_reader(arr: Any, reader: Any) -> None:
+    """Record that any region of the 2-D lazy array ``arr`` can be read by ``reader(rows, cols)``.
+
+    ``reader`` (picklable: it travels in dask tasks) must return exactly the values the array's
+    own chunks hold there. A runner that needs arbitrary windows of ``arr`` (the warp: each
+    output chunk reads the window its preimage needs) then reads them from the file in its own
+    tasks instead of depending on ``arr``'s chunks, which dask would otherwise keep in memory
+    until every window that overlaps them is done (a front of whole chunk rows).
+    """
+    name = getattr(getattr(arr, "data", arr), "name", None)
+    if isinstance(name, str):
+        with _LOCK:
+            _READERS[name] = reader
+
+
+def region_reader(arr: Any) -> Any:
+    """The reader registered for exactly this lazy array (not one derived from it), or ``None``.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
+    >>> read = region_reader(dem)
+    >>> bool((read(slice(0, 2), slice(0, 3)) == dem.values[:2, :3]).all())
+    True
+    >>> region_reader(dem + 1) is None
+    True
+    """
+    name = getattr(getattr(arr, "data", arr), "name", None)
+    with _LOCK:
+        return _READERS.get(name) if isinstance(name, str) else None
