@@ -10,8 +10,8 @@ Examples
 
 from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
-from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
+from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.coreg.deramp import Deramp
 from xdem.coreg.dhminimize import DhMinimize
 from xdem.coreg.icp import ICP

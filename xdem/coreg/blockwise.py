@@ -27,7 +27,7 @@ import xarray as xr
 from xdem.coreg._data import FitData
 from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
 from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError, XdemWarning
-from xdem.io.grid import get_transform, grid_shape
+from xdem.io.grid import get_transform
 from xdem.kernels.field import ThinPlateField, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
 from xdem.kernels.robust import nmad
@@ -193,7 +193,7 @@ class BlockwiseCoreg(Coreg):
         outlier_threshold: float | None = 4.0,
         smoothing: float = 0.0,
         degree: int = 2,
-        n_iterations: int = 1,
+        n_iterations: int = 2,
         resampling: str = "bilinear",
     ) -> None:
         self.step = step
@@ -408,6 +408,7 @@ class BlockwiseCoreg(Coreg):
     # --- serialisation ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         doc = super().to_dict()
+        doc["params"] = {k: v for k, v in doc["params"].items() if not k.startswith("step__")}
         doc["params"]["step"] = None if self.step is None else self.step.to_dict()
         return doc
 

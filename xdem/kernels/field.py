@@ -64,7 +64,7 @@ class ThinPlateField:
 
     centre: tuple[float, float]
     scale: float
-    centres: tuple[tuple[float, float], ...]
+    centres: tuple[tuple[float, ...], ...]
     weights: tuple[tuple[float, ...], ...]
     terms: tuple[tuple[int, int], ...]
     coefs: tuple[tuple[float, ...], ...]
