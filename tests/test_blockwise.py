@@ -311,3 +311,43 @@ def test_apply_to_another_crs_goes_through_the_frame(fitted):
     err = moved[inside] - TERRAIN(fx[inside], fy[inside])
     assert np.isfinite(err).mean() > 0.999
     assert nmad(err) < 0.05
+
+
+def test_cli_blockwise_method_and_tile_table(tmp_path):
+    """``--method blockwise:nuthkaab --block-size 200``: the JSON document has the tile table;
+    ``blockwise:nuthkaab+vshift`` puts both in the tile step, ``blockwise:(nuthkaab)+deramp``
+    adds a step after it; options reach the tile steps."""
+    import json
+
+    import rasterio
+    from click.testing import CliRunner
+
+    from xdem.cli import main
+    from xdem.cli.coreg import build_coreg, resolve_methods
+    from xdem.examples import write_example_pair
+
+    pair = write_example_pair(tmp_path / "pair")
+    truth = pair["truth"]
+    res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "a.tif"),
+                                    "--method", "blockwise:nuthkaab", "--block-size", "200", "--subsample", "5000",
+                                    "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    step = doc["steps"][0]
+    assert step["method"] == "BlockwiseCoreg" and step["params"]["block_size"] == 200
+    assert step["params"]["step"]["method"] == "NuthKaab" and step["params"]["step"]["params"]["subsample"] == 5000
+    tiles = step["tiles"]
+    assert len(tiles["status"]) == 8 and tiles["status"].count("used") == 8  # 2 x 2 tiles, 2 iterations
+    first = [i for i, it in enumerate(tiles["iteration"]) if it == 0]
+    assert all(abs(tiles["dx"][i] - truth["shift_x"]) < 0.05 for i in first)
+    with rasterio.open(tmp_path / "a.tif") as f:
+        assert f.shape == (400, 400)
+
+    bw = build_coreg(resolve_methods("blockwise:nuthkaab+vshift"), {"subsample": 1000, "block_size": 300})
+    assert isinstance(bw, BlockwiseCoreg) and bw.block_size == 300
+    assert [type(s).__name__ for s in bw.step.steps] == ["NuthKaab", "VerticalShift"]
+    assert bw.step.steps[0].subsample == 1000 and bw.step.steps[1].subsample == 1000
+    pipe = build_coreg(resolve_methods("nuthkaab+blockwise:(nuthkaab)+deramp"), {"initial_shift": (1.0, 2.0)})
+    assert [type(s).__name__ for s in pipe.steps] == ["NuthKaab", "BlockwiseCoreg", "Deramp"]
+    assert pipe.steps[0].initial_shift == (1.0, 2.0) and pipe.steps[1].step.initial_shift is None
+    assert type(build_coreg(resolve_methods("blockwise"), {}).step).__name__ == "NuthKaab"
