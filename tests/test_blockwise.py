@@ -351,3 +351,27 @@ def test_cli_blockwise_method_and_tile_table(tmp_path):
     assert [type(s).__name__ for s in pipe.steps] == ["NuthKaab", "BlockwiseCoreg", "Deramp"]
     assert pipe.steps[0].initial_shift == (1.0, 2.0) and pipe.steps[1].step.initial_shift is None
     assert type(build_coreg(resolve_methods("blockwise"), {}).step).__name__ == "NuthKaab"
+
+
+def test_report_shows_tiles_and_field(ref, fitted, tmp_path):
+    """The HTML report has a blockwise section: the figure (arrows over a hillshade, the field)
+    and the tile table, whose every shown value is the JSON document's (data-key tags)."""
+    import html as _html
+    import re
+
+    from helpers import json_at
+
+    from xdem.report import write_report
+    from xdem.report.html import fmt
+
+    tba, bw = fitted["linear"]
+    path = write_report(tmp_path / "r.html", ref=ref, tba=tba, aligned=bw.apply(tba), coreg=bw)
+    text = path.read_text()
+    section = text[text.index('id="blockwise"'):]
+    section = section[:section.index("</section>")]
+    assert "data:image/png;base64," in section and "rejected tiles" in section
+    shown = {k: _html.unescape(v) for k, v in re.findall(r'data-key="([^"]+)">([^<]*)<', section)}
+    assert len(shown) == 16 * 9  # 16 tiles x 9 columns of the first iteration
+    doc = {"coreg": {"steps": [bw.to_dict()]}}
+    for key, value in shown.items():
+        assert value == fmt(json_at(doc, key)), key

@@ -38,7 +38,7 @@ from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
 from xdem.io.grid import dask_data, grid_shape
-from xdem.kernels.field import ThinPlateField
+from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
 from xdem.kernels.surface import polynomial_surface
@@ -140,18 +140,6 @@ class Surface:
 
 def _only_fields(op: FrameOp) -> bool:
     return not any(op.shift) and not op.surfaces and op.rotation is None
-
-
-def _through_fields(fields: tuple[ThinPlateField, ...], x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Frame position read by ``fields`` applied in order at output ``x, y``, and the vertical
-    change they add (the last field is evaluated at the output position, each earlier one
-    where the later ones read)."""
-    vz = np.zeros(np.shape(x))
-    for f in reversed(fields):
-        d = f(x, y)
-        x, y = x - d[..., 0], y - d[..., 1]
-        vz = vz + d[..., 2]
-    return x, y, vz
 
 
 class NotMergeable(Exception):
@@ -303,7 +291,7 @@ def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray, z: float 
     inv = spec.op.inverse()
     vz = None
     if spec.op.fields:
-        fx, fy, vz = _through_fields(spec.op.fields, xf, yf)
+        fx, fy, vz = compose(spec.op.fields, xf, yf)
     elif inv is None:
         fx, fy = xf - spec.op.shift[0], yf - spec.op.shift[1]
     else:

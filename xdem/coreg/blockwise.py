@@ -28,13 +28,13 @@ from xdem.coreg._data import FitData
 from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
 from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError, XdemWarning
 from xdem.io.grid import get_transform
-from xdem.kernels.field import ThinPlateField, fit_thin_plate, neighbour_outliers
+from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
 from xdem.kernels.robust import nmad
 from xdem.sampling import sample_valid
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
-__all__ = ["BlockwiseCoreg"]
+__all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
 
 #: Valid pixels drawn per tile to measure the NMAD of dh before and after the tile's own fit
 #: (when the step does not hand over its own subsample).
@@ -107,8 +107,10 @@ class BlockwiseCoreg(Coreg):
       mask, e.g. a glacier masked out);
     - its fit raises :class:`~xdem.errors.NotEnoughDataError`, :class:`~xdem.errors.ConvergenceError`
       or :class:`~xdem.errors.OverlapError` (e.g. a tile smaller than the method's windows);
-    - its fit did not converge (``converged_`` False) or could not constrain the horizontal
-      shift (flat terrain, ``horizontal_constrained_`` False);
+    - its fit could not constrain the horizontal shift (flat terrain, ``horizontal_constrained_``
+      False; a fit that stopped before its tolerance with a usable result, ``converged_`` False
+      and a :class:`~xdem.errors.ConvergenceWarning`, is kept with ``converged`` False in the
+      table and judged by the outlier test);
     - it is an outlier against its neighbours: after removing a quadratic trend through the
       kept tiles, its residual minus the median residual of the tiles around it (within 1.5
       tile spacings) exceeds ``outlier_threshold`` times the NMAD of those differences (at
@@ -375,16 +377,13 @@ class BlockwiseCoreg(Coreg):
     # --- results ------------------------------------------------------------------------------
     def _fields(self) -> tuple[ThinPlateField, ...]:
         self._check_fitted()
-        return tuple(_field_of(d) for d in self.fields_)
+        return tuple(field_of(d) for d in self.fields_)
 
     def field(self, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The correction ``(d_x, d_y, d_z)`` applied at output coordinates ``x, y`` (reference
         CRS; broadcastable): the total of every iteration, composed as :meth:`apply` does."""
         xs, ys = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-        px, py, vz = xs, ys, np.zeros(xs.shape)
-        for f in reversed(self._fields()):
-            d = f(px, py)
-            px, py, vz = px - d[..., 0], py - d[..., 1], vz + d[..., 2]
+        px, py, vz = compose(self._fields(), xs, ys)
         return xs - px, ys - py, vz
 
     def tile_table(self) -> pd.DataFrame:
@@ -443,11 +442,9 @@ def _fit_tile(template: Coreg, data: FitData, rec: dict[str, Any]) -> dict[str, 
     constrained = all(bool(getattr(s, "horizontal_constrained_", True)) for s in parts)
     dx, dy, dz = _translation_at(op, rec["x"], rec["y"], rec["_z"])
     before, after = _nmads(step, sub, op)
-    status = "used"
-    if not constrained:
-        status = "rejected: flat terrain (no horizontal shift)"
-    elif not converged:
-        status = "rejected: not converged"
+    # a fit stopped before its tolerance but usable (a ConvergenceWarning, converged False) is kept: the
+    # outlier test judges its value; an unusable one raised ConvergenceError above
+    status = "used" if constrained else "rejected: flat terrain (no horizontal shift)"
     return {"dx": dx, "dy": dy, "dz": dz, "nmad_before": before, "nmad_after": after, "converged": converged,
             "status": status}
 
@@ -473,7 +470,8 @@ def _field_doc(f: ThinPlateField) -> dict[str, Any]:
     return asdict(f)
 
 
-def _field_of(doc: dict[str, Any]) -> ThinPlateField:
+def field_of(doc: dict[str, Any]) -> ThinPlateField:
+    """A :class:`~xdem.kernels.field.ThinPlateField` from its JSON form (an entry of ``fields_``)."""
     def rows(v: Any) -> tuple[tuple[float, ...], ...]:
         return tuple(tuple(float(z) for z in row) for row in v)
 

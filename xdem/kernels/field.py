@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ThinPlateField", "fit_thin_plate", "monomials", "neighbour_outliers"]
+__all__ = ["ThinPlateField", "fit_thin_plate", "monomials", "neighbour_outliers", "compose"]
 
 #: Largest number of (point, centre) pairs evaluated at once (bounds the temporaries).
 EVAL_BATCH = 2_000_000
@@ -90,6 +90,27 @@ class ThinPlateField:
             for k in range(n_out):
                 out[s:s + step, k] += (phi * w[:, k]).sum(axis=1)
         return out.reshape(xb.shape + (n_out,))
+
+
+def compose(fields: tuple[ThinPlateField, ...] | list[ThinPlateField], x: np.ndarray,
+            y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fields of displacements ``(d_x, d_y, d_z)`` applied in order, each as
+    ``out_k(q) = out_{k-1}(q - d_xy(q)) + d_z(q)``: at output positions ``x, y``, the position
+    read in the first input and the total vertical change (the last field is evaluated at the
+    output position, each earlier one where the later ones read).
+
+    Examples
+    --------
+    >>> f = fit_thin_plate(np.zeros(1), np.zeros(1), np.array([[1.0, 2.0, 0.5]]), centre=(0.0, 0.0), scale=1.0)
+    >>> [float(a[0]) for a in compose([f, f], np.array([10.0]), np.array([10.0]))]
+    [8.0, 6.0, 1.0]
+    """
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    vz = np.zeros(x.shape)
+    for f in reversed(tuple(fields)):
+        d = f(x, y)
+        x, y, vz = x - d[..., 0], y - d[..., 1], vz + d[..., 2]
+    return x, y, vz
 
 
 def fit_thin_plate(
