@@ -375,3 +375,19 @@ def test_report_shows_tiles_and_field(ref, fitted, tmp_path):
     doc = {"coreg": {"steps": [bw.to_dict()]}}
     for key, value in shown.items():
         assert value == fmt(json_at(doc, key)), key
+
+
+def test_apply_points_follows_the_field(fitted):
+    """Points of the to-be-aligned surface move where the field sends them: a point at the
+    source position of an output position q goes to q, its elevation changed by d_z(q)."""
+    import geopandas as gpd
+    import shapely
+
+    _, bw = fitted["quadratic"]
+    qx, qy = np.array([X0 + 100.0, X0 + 2500.0, X0 + 4900.0]), np.array([Y0 + 4900.0, Y0 + 2500.0, Y0 + 100.0])
+    dx, dy, dz = bw.field(qx, qy)
+    pts = gpd.GeoDataFrame(geometry=[shapely.Point(a, b, 100.0) for a, b in zip(qx - dx, qy - dy)], crs=TERRAIN.crs)
+    moved = bw.apply_points(pts)
+    np.testing.assert_allclose(moved.geometry.x, qx, atol=1e-6)
+    np.testing.assert_allclose(moved.geometry.y, qy, atol=1e-6)
+    np.testing.assert_allclose(moved.geometry.z, 100.0 + dz, atol=1e-9)

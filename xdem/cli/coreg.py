@@ -48,6 +48,7 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "on_divergence": ("on_divergence",),
     "resampling": ("resampling",),
     "block_size": ("block_size",),
+    "block_iterations": ("n_iterations",),
 }
 _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
 _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
@@ -361,6 +362,9 @@ def _print_summary(doc: dict) -> None:
                    "blockwise:nuthkaab+vshift, or blockwise:(nuthkaab)+deramp to add steps after it.")
 @click.option("--block-size", type=click.IntRange(min=8), default=None,
               help="Tile side in pixels of blockwise steps (default 1000; a multiple of --chunks reads each chunk once).")
+@click.option("--block-iterations", type=click.IntRange(min=1), default=None,
+              help="Rounds of (fit the tiles, fit the field) of blockwise steps, each on the DEM warped so far "
+                   "(default 2).")
 @click.option("--poly-order", type=click.IntRange(min=0), default=None, help="Polynomial order (e.g. deramp).")
 @click.option("--angle", type=float, default=None, help="Track angle in degrees (directionalbias).")
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
@@ -375,8 +379,8 @@ def _print_summary(doc: dict) -> None:
 @click.option("--random-state", type=int, default=None, help="Seed of the subsample, for every step.")
 @click.option("--initial-shift", type=(float, float), default=None, metavar="DX DY",
               help="Start the shift estimate (nuthkaab, nuthkaab_deramp, icp, lzd, dhminimize; in a pipeline, the "
-                   "first step that takes it) from this shift to apply to TBA, in CRS units: needed when the DEMs are offset by more than about a quarter of their "
-                   "size (dhminimize: more than a few pixels).")
+                   "first step that takes it) from this shift to apply to TBA, in CRS units: needed when the DEMs "
+                   "are offset by more than about a quarter of their size (dhminimize: more than a few pixels).")
 @click.option("--resampling", type=click.Choice(["bilinear", "cubic"]), default=None,
               help="Interpolation of TBA, in the fit and to write the output, for every step that resamples. Default: "
                    "each method's own: cubic for icp, lzd and dhminimize; bilinear for nuthkaab and nuthkaab_deramp "
@@ -402,7 +406,8 @@ def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
     subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
-    resampling: str | None, allow_divergence: bool, block_size: int | None, chunks: int | None, overwrite: bool, as_json: bool,
+    resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
+    chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba",
 ) -> None:
@@ -428,7 +433,7 @@ def coreg(
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
-               "resampling": resampling, "block_size": block_size}
+               "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).

@@ -278,9 +278,12 @@ class BlockwiseCoreg(Coreg):
         fields: list[ThinPlateField] = []
         table: list[dict[str, Any]] = []
         tba = data.tba
+        counted = None
         for it in range(int(self.n_iterations)):
             current = FitData(ref=data.ref, tba=tba, inlier=data.inlier, bias_vars={})
-            records = self._fit_tiles(template, current, tiles, iteration=it)
+            if counted is None:  # later iterations keep the first one's counts: no pass over the warped DEM
+                counted = self._count(current, tiles)
+            records = self._fit_tiles(template, current, tiles, counted, iteration=it)
             field = self._fit_field(records, grid)
             table += records
             fields.append(field)
@@ -292,12 +295,11 @@ class BlockwiseCoreg(Coreg):
         self.n_tiles_ = len(tiles)
         self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == int(self.n_iterations) - 1))
 
-    def _fit_tiles(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]], *,
-                   iteration: int) -> list[dict[str, Any]]:
-        """One record per tile: counts in one pass, then the fits (threads), then the statuses."""
+    @staticmethod
+    def _count(data: FitData, tiles: list[tuple[int, int, int, int]]) -> list[tuple[Any, ...]]:
+        """Per tile, in one pass: valid pixels, sums of their rows and columns, sum of the reference there."""
         valid = data.valid()
         ref = data.ref.data
-        t = get_transform(data.ref)
         sums = []
         for r0, r1, c0, c1 in tiles:
             v = valid[r0:r1, c0:c1]
@@ -306,6 +308,12 @@ class BlockwiseCoreg(Coreg):
             sums.append((v.sum(dtype=np.int64), (v * rr).sum(dtype=np.int64), (v * cc).sum(dtype=np.int64),
                          da.where(v, ref[r0:r1, c0:c1].astype(np.float64), 0.0).sum()))
         (counted,) = dask.compute(sums)
+        return list(counted)
+
+    def _fit_tiles(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
+                   counted: list[tuple[Any, ...]], *, iteration: int) -> list[dict[str, Any]]:
+        """One record per tile from its counts, then the fits (threads), then the statuses."""
+        t = get_transform(data.ref)
         records = []
         for (r0, r1, c0, c1), (n, sr, sc, sz) in zip(tiles, counted):
             n = int(n)
