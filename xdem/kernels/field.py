@@ -1,7 +1,7 @@
 """A smooth displacement field through scattered estimates: a (smoothing) thin-plate spline.
 
 Given values ``v_i`` (here: the translations ``dx, dy, dz`` fitted on tiles) at points ``c_i``,
-the field is
+the field is::
 
     f(q) = sum_i w_i phi(|q - c_i|) + sum_k a_k p_k(q),     phi(r) = r^2 log r,
 
@@ -9,7 +9,7 @@ with ``p_k`` the monomials of total degree ``<= degree`` (``1, u, v, u^2, u v, v
 ``(w, a)`` the solution of ``[[K + diag(lambda_i), P], [P^T, 0]] [w; a] = [v; 0]``
 (Duchon 1977; Wahba 1990). ``lambda_i = 0`` interpolates the values exactly; larger values
 trade fidelity at ``c_i`` for less bending (``lambda -> inf``: the least-squares polynomial).
-Beyond the points the kernel part flattens and the polynomial part dominates, so the field
+Far from the points the kernel part grows only logarithmically and the polynomial part dominates, so the field
 extrapolates like its polynomial (linearly for ``degree=1``, quadratically for ``degree=2``)
 instead of stopping flat at the outermost points.
 
