@@ -125,7 +125,8 @@ class BlockwiseCoreg(Coreg):
     carries the field beyond the outer tile centres (a quadratic one continues a quadratic
     trend to the DEM's edges instead of stopping flat). With ``n_iterations > 1`` the tiles
     are fitted again on the DEM warped by the fields so far, and the field of the residual
-    offsets is added (the fields are composed exactly, resampled once).
+    offsets is added (the fields are composed exactly, resampled once); a later round with fewer
+    than ``min_tiles`` usable tiles ends the iterations (its rows stay in the table).
 
     ``apply`` is one lazy warp (:func:`xdem.warp.warp_dem`): each output chunk evaluates the
     field on a lattice of every 16 pixels of the whole grid (bilinear in between: the same
@@ -284,7 +285,13 @@ class BlockwiseCoreg(Coreg):
             if counted is None:  # later iterations keep the first one's counts: no pass over the warped DEM
                 counted = self._count(current, tiles)
             records = self._fit_tiles(template, current, tiles, counted, iteration=it)
-            field = self._fit_field(records, grid)
+            try:
+                field = self._fit_field(records, grid)
+            except NotEnoughDataError:
+                if not fields:
+                    raise
+                table += records  # a later round without enough tiles: the fields so far stand
+                break
             table += records
             fields.append(field)
             if it + 1 < int(self.n_iterations):
@@ -293,7 +300,7 @@ class BlockwiseCoreg(Coreg):
         self.tiles_ = {c: [r[c] for r in table] for c in COLUMNS}
         self.fields_ = [_field_doc(f) for f in fields]
         self.n_tiles_ = len(tiles)
-        self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == int(self.n_iterations) - 1))
+        self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == len(fields) - 1))
 
     @staticmethod
     def _count(data: FitData, tiles: list[tuple[int, int, int, int]]) -> list[tuple[Any, ...]]:
