@@ -167,7 +167,7 @@ class BlockwiseCoreg(Coreg):
         ``nmad_before``, ``nmad_after``, ``converged``, ``weight`` in the field fit, ``status``
         (``"used"`` or ``"rejected: <reason>"``). :meth:`tile_table` gives a DataFrame.
     fields_ : list of dict
-        The fitted fields (one per iteration; :class:`xdem.kernels.field.ThinPlateField` values).
+        The fitted fields (one per completed round; :class:`xdem.kernels.field.ThinPlateField` values).
     n_tiles_ : int
     n_used_ : int
         Tiles used by the last field.
