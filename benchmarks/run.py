@@ -24,6 +24,7 @@ QUICK = {
     "write_cog": ["--sizes", "2000", "--repeat", "1"],
     "terrain": ["--sizes", "2000"],
     "rigid": ["--sizes", "2000"],
+    "blockwise": ["--sizes", "4000"],
 }
 
 

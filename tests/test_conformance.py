@@ -24,6 +24,7 @@ FACTORIES = {
     "lzd": lambda: C.LZD(subsample=N),
     "dhminimize": lambda: C.DhMinimize(subsample=N),
     "coregpipeline": lambda: C.CoregPipeline([C.NuthKaab(subsample=N), C.Deramp(subsample=N)]),
+    "blockwisecoreg": lambda: C.BlockwiseCoreg(C.NuthKaab(subsample=N), block_size=200),
 }
 
 

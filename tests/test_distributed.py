@@ -160,3 +160,25 @@ def test_frame_warp_under_client_matches_threads(cluster, pair, tmp_path):
         assert "warp" in _task_prefixes(cluster)
     assert np.isfinite(got).mean() > 0.5
     np.testing.assert_array_equal(got, expected)
+
+
+def test_blockwise_under_client_matches_threads(cluster):
+    """BlockwiseCoreg fits its tiles from threads of the client process (one lazy fit per tile, each
+    computed by the cluster: no compute inside a task) and gets what the threaded scheduler gets."""
+    from xdem.examples import example_pair
+    from xdem.testing import _learned_numbers
+
+    ref, tba, _ = example_pair(chunks=128)
+
+    def make():
+        return xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=5000), block_size=200)
+
+    with dask.config.set(scheduler="threads"):
+        local = make().fit(ref, tba)
+        want = local.apply(tba).values
+    with distributed.Client(cluster):
+        remote = make().fit(ref, tba)
+        got = remote.apply(tba).values
+        assert "warp" in _task_prefixes(cluster)
+    np.testing.assert_allclose(_learned_numbers(remote), _learned_numbers(local), atol=1e-9, rtol=0)
+    np.testing.assert_allclose(got, want, atol=1e-6, rtol=0, equal_nan=True)

@@ -111,3 +111,39 @@ def nmad(values: np.ndarray) -> float:
     """The project's NMAD (:func:`xdem.kernels.robust.nmad`) of the finite values."""
     v = np.asarray(values, dtype=np.float64)
     return robust.nmad(v[np.isfinite(v)])
+
+
+def field_dem_of(terrain: SineTerrain, *, transform: Affine, shape: tuple[int, int], move, chunks: int = 128,
+                 dtype: type = np.float32) -> xr.DataArray:
+    """DEM on a grid of the terrain's CRS of the terrain moved by a smooth field: at each pixel
+    centre ``p``, ``terrain(p - m_xy(p)) + m_z(p)`` with ``(m_x, m_y, m_z) = move(x, y)``
+    (numpy functions of the terrain CRS's coordinates). The correction to apply at ``q`` is
+    :func:`field_correction` (``-move`` evaluated where the moved point came from)."""
+    ny, nx = shape
+    cols, rows = np.meshgrid(np.arange(nx) + 0.5, np.arange(ny) + 0.5)
+    x = transform.c + cols * transform.a
+    y = transform.f + rows * transform.e
+    mx, my, mz = move(x, y)
+    z = (terrain(x - mx, y - my) + mz).astype(dtype)
+    out = xr.DataArray(z, dims=("y", "x"), coords={"y": y[:, 0], "x": x[0]})
+    out = out.rio.write_crs(terrain.crs).rio.write_transform(transform).rio.write_nodata(np.nan, encoded=False)
+    return out.chunk(chunks)
+
+
+def field_correction(move, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact correction ``d`` to apply at output positions ``q = (x, y)`` to a DEM made by
+    :func:`field_dem_of` with ``move``: ``tba(q - d_xy) + d_z = terrain(q)`` requires
+    ``d = -move(q - d_xy)``, solved by fixed-point iteration to 1e-10 (the field is smooth and
+    its gradient far below 1)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    dx, dy = np.zeros_like(x), np.zeros_like(y)
+    for _ in range(100):
+        mx, my, mz = move(x - dx, y - dy)
+        nx_, ny_ = -np.asarray(mx), -np.asarray(my)
+        done = max(np.abs(nx_ - dx).max(), np.abs(ny_ - dy).max()) < 1e-10
+        dx, dy = nx_, ny_
+        if done:
+            break
+    else:
+        raise AssertionError("the field correction did not converge")
+    return dx, dy, -np.asarray(move(x - dx, y - dy)[2], dtype=np.float64)

@@ -39,6 +39,7 @@ from pyproj import CRS, Transformer
 from xdem.errors import CRSError
 from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import find_sources, region_reader, register_source
+from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
 from xdem.kernels.surface import polynomial_surface
@@ -138,6 +139,10 @@ class Surface:
         return polynomial_surface(u, v, self.terms, self.coefs)
 
 
+def _only_fields(op: FrameOp) -> bool:
+    return not any(op.shift) and not op.surfaces and op.rotation is None
+
+
 class NotMergeable(Exception):
     """Two ops cannot be merged into one mapping (a rotation after a ramp): warp them one after
     the other."""
@@ -157,6 +162,11 @@ class FrameOp:
     CRS) coordinates; ``frame`` ``""`` means the CRS of whatever DEM the op is applied to. Ops
     compose with :meth:`then`.
 
+    ``fields`` (smooth displacement fields ``d = (d_x, d_y, d_z)`` of frame coordinates, e.g.
+    fitted by :class:`~xdem.coreg.BlockwiseCoreg`) are applied in order, each as
+    ``out_k(q) = out_{k-1}(q - d_xy(q)) + d_z(q)``; an op with fields has no other part (a field
+    does not merge with a translation, rotation or ramp: :class:`NotMergeable`).
+
     Examples
     --------
     >>> a = FrameOp("EPSG:32615", shift=(1.0, 2.0, 0.5))
@@ -170,6 +180,7 @@ class FrameOp:
     surfaces: tuple[Surface, ...] = field(default=())
     rotation: Matrix3 | None = None
     centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    fields: tuple[ThinPlateField, ...] = field(default=())
 
     @classmethod
     def rigid(cls, frame: str, matrix: np.ndarray, centre: np.ndarray) -> FrameOp:
@@ -182,12 +193,12 @@ class FrameOp:
     @property
     def is_identity(self) -> bool:
         """No motion and no vertical change."""
-        return not any(self.shift) and not self.surfaces and self.rotation is None
+        return not any(self.shift) and not self.surfaces and self.rotation is None and not self.fields
 
     @property
     def is_translation(self) -> bool:
         """A pure translation (no rotation, no ramp)."""
-        return self.rotation is None and not self.surfaces
+        return self.rotation is None and not self.surfaces and not self.fields
 
     def matrix(self) -> np.ndarray:
         """The 4 x 4 matrix of the rigid part."""
@@ -211,6 +222,14 @@ class FrameOp:
         frame = self.frame or later.frame
         if self.frame and later.frame and not same_crs(self.frame, later.frame):
             raise CRSError(f"steps fitted in different CRSs ({self.frame} and {later.frame}) cannot be merged")
+        if self.fields or later.fields:
+            if self.is_identity:
+                return replace(later, frame=frame)
+            if later.is_identity:
+                return replace(self, frame=frame)
+            if _only_fields(self) and _only_fields(later):
+                return FrameOp(frame, fields=self.fields + later.fields)
+            raise NotMergeable("a displacement field with another correction")
         if later.rotation is None:
             lx, ly, lz = later.shift
             moved = tuple(replace(s, offset=(s.offset[0] + lx, s.offset[1] + ly)) for s in self.surfaces)
@@ -264,14 +283,17 @@ class _Spec:
         return 0.5 * (self.z_range[0] + self.z_range[1]) if self.tilts else 0.0
 
 
-def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray, z: float = 0.0) -> tuple[np.ndarray, ...]:
+def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray, z: float = 0.0) -> tuple[Any, ...]:
     """Source pixel positions (row, col; value of pixel ``i`` at ``i``) of output pixels whose
     moved elevation is ``z`` (used only by a rotation about x or y), and the frame coordinates
     of those output pixels."""
     x, y = spec.grid.centres(rows, cols)
     xf, yf = _to(spec.grid.crs, spec.op.frame, *np.broadcast_arrays(x, y))
     inv = spec.op.inverse()
-    if inv is None:
+    vz = None
+    if spec.op.fields:
+        fx, fy, vz = compose(spec.op.fields, xf, yf)
+    elif inv is None:
         fx, fy = xf - spec.op.shift[0], yf - spec.op.shift[1]
     else:
         fx, fy = inv.q0(xf, yf)
@@ -280,26 +302,29 @@ def _source_positions(spec: _Spec, rows: np.ndarray, cols: np.ndarray, z: float 
     inv_t = ~spec.src.transform
     pcol = inv_t.a * xs + inv_t.b * ys + inv_t.c - 0.5
     prow = inv_t.d * xs + inv_t.e * ys + inv_t.f - 0.5
-    return prow, pcol, xf, yf
+    return prow, pcol, xf, yf, vz
 
 
 def _exact_fields(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
     """What a task interpolates on its lattice: source positions at ``z0``; with a tilt, also at
     the top of ``z_range`` (positions are linear in elevation in the frame); and the frame
     coordinates when ramps or a tilt need them."""
-    prow, pcol, xf, yf = _source_positions(spec, rows, cols, spec.z0)
+    prow, pcol, xf, yf, vz = _source_positions(spec, rows, cols, spec.z0)
     out = [prow, pcol]
     if spec.tilts:
         out += list(_source_positions(spec, rows, cols, spec.z_range[1])[:2])
     if spec.op.surfaces or spec.tilts:
         out += [xf, yf]
+    if vz is not None:
+        out.append(vz)
     return out
 
 
 @dataclass(frozen=True)
 class _Mapping:
     """Per-pixel mapping of a strip: positions at ``z0``, their change per unit of elevation
-    (0 without tilt), frame coordinates (``None`` when nothing needs them)."""
+    (0 without tilt), frame coordinates (``None`` when nothing needs them), the vertical change
+    of displacement fields (``None`` without fields)."""
 
     prow: np.ndarray
     pcol: np.ndarray
@@ -307,6 +332,7 @@ class _Mapping:
     dcol: np.ndarray | float
     xf: np.ndarray | None
     yf: np.ndarray | None
+    vz: np.ndarray | None = None
 
 
 def _as_mapping(spec: _Spec, fields: list[np.ndarray]) -> _Mapping:
@@ -314,16 +340,23 @@ def _as_mapping(spec: _Spec, fields: list[np.ndarray]) -> _Mapping:
     drow: np.ndarray | float = 0.0
     dcol: np.ndarray | float = 0.0
     rest = fields[2:]
+    vz = None
+    if spec.op.fields:
+        vz, rest = rest[-1], rest[:-1]
     if spec.tilts:
         dz = spec.z_range[1] - spec.z0
         drow, dcol = (rest[0] - prow) / dz, (rest[1] - pcol) / dz
         rest = rest[2:]
     xf, yf = (rest[0], rest[1]) if rest else (None, None)
-    return _Mapping(prow, pcol, drow, dcol, xf, yf)
+    return _Mapping(prow, pcol, drow, dcol, xf, yf, vz)
 
 
-def _lattice(a: int, b: int, step: int) -> np.ndarray:
-    """Every ``step``-th index of ``[a, b)``, and ``b - 1``."""
+def _lattice(a: int, b: int, step: int, aligned: bool = False) -> np.ndarray:
+    """Every ``step``-th index of ``[a, b)``, and ``b - 1``; ``aligned``: the multiples of ``step``
+    from the one at or before ``a`` to the one at or after ``b - 1`` (the same nodes whatever the
+    chunk, so that interpolated values do not depend on the chunking)."""
+    if aligned:
+        return np.arange((a // step) * step, -(-(b - 1) // step) * step + 1, step)
     return np.unique(np.r_[np.arange(a, b, step), b - 1])
 
 
@@ -352,14 +385,18 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
     mapping leaves the projection's domain) the lattice is refined, down to every pixel.
 
     The frame coordinates are only needed by ramps and tilts: without any, they are not
-    interpolated and come back as ``None``."""
+    interpolated and come back as ``None``. With displacement fields the lattice nodes are
+    multiples of the step in the whole grid (not counted from the chunk's corner), so every
+    pixel gets the same value whatever the chunking."""
     step = LATTICE_STEP
-    if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs):
+    aligned = bool(spec.op.fields)  # a field's lattice is global: chunk-independent values
+    if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs) and not aligned:
         step = 1  # the mapping is affine and cheap: exact at every pixel
     n_pos = 4 if spec.tilts else 2
     frame_tol = LATTICE_TOLERANCE * _frame_pixel(spec)
     while step > 1:
-        lr, lc = _lattice(int(rows[0]), int(rows[-1]) + 1, step), _lattice(int(cols[0]), int(cols[-1]) + 1, step)
+        lr = _lattice(int(rows[0]), int(rows[-1]) + 1, step, aligned)
+        lc = _lattice(int(cols[0]), int(cols[-1]) + 1, step, aligned)
         exact = _exact_fields(spec, lr[:, None], lc[None, :])
         tolerance = [LATTICE_TOLERANCE] * n_pos + [frame_tol] * (len(exact) - n_pos)
         if all(np.isfinite(v).all() for v in exact):
@@ -450,6 +487,8 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
             vals = sample(m.prow, m.pcol)
             # frame coordinates exist only when a ramp needs them (see _mapped)
             vals += spec.op.vertical(m.xf, m.yf) if m.xf is not None and m.yf is not None else spec.op.shift[2]
+            if m.vz is not None:
+                vals += m.vz
         else:
             qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
             vals, prow, pcol = solve_elevation(sample, m.prow, m.pcol, m.drow, m.dcol, inv.a(qx, qy), k=inv.k,

@@ -2,7 +2,10 @@
 
 Methods are found by name in :data:`xdem.coreg.METHODS` (lower-case class names) after a
 small alias table, so a newly registered method works without editing this module.
-``+`` joins methods into a pipeline (``nuthkaab+vshift``).
+``+`` joins methods into a pipeline (``nuthkaab+vshift``); ``blockwise:<methods>`` fits
+``<methods>`` per tile (:class:`~xdem.coreg.BlockwiseCoreg`): ``blockwise:nuthkaab+vshift`` takes
+the rest of the chain as the tile step, ``blockwise:(nuthkaab+vshift)+deramp`` only what is in
+the parentheses.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -30,6 +34,7 @@ ALIASES = {
     "nk": "nuthkaab",
     "nuth": "nuthkaab",
     "bias": "biascorr",
+    "blockwise": "blockwisecoreg",
 }
 #: Method options of the CLI -> constructor parameter names they may set (first found wins).
 METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -42,6 +47,8 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "initial_shift": ("initial_shift",),
     "on_divergence": ("on_divergence",),
     "resampling": ("resampling",),
+    "block_size": ("block_size",),
+    "block_iterations": ("n_iterations",),
 }
 _OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
 _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
@@ -81,7 +88,7 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
 
 
-def resolve_methods(text: str) -> list[type]:
+def resolve_methods(text: str) -> list[Any]:
     """Classes named by ``text`` (``"nuthkaab"``, ``"nuthkaab+vshift"``...), in order.
 
     Raises
@@ -93,7 +100,11 @@ def resolve_methods(text: str) -> list[type]:
     --------
     >>> [c.__name__ for c in resolve_methods("nuthkaab+vshift")]
     ['NuthKaab', 'VerticalShift']
+    >>> [c.__name__ for c in resolve_methods("vshift+blockwise:nuthkaab+vshift")]
+    ['VerticalShift', 'BlockwiseCoreg[NuthKaab+VerticalShift]']
     """
+    if ":" in text:
+        return _resolve_blockwise(text)
     registry = _registry()
     by_norm = {_norm(k): v for k, v in registry.items()}
     aliases = {_norm(k): _norm(v) for k, v in ALIASES.items() if _norm(v) in by_norm}
@@ -109,28 +120,81 @@ def resolve_methods(text: str) -> list[type]:
                 f"{what}; known: {', '.join(known)} (join several with +, e.g. nuthkaab+vshift){broken}",
                 param_hint="'--method'",
             )
-        classes.append(by_norm[key])
+        cls = by_norm[key]
+        classes.append(Blockwise((by_norm["nuthkaab"],)) if cls.__name__ == "BlockwiseCoreg" else cls)
     return classes
+
+
+@dataclass(frozen=True)
+class Blockwise:
+    """``blockwise:<methods>`` in ``--method``: a :class:`~xdem.coreg.BlockwiseCoreg` fitting the
+    pipeline of ``inner`` classes on each tile."""
+
+    inner: tuple[type, ...]
+
+    @property
+    def __name__(self) -> str:  # noqa: A003 - reads like the classes next to it
+        return "BlockwiseCoreg[" + "+".join(c.__name__ for c in self.inner) + "]"
+
+
+def _split_chain(text: str) -> list[str]:
+    """``text`` split on ``+`` outside parentheses."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "+" and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+def _resolve_blockwise(text: str) -> list[Any]:
+    """:func:`resolve_methods` with ``blockwise:...`` parts made :class:`Blockwise`."""
+    parts = _split_chain(text)
+    out: list[Any] = []
+    i = 0
+    while i < len(parts):
+        head, sep, rest = parts[i].partition(":")
+        if sep and _norm(head) in ("blockwise", "blockwisecoreg"):
+            rest = rest.strip()
+            if rest.startswith("(") and rest.endswith(")"):
+                inner_text, i = rest[1:-1], i + 1
+            else:
+                inner_text, i = "+".join([rest] + parts[i + 1:]), len(parts)
+            if "blockwise" in _norm(inner_text):
+                raise click.BadParameter("a blockwise step cannot contain another one", param_hint="'--method'")
+            out.append(Blockwise(tuple(resolve_methods(inner_text))))
+            continue
+        out.extend(resolve_methods(parts[i]))
+        i += 1
+    return out
 
 
 def _param_names(cls: type[Coreg]) -> list[str]:
     return list(cls._param_names())
 
 
-def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
+def build_coreg(items: list[Any], options: dict[str, Any]) -> Any:
     """Instantiate the steps with the options that apply to each; a pipeline if several.
 
     ``options`` maps :data:`METHOD_OPTIONS` keys to values (``None`` = not given). Every
     given option is passed to each step whose constructor has a matching parameter, except
-    those of :data:`FIRST_STEP_ONLY`, passed to the first such step only.
+    those of :data:`FIRST_STEP_ONLY`, passed to the first such step only. A :class:`Blockwise`
+    item counts as the ``BlockwiseCoreg`` (``--block-size``, ``--resampling``) followed by its
+    tile steps (``--subsample``...).
 
     Raises
     ------
     click.BadParameter
         An option was given but no step takes it.
     """
-    from xdem.coreg import CoregPipeline
+    from xdem.coreg import BlockwiseCoreg, CoregPipeline
 
+    classes: list[type] = []
+    for item in items:
+        classes += [BlockwiseCoreg, *item.inner] if isinstance(item, Blockwise) else [item]
     kwargs: list[dict[str, Any]] = [{} for _ in classes]
     for key, value in options.items():
         if value is None:
@@ -151,7 +215,14 @@ def build_coreg(classes: list[type], options: dict[str, Any]) -> Any:
                 f"no step of '{'+'.join(c.__name__ for c in classes)}' takes {_OPTION_FLAGS[key]}{hint}",
                 param_hint=f"'{_OPTION_FLAGS[key]}'",
             )
-    steps = [cls(**kw) for cls, kw in zip(classes, kwargs)]
+    built = iter([cls(**kw) for cls, kw in zip(classes, kwargs)])
+    steps = []
+    for item in items:
+        step = next(built)
+        if isinstance(item, Blockwise):
+            inner = [next(built) for _ in item.inner]
+            step.set_params(step=inner[0] if len(inner) == 1 else CoregPipeline(inner))
+        steps.append(step)
     return steps[0] if len(steps) == 1 else CoregPipeline(steps)
 
 
@@ -202,6 +273,24 @@ def _fmt_step(step: dict) -> str:
         if isinstance(step.get(key), (int, float)):
             parts.append(f"{key}={step[key]:+.4f}")
     extra = []
+    if isinstance(step.get("tiles"), dict):  # BlockwiseCoreg: the tiles and the field's range
+        tiles = step["tiles"]
+        last = max(tiles["iteration"]) if tiles["iteration"] else 0
+        status = [s for s, it in zip(tiles["status"], tiles["iteration"]) if it == last]
+        rejected = [s for s in status if s != "used"]
+        why: dict[str, int] = {}
+        for s in rejected:
+            key = s.removeprefix("rejected: ").split(" (")[0].split(":")[0]
+            why[key] = why.get(key, 0) + 1
+        first = [i for i, it in enumerate(tiles["iteration"]) if it == 0 and tiles["status"][i] == "used"]
+        ranges = []
+        for key in ("dx", "dy", "dz"):
+            vals = [tiles[key][i] for i in first if isinstance(tiles[key][i], (int, float))]
+            if vals:
+                ranges.append(f"{key} {min(vals):+.3f} .. {max(vals):+.3f}")
+        parts.append(f"{len(status)} tiles, {len(status) - len(rejected)} used"
+                     + (" (rejected: " + ", ".join(f"{n} {k}" for k, n in why.items()) + ")" if why else "")
+                     + (f"; tile translations {', '.join(ranges)}" if ranges else ""))
     if "n_iterations" in step:
         extra.append(f"{step['n_iterations']} iterations{'' if step.get('converged', True) else ', NOT converged'}")
     if step.get("horizontal_constrained") is False:
@@ -268,7 +357,14 @@ def _print_summary(doc: dict) -> None:
                    "biascorr, or any registered method; join with + for a pipeline, e.g. nuthkaab+vshift or "
                    "nuthkaab+lzd (consecutive translations and rotations are merged: one resampling). Recommended when "
                    "the DEM may be tilted as well as shifted (stereo DEMs): nuthkaab_deramp, which fits both jointly; "
-                   "when it may be rotated: lzd or icp.")
+                   "when it may be rotated: lzd or icp. Offsets varying along the DEM (satellite strips): "
+                   "blockwise:nuthkaab (a fit per tile of --block-size pixels, applied as a smooth field), "
+                   "blockwise:nuthkaab+vshift, or blockwise:(nuthkaab)+deramp to add steps after it.")
+@click.option("--block-size", type=click.IntRange(min=8), default=None,
+              help="Tile side in pixels of blockwise steps (default 1000; a multiple of --chunks reads each chunk once).")
+@click.option("--block-iterations", type=click.IntRange(min=1), default=None,
+              help="Rounds of (fit the tiles, fit the field) of blockwise steps, each on the DEM warped so far "
+                   "(default 2).")
 @click.option("--poly-order", type=click.IntRange(min=0), default=None, help="Polynomial order (e.g. deramp).")
 @click.option("--angle", type=float, default=None, help="Track angle in degrees (directionalbias).")
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
@@ -310,7 +406,8 @@ def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
     subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
-    resampling: str | None, allow_divergence: bool, chunks: int | None, overwrite: bool, as_json: bool,
+    resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
+    chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba",
 ) -> None:
@@ -336,7 +433,7 @@ def coreg(
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
-               "resampling": resampling}
+               "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).

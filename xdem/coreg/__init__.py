@@ -11,6 +11,7 @@ Examples
 from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
+from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.coreg.deramp import Deramp
 from xdem.coreg.dhminimize import DhMinimize
 from xdem.coreg.icp import ICP
@@ -23,4 +24,4 @@ __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline",
            "clone"]
 __all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "ICP",
             "LZD"]
-__all__ += ["DhMinimize"]
+__all__ += ["DhMinimize", "BlockwiseCoreg"]

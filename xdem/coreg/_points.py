@@ -62,6 +62,9 @@ def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z"
         if frame != current:
             x, y = _reproject(current, frame, x, y)
             current = frame
+        if op.fields:
+            x, y, z = _through_fields(op.fields, x, y, z)
+            continue
         x, y, z = transform_points(op.matrix(), x, y, z)
         z = z - op.ramps(x, y)
     if current != own:
@@ -72,6 +75,22 @@ def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z"
     if z_name in out.columns:
         out[z_name] = z
     return out
+
+
+def _through_fields(fields: tuple, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Points moved by displacement fields (``out(q) = src(q - d_xy(q)) + d_z(q)``): the output
+    position ``q`` whose source is the point, ``q - d_xy(q) = P`` solved by fixed-point iteration
+    (the fields are smooth: their gradients are far below 1), and ``z + d_z(q)``."""
+    from xdem.kernels.field import compose
+
+    qx, qy = x.copy(), y.copy()
+    for _ in range(50):
+        px, py, vz = compose(fields, qx, qy)
+        ex, ey = x - px, y - py
+        qx, qy = qx + ex, qy + ey
+        if len(x) == 0 or max(np.abs(ex).max(), np.abs(ey).max()) < 1e-9 * max(1.0, np.abs(x).max()):
+            break
+    return qx, qy, z + compose(fields, qx, qy)[2]
 
 
 def _reproject(src: str, dst: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

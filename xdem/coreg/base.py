@@ -374,8 +374,8 @@ def coreg_from_dict(doc: dict[str, Any]) -> Coreg:
     if name not in METHODS:
         raise InputError(f"unknown coregistration method '{doc['method']}'; known: {', '.join(sorted(METHODS))}")
     cls = METHODS[name]
-    if name == "coregpipeline":
-        return cls.from_dict(doc)
+    if cls.from_dict.__func__ is not Coreg.from_dict.__func__:  # type: ignore[attr-defined]
+        return cls.from_dict(doc)  # a method with nested estimators (a pipeline, BlockwiseCoreg) builds itself
     params = dict(doc.get("params", {}))
     for k in cls._callable_params:
         if k in params:

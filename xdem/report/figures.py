@@ -235,3 +235,70 @@ def history_figure(history: Sequence[Sequence[float]], *, units: str, label: str
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=8)
     return to_png_base64(fig)
+
+
+def _hillshade(z: np.ndarray, dx: float, dy: float) -> np.ndarray:
+    """Hillshade (sun from the north-west, 45 degrees high) of a decimated elevation map, for a backdrop."""
+    gy, gx = np.gradient(np.where(np.isfinite(z), z, np.nanmean(z) if np.isfinite(z).any() else 0.0), dy, dx)
+    slope = np.arctan(np.hypot(gx, gy))
+    aspect = np.arctan2(-gx, gy)
+    az, alt = np.radians(315.0), np.radians(45.0)
+    shade = np.sin(alt) * np.cos(slope) + np.cos(alt) * np.sin(slope) * np.cos(az - aspect)
+    return np.where(np.isfinite(z), shade, np.nan)
+
+
+def blockwise_figure(tiles: dict, field: object, *, ref_map: np.ndarray, extent: Sequence[float], crs: str,
+                     units: str) -> str:
+    """Per-tile translations as arrows over a hillshade of the reference (used tiles black,
+    rejected ones as red crosses), and the fitted field: horizontal magnitude with arrows, and
+    vertical part. ``tiles`` is a ``BlockwiseCoreg.tiles_`` table (first iteration shown),
+    ``field(x, y) -> (d_x, d_y, d_z)`` the total correction."""
+    left, right, bottom, top = (float(v) for v in extent)
+    first = [i for i, it in enumerate(tiles["iteration"]) if it == 0]
+    x = np.array([tiles["x"][i] for i in first], dtype=np.float64)
+    y = np.array([tiles["y"][i] for i in first], dtype=np.float64)
+    dx = np.array([np.nan if tiles["dx"][i] is None else tiles["dx"][i] for i in first], dtype=np.float64)
+    dy = np.array([np.nan if tiles["dy"][i] is None else tiles["dy"][i] for i in first], dtype=np.float64)
+    used = np.array([tiles["status"][i] == "used" for i in first])
+    gx, gy = np.meshgrid(np.linspace(left, right, 60), np.linspace(top, bottom, 60))
+    fx, fy, fz = field(gx, gy)  # type: ignore[operator]
+    fig = Figure(figsize=(15.6, 4.8), layout="constrained")
+    axes = fig.subplots(1, 3)
+    ny, nx = ref_map.shape
+    shade = _hillshade(ref_map, (right - left) / max(nx, 1), (top - bottom) / max(ny, 1))
+    axes[0].imshow(shade, extent=(left, right, bottom, top), cmap="gray", origin="upper", interpolation="nearest")
+    scale_len = float(np.nanmax(np.hypot(dx[used], dy[used]))) if used.any() else 1.0
+    if used.any():
+        q = axes[0].quiver(x[used], y[used], dx[used], dy[used], color="k", angles="xy", scale_units="width",
+                           scale=scale_len * 8.0, width=0.006)
+        axes[0].quiverkey(q, 0.1, 0.04, scale_len, f"{scale_len:.3g} {units}", labelpos="E", coordinates="axes",
+                          color="b", labelcolor="b", fontproperties={"size": 8})
+    if (~used).any():
+        axes[0].plot(x[~used], y[~used], "x", color="red", markersize=9, mew=2, label="rejected tile")
+        axes[0].legend(loc="lower right", fontsize=7)
+    axes[0].set_title("Translation fitted on each tile (to apply to tba)", fontsize=10)
+    mag = np.hypot(fx, fy)
+    im = axes[1].imshow(mag, extent=(left, right, bottom, top), cmap="viridis", origin="upper")
+    sub = (slice(2, None, 6), slice(2, None, 6))
+    axes[1].quiver(gx[sub], gy[sub], fx[sub], fy[sub], color="w", angles="xy", scale_units="width",
+                   scale=max(float(np.nanmax(mag)), 1e-9) * 12.0, width=0.004)
+    axes[1].plot(x[used], y[used], ".", color="k", markersize=4)
+    cb = fig.colorbar(im, ax=axes[1], shrink=0.85)
+    cb.set_label(f"|d_xy| ({units})", fontsize=8)
+    axes[1].set_title("Fitted field: horizontal correction (dots: tiles used)", fontsize=10)
+    lo, hi = float(np.nanmin(fz)), float(np.nanmax(fz))
+    pad = max(1e-3, 0.05 * (hi - lo))  # a constant field still shows its value
+    im = axes[2].imshow(fz, extent=(left, right, bottom, top), cmap="viridis", vmin=lo - pad, vmax=hi + pad,
+                        origin="upper")
+    cb = fig.colorbar(im, ax=axes[2], shrink=0.85)
+    cb.set_label(f"d_z ({units})", fontsize=8)
+    axes[2].set_title("Fitted field: vertical correction", fontsize=10)
+    for ax in axes:
+        ax.set_xlim(left, right)
+        ax.set_ylim(bottom, top)
+        ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
+        ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.ticklabel_format(useOffset=False, style="plain")
+    return to_png_base64(fig)

@@ -382,6 +382,53 @@ def build_sections(
     else:
         nk = note(data.slope_note or "Slope and aspect are not available.")
     sec.append(("nuth-kaab", "Nuth & Kääb diagnostic", nk))
+    blockwise = _blockwise_section(data, steps)
+    if blockwise is not None:
+        sec.append(("blockwise", "Blockwise coregistration: tiles and field", blockwise))
     sec.append(("parameters", "Fitted parameters", _parameters_section(steps, summary, coreg)))
     sec.append(("slope-classes", "Statistics by slope class", _slope_section(data)))
     return sec
+
+
+#: Rows of the tile table shown in the report (all are in the JSON document).
+MAX_TILE_ROWS = 64
+
+
+def _blockwise_section(data: ReportData, steps: tuple[list[str], list[dict]] | None) -> str | None:
+    """Per-tile translations (arrows over a hillshade), the fitted field, and the tile table of
+    the first iteration, for each blockwise step."""
+    if steps is None:
+        return None
+    from xdem.coreg.blockwise import field_of
+    from xdem.kernels.field import compose
+
+    parts = []
+    for key, doc in zip(*steps):
+        learned = _learned(doc)
+        tiles = learned.get("tiles_", learned.get("tiles"))
+        fields = learned.get("fields_", learned.get("fields"))
+        if not isinstance(tiles, dict) or not isinstance(fields, list) or "ref" not in data.maps:
+            continue
+        tkey = f"{key}.learned.tiles_" if "tiles_" in learned else f"{key}.tiles"
+        built = [field_of(f) for f in fields]
+
+        def total(x: np.ndarray, y: np.ndarray, built: list = built) -> tuple[np.ndarray, ...]:
+            px, py, vz = compose(built, x, y)
+            return x - px, y - py, vz
+
+        parts.append(img(F.blockwise_figure(tiles, total, ref_map=data.maps["ref"], extent=data.extent, crs=data.crs,
+                                            units=data.units), "per-tile translations and the fitted field"))
+        cols = ("x", "y", "count", "dx", "dy", "dz", "nmad_before", "nmad_after", "status")
+        first = [i for i, it in enumerate(tiles["iteration"]) if it == 0][:MAX_TILE_ROWS]
+        rows = [[label_cell(f"tile {i}")] + [cell(tiles[c][i], f"{tkey}.{c}.{i}") for c in cols] for i in first]
+        parts.append(table(["", *cols], rows))
+        n_first = sum(1 for it in tiles["iteration"] if it == 0)
+        parts.append(note(
+            "Arrows: the translation fitted on each tile, at the centroid of its valid pixels, to apply to the "
+            "to-be-aligned DEM (first iteration); red crosses: rejected tiles (reason in the status column). "
+            "The field through the kept tiles (a thin-plate spline per component) is what is applied: "
+            "aligned(q) = tba(q − d_xy(q)) + d_z(q), all iterations composed. dx, dy, dz in "
+            f"{data.units}; NMAD of dh on the tile before and after the tile's own fit."
+            + (f" First {MAX_TILE_ROWS} of {n_first} tiles; all are in the JSON document." if n_first > MAX_TILE_ROWS
+               else "")))
+    return "".join(parts) if parts else None

@@ -1,0 +1,495 @@
+"""Blockwise coregistration: a coregistration fitted per tile, applied as a smooth displacement field.
+
+Satellite stereo strips carry offsets that vary along the strip (jitter, attitude): one
+translation cannot correct them. :class:`BlockwiseCoreg` fits a step (any coregistration
+defined in the reference's frame: :class:`~xdem.coreg.NuthKaab`, a pipeline of translations,
+rotations and ramps) independently on each tile of the pair, rejects the tiles that failed or
+disagree with their neighbours, fits a smooth field ``d(x, y) = (d_x, d_y, d_z)`` through the
+per-tile translations (:mod:`xdem.kernels.field`), and applies it lazily as one warp
+(:func:`xdem.warp.warp_dem`): ``out(q) = tba(q - d_xy(q)) + d_z(q)``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from xdem.coreg._data import FitData
+from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
+from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError, XdemWarning
+from xdem.io.grid import get_transform
+from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
+from xdem.kernels.interp import RESAMPLINGS
+from xdem.kernels.robust import nmad
+from xdem.sampling import sample_valid
+from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
+
+__all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
+
+#: Valid pixels drawn per tile to measure the NMAD of dh before and after the tile's own fit
+#: (when the step does not hand over its own subsample).
+NMAD_SAMPLE = 20_000
+#: Smallest spread (fraction of a pixel, in CRS units; also used for ``dz``) below which tiles
+#: are never called outliers.
+OUTLIER_FLOOR_PX = 0.01
+#: Tile weights (count / NMAD after squared, relative to the median tile) are clipped to this range.
+WEIGHT_RANGE = (0.1, 10.0)
+#: Table columns of ``tiles_`` (in order).
+COLUMNS = ("iteration", "row0", "row1", "col0", "col1", "x", "y", "count", "dx", "dy", "dz", "nmad_before",
+           "nmad_after", "converged", "weight", "status")
+
+
+def tile_edges(size: int, block: int) -> list[int]:
+    """Edges of tiles of ``block`` pixels along an axis of ``size`` pixels: multiples of ``block``
+    from 0; the remainder joins the last tile when smaller than half a block.
+
+    Examples
+    --------
+    >>> tile_edges(1000, 250), tile_edges(1000, 300), tile_edges(100, 300)
+    ([0, 250, 500, 750, 1000], [0, 300, 600, 1000], [0, 100])
+    """
+    n = max(1, int(round(size / block)))
+    return [min(i * block, size) for i in range(n)] + [size]
+
+
+def _steps_of(step: Coreg) -> list[Coreg]:
+    steps = getattr(step, "steps", None)
+    return list(steps) if steps is not None else [step]
+
+
+def _frame_defined(step: Coreg) -> bool:
+    """Whether every part of ``step`` is a correction of the frame (translation, rotation, ramp)."""
+    return all(type(s)._frame_op is not Coreg._frame_op and not isinstance(s, BlockwiseCoreg) for s in _steps_of(step))
+
+
+def _op_of(fitted: Coreg) -> FrameOp:
+    op = FrameOp("")
+    for s in _steps_of(fitted):
+        got = s._frame_op()
+        if got is None:
+            raise InputError(f"{type(s).__name__} is not a correction of the frame")
+        op = op.then(got)
+    return op
+
+
+def _translation_at(op: FrameOp, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """What ``op`` does at the frame point ``(x, y, z)``: its horizontal motion and vertical change."""
+    p = np.array([x, y, z, 1.0])
+    moved = op.matrix() @ p
+    ramps = float(np.asarray(op.ramps(np.array([moved[0]]), np.array([moved[1]]))).ravel()[0])
+    return float(moved[0] - x), float(moved[1] - y), float(moved[2] - z - ramps)
+
+
+@register
+class BlockwiseCoreg(Coreg):
+    """A coregistration fitted on each tile, applied as a smooth displacement field.
+
+    ``fit`` cuts the pair into tiles of ``block_size`` pixels (at fixed pixel positions, so
+    the tiles and every result are the same whatever the dask chunking; a ``block_size``
+    that is a multiple of the chunk size reads each chunk once per pass), fits a clone of
+    ``step`` on each tile as an ordinary lazy fit (memory bounded by the chunks, tiles fitted
+    concurrently on threads unless the dask scheduler is synchronous), and records per tile
+    the translation the tile's fit gives at the centroid of the tile's valid pixels, the
+    valid pixel count, the NMAD of ``dh = tba - ref`` before and after the tile's own
+    correction, and a status. A tile is rejected, with the reason in its status, when:
+
+    - fewer than ``min_valid`` of its pixels are valid (no data, NaN, outside the inlier
+      mask, e.g. a glacier masked out);
+    - its fit raises :class:`~xdem.errors.NotEnoughDataError`, :class:`~xdem.errors.ConvergenceError`
+      or :class:`~xdem.errors.OverlapError` (e.g. a tile smaller than the method's windows);
+    - its fit could not constrain the horizontal shift (flat terrain, ``horizontal_constrained_``
+      False; a fit that stopped before its tolerance with a usable result, ``converged_`` False
+      and a :class:`~xdem.errors.ConvergenceWarning`, is kept with ``converged`` False in the
+      table and judged by the outlier test);
+    - it is an outlier against its neighbours: after removing a quadratic trend through the
+      kept tiles, its residual minus the median residual of the tiles around it (within 1.5
+      tile spacings) exceeds ``outlier_threshold`` times the NMAD of those differences (at
+      least 1 % of a pixel), for any of ``dx, dy, dz``; the worst tile is rejected first and
+      the test repeated (:func:`xdem.kernels.field.neighbour_outliers`).
+
+    If fewer than ``min_tiles`` tiles remain, :class:`~xdem.errors.NotEnoughDataError` says
+    how many were rejected and why. The kept translations become a thin-plate spline field
+    per component (:func:`xdem.kernels.field.fit_thin_plate`): smoothing ``smoothing``
+    divided by each tile's weight (its count over its NMAD after squared, relative to the
+    median tile, clipped to 0.1-10), with a polynomial part of degree ``degree`` that
+    carries the field beyond the outer tile centres (a quadratic one continues a quadratic
+    trend to the DEM's edges instead of stopping flat). With ``n_iterations > 1`` the tiles
+    are fitted again on the DEM warped by the fields so far, and the field of the residual
+    offsets is added (the fields are composed exactly, resampled once); a later round with fewer
+    than ``min_tiles`` usable tiles ends the iterations (its rows stay in the table).
+
+    ``apply`` is one lazy warp (:func:`xdem.warp.warp_dem`): each output chunk evaluates the
+    field on a lattice of every 16 pixels of the whole grid (bilinear in between: the same
+    values whatever the chunking) and reads only the source window it needs; NaN-local
+    ``resampling``. The field is defined in the reference CRS: a DEM in another CRS is moved
+    through it, as for every method.
+
+    Parameters
+    ----------
+    step
+        The coregistration fitted on each tile (``None``: :class:`~xdem.coreg.NuthKaab`). Each of
+        its parts must be a correction of the frame (translation, rotation, ramp); its own
+        ``subsample``/``random_state`` apply per tile.
+    block_size
+        Tile side in pixels (``>= 8``).
+    min_valid
+        Valid pixels a tile needs: a fraction (``<= 1``) of its pixels or a count (``> 1``).
+    min_tiles
+        Kept tiles needed to build the field (``>= 1``).
+    outlier_threshold
+        Multiple of the NMAD of the neighbour differences beyond which a tile is an outlier
+        (``None``: no outlier rejection).
+    smoothing
+        Thin-plate smoothing (in tile-spacing units; ``0`` interpolates the kept tiles exactly).
+    degree
+        Degree of the field's polynomial part: 0, 1 or 2.
+    n_iterations
+        Rounds of (fit tiles, fit field) on the DEM warped so far (``>= 1``).
+    resampling
+        ``"bilinear"`` or ``"cubic"``: interpolation of ``apply`` (and of later iterations).
+
+    Learned attributes
+    ------------------
+    tiles_ : dict of lists
+        The tile table, a column per name: ``iteration``, pixel bounds ``row0, row1, col0,
+        col1``, centroid ``x, y`` of the valid pixels (CRS units), ``count`` (valid pixels),
+        translation ``dx, dy, dz`` to apply there (same sign as ``NuthKaab``'s ``shift_*``),
+        ``nmad_before``, ``nmad_after``, ``converged``, ``weight`` in the field fit, ``status``
+        (``"used"`` or ``"rejected: <reason>"``). :meth:`tile_table` gives a DataFrame.
+    fields_ : list of dict
+        The fitted fields (one per completed round; :class:`xdem.kernels.field.ThinPlateField` values).
+    n_tiles_ : int
+    n_used_ : int
+        Tiles used by the last field.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, truth = xdem.examples.example_pair(chunks=128)
+    >>> bw = BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=5000), block_size=200).fit(ref, tba)
+    >>> bw.n_tiles_, bw.n_used_
+    (4, 4)
+    >>> dx, dy, dz = bw.field(float(ref.x.mean()), float(ref.y.mean()))
+    >>> bool(abs(dx - truth["shift_x"]) < 0.05 and abs(dy - truth["shift_y"]) < 0.05)
+    True
+    """
+
+    is_affine: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        step: Coreg | None = None,
+        *,
+        block_size: int = 1000,
+        min_valid: float | int = 0.1,
+        min_tiles: int = 3,
+        outlier_threshold: float | None = 4.0,
+        smoothing: float = 0.0,
+        degree: int = 2,
+        n_iterations: int = 2,
+        resampling: str = "bilinear",
+    ) -> None:
+        self.step = step
+        self.block_size = block_size
+        self.min_valid = min_valid
+        self.min_tiles = min_tiles
+        self.outlier_threshold = outlier_threshold
+        self.smoothing = smoothing
+        self.degree = degree
+        self.n_iterations = n_iterations
+        self.resampling = resampling
+
+    # --- parameters ------------------------------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Hyper-parameters; with ``deep``, also the step's as ``step__<name>``."""
+        params = super().get_params(deep=False)
+        if deep and isinstance(self.step, Coreg):
+            params.update({f"step__{k}": v for k, v in self.step.get_params(deep=True).items()})
+        return params
+
+    def set_params(self, **params: Any) -> BlockwiseCoreg:
+        """Set hyper-parameters, or the step's with ``step__<name>=value``."""
+        own = {}
+        for key, value in params.items():
+            head, sep, rest = key.partition("__")
+            if sep and head == "step":
+                if not isinstance(self.step, Coreg):
+                    raise InputError(f"'{key}': the step is not set (step={self.step!r})")
+                self.step.set_params(**{rest: value})
+            else:
+                own[key] = value
+        super().set_params(**own)
+        return self
+
+    def _template(self) -> Coreg:
+        from xdem.coreg.affine import NuthKaab
+
+        step = NuthKaab() if self.step is None else self.step
+        if not isinstance(step, Coreg):
+            raise InputError(f"step must be a coregistration (e.g. NuthKaab()), got {step!r}")
+        if not _frame_defined(step):
+            bad = [type(s).__name__ for s in _steps_of(step) if not _frame_defined(s)]
+            raise InputError(f"BlockwiseCoreg needs a step that translates, rotates or deramps; {', '.join(bad)} "
+                             "does not (it corrects values from gridded variables, or is blockwise itself)")
+        return step
+
+    def _check_params(self) -> None:
+        def integer(name: str, low: int) -> int:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < low:
+                raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
+            return int(value)
+
+        integer("block_size", 8)
+        integer("min_tiles", 1)
+        integer("n_iterations", 1)
+        if self.degree not in (0, 1, 2) or isinstance(self.degree, bool):
+            raise InputError(f"degree must be 0, 1 or 2, got {self.degree!r}")
+        mv = self.min_valid
+        if isinstance(mv, bool) or not isinstance(mv, (int, float, np.integer, np.floating)) or not mv > 0:
+            raise InputError(f"min_valid must be a fraction in (0, 1] or a count > 1, got {mv!r}")
+        ot = self.outlier_threshold
+        if ot is not None and (isinstance(ot, bool) or not isinstance(ot, (int, float)) or not ot > 0):
+            raise InputError(f"outlier_threshold must be > 0 or None, got {ot!r}")
+        sm = self.smoothing
+        if isinstance(sm, bool) or not isinstance(sm, (int, float)) or not (sm >= 0 and math.isfinite(sm)):
+            raise InputError(f"smoothing must be a finite number >= 0, got {sm!r}")
+        if self.resampling not in RESAMPLINGS:
+            raise InputError(f"resampling must be one of {RESAMPLINGS}, got {self.resampling!r}")
+
+    # --- fit --------------------------------------------------------------------------------
+    def _fit(self, data: FitData) -> None:
+        self._check_params()
+        template = self._template()
+        frame = crs_key(data.ref.rio.crs)
+        grid = Grid.of(data.ref)
+        rows = tile_edges(grid.shape[0], int(self.block_size))
+        cols = tile_edges(grid.shape[1], int(self.block_size))
+        tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
+        fields: list[ThinPlateField] = []
+        table: list[dict[str, Any]] = []
+        tba = data.tba
+        counted = None
+        for it in range(int(self.n_iterations)):
+            current = FitData(ref=data.ref, tba=tba, inlier=data.inlier, bias_vars={})
+            if counted is None:  # later iterations keep the first one's counts: no pass over the warped DEM
+                counted = self._count(current, tiles)
+            records = self._fit_tiles(template, current, tiles, counted, iteration=it)
+            try:
+                field = self._fit_field(records, grid)
+            except NotEnoughDataError:
+                if not fields:
+                    raise
+                table += records  # a later round without enough tiles: the fields so far stand
+                break
+            table += records
+            fields.append(field)
+            if it + 1 < int(self.n_iterations):
+                tba = warp_dem(data.tba, grid=Grid.of(data.tba), op=FrameOp(frame, fields=tuple(fields)),
+                               resampling=self.resampling)
+        self.tiles_ = {c: [r[c] for r in table] for c in COLUMNS}
+        self.fields_ = [_field_doc(f) for f in fields]
+        self.n_tiles_ = len(tiles)
+        self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == len(fields) - 1))
+
+    @staticmethod
+    def _count(data: FitData, tiles: list[tuple[int, int, int, int]]) -> list[tuple[Any, ...]]:
+        """Per tile, in one pass: valid pixels, sums of their rows and columns, sum of the reference there."""
+        valid = data.valid()
+        ref = data.ref.data
+        sums = []
+        for r0, r1, c0, c1 in tiles:
+            v = valid[r0:r1, c0:c1]
+            rr = da.arange(r0, r1, chunks=v.chunks[0], dtype=np.int64)[:, None]
+            cc = da.arange(c0, c1, chunks=v.chunks[1], dtype=np.int64)[None, :]
+            sums.append((v.sum(dtype=np.int64), (v * rr).sum(dtype=np.int64), (v * cc).sum(dtype=np.int64),
+                         da.where(v, ref[r0:r1, c0:c1].astype(np.float64), 0.0).sum()))
+        (counted,) = dask.compute(sums)
+        return list(counted)
+
+    def _fit_tiles(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
+                   counted: list[tuple[Any, ...]], *, iteration: int) -> list[dict[str, Any]]:
+        """One record per tile from its counts, then the fits (threads), then the statuses."""
+        t = get_transform(data.ref)
+        records = []
+        for (r0, r1, c0, c1), (n, sr, sc, sz) in zip(tiles, counted):
+            n = int(n)
+            rc, cc_ = (sr / n + 0.5, sc / n + 0.5) if n else ((r0 + r1) / 2.0, (c0 + c1) / 2.0)
+            x, y = t * (cc_, rc)
+            need = self.min_valid * (r1 - r0) * (c1 - c0) if self.min_valid <= 1 else self.min_valid
+            rec = {"iteration": iteration, "row0": r0, "row1": r1, "col0": c0, "col1": c1, "x": float(x), "y": float(y),
+                   "count": n, "dx": math.nan, "dy": math.nan, "dz": math.nan, "nmad_before": math.nan,
+                   "nmad_after": math.nan, "converged": False, "weight": 0.0,
+                   "status": "" if n >= max(need, 1) else f"rejected: {n} valid pixels (< min_valid {self.min_valid})",
+                   "_z": float(sz) / n if n else 0.0}
+            records.append(rec)
+        todo = [r for r in records if not r["status"]]
+
+        def run(rec: dict[str, Any]) -> None:
+            rec.update(_fit_tile(template, data, rec))
+
+        parallel = str(dask.config.get("scheduler", "") or "") not in ("synchronous", "sync", "single-threaded")
+        with warnings.catch_warnings():  # each tile's status says what its warnings said
+            warnings.simplefilter("ignore", XdemWarning)
+            if parallel and len(todo) > 1:
+                workers = min(len(todo), int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    list(pool.map(run, todo))
+            else:
+                for rec in todo:
+                    run(rec)
+        for rec in records:
+            rec.pop("_z")
+        return records
+
+    def _fit_field(self, records: list[dict[str, Any]], grid: Grid) -> ThinPlateField:
+        """Reject outliers among the fitted tiles, weight the kept ones, fit the field."""
+        res = abs(grid.transform.a)
+        spacing = float(self.block_size) * res
+        centre = grid.centres(np.array([grid.shape[0] / 2.0 - 0.5]), np.array([grid.shape[1] / 2.0 - 0.5]))
+        centre_xy = (float(centre[0][0]), float(centre[1][0]))
+        ok = [r for r in records if r["status"] == "used"]
+        if len(ok) >= 4 and self.outlier_threshold is not None:
+            u = np.array([(r["x"] - centre_xy[0]) / spacing for r in ok])
+            v = np.array([(r["y"] - centre_xy[1]) / spacing for r in ok])
+            vals = np.array([[r["dx"], r["dy"], r["dz"]] for r in ok])
+            bad = neighbour_outliers(u, v, vals, threshold=float(self.outlier_threshold),
+                                     floor=np.full(3, OUTLIER_FLOOR_PX * res))
+            for r, b in zip(ok, bad):
+                if b:
+                    r["status"] = "rejected: outlier against its neighbours"
+            ok = [r for r, b in zip(ok, bad) if not b]
+        if len(ok) < int(self.min_tiles):
+            reasons: dict[str, int] = {}
+            for r in records:
+                if r["status"] != "used":
+                    key = r["status"].removeprefix("rejected: ").split(" (")[0]
+                    key = "too few valid pixels" if key.endswith("valid pixels") else key
+                    reasons[key] = reasons.get(key, 0) + 1
+            why = "; ".join(f"{n} {k}" for k, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+            raise NotEnoughDataError(f"BlockwiseCoreg: only {len(ok)} of {len(records)} tiles are usable (need "
+                                     f"min_tiles={self.min_tiles}); rejected: {why}")
+        quality = np.array([r["count"] / max(r["nmad_after"], 1e-6) ** 2 if np.isfinite(r["nmad_after"]) else np.nan
+                            for r in ok])
+        ref_q = np.nanmedian(quality) if np.isfinite(quality).any() else 1.0
+        weights = np.clip(np.where(np.isfinite(quality), quality / ref_q, 1.0), *WEIGHT_RANGE)
+        for r, w in zip(ok, weights):
+            r["weight"] = float(w)
+        return fit_thin_plate(np.array([r["x"] for r in ok]), np.array([r["y"] for r in ok]),
+                              np.array([[r["dx"], r["dy"], r["dz"]] for r in ok]), centre=centre_xy, scale=spacing,
+                              smoothing=float(self.smoothing) / weights, degree=int(self.degree))
+
+    # --- results ------------------------------------------------------------------------------
+    def _fields(self) -> tuple[ThinPlateField, ...]:
+        self._check_fitted()
+        return tuple(field_of(d) for d in self.fields_)
+
+    def field(self, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The correction ``(d_x, d_y, d_z)`` applied at output coordinates ``x, y`` (reference
+        CRS; broadcastable): the total of every iteration, composed as :meth:`apply` does."""
+        xs, ys = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+        px, py, vz = compose(self._fields(), xs, ys)
+        return xs - px, ys - py, vz
+
+    def tile_table(self) -> pd.DataFrame:
+        """The tile table ``tiles_`` as a DataFrame (one row per tile and iteration)."""
+        self._check_fitted()
+        return pd.DataFrame(self.tiles_, columns=list(COLUMNS))
+
+    # --- apply ------------------------------------------------------------------------------
+    def _frame_op(self) -> FrameOp:
+        frame = vars(self).get("crs_")
+        return FrameOp(str(frame) if frame is not None else "", fields=self._fields())
+
+    def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
+        if not resample:
+            raise InputError("resample=False keeps the data on a moved grid, which only a translation can do; a "
+                             "displacement field varies across the DEM: use resample=True")
+        grid = Grid.of(dem)
+        op = self._frame_op()
+        return warp_dem(dem, grid=grid, op=FrameOp(op.frame or grid.crs, fields=op.fields), resampling=self.resampling)
+
+    # --- serialisation ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        doc = super().to_dict()
+        doc["params"] = {k: v for k, v in doc["params"].items() if not k.startswith("step__")}
+        doc["params"]["step"] = None if self.step is None else self.step.to_dict()
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> BlockwiseCoreg:
+        params = dict(doc.get("params", {}))
+        step = params.pop("step", None)
+        obj = cls(None if step is None else coreg_from_dict(step), **params)
+        obj._restore(doc.get("learned", {}))
+        return obj
+
+    def _restore(self, learned: dict[str, Any]) -> None:
+        super()._restore(learned)
+        if "tiles_" in learned:  # JSON null -> NaN in the numeric columns
+            self.tiles_ = {k: [math.nan if v is None else v for v in col] for k, col in learned["tiles_"].items()}
+
+
+def _fit_tile(template: Coreg, data: FitData, rec: dict[str, Any]) -> dict[str, Any]:
+    """Fit a clone of ``template`` on one tile (a lazy fit on the tile's slice of the pair)."""
+    r0, r1, c0, c1 = rec["row0"], rec["row1"], rec["col0"], rec["col1"]
+    sub = FitData(ref=data.ref.isel(y=slice(r0, r1), x=slice(c0, c1)),
+                  tba=data.tba.isel(y=slice(r0, r1), x=slice(c0, c1)),
+                  inlier=data.inlier[r0:r1, c0:c1], bias_vars={}, collect_points=True)
+    step = clone(template)
+    try:
+        step.fit_prepared(sub)
+        op = _op_of(step)
+    except (NotEnoughDataError, ConvergenceError, OverlapError, NotMergeable) as exc:
+        return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    parts = _steps_of(step)
+    converged = all(bool(getattr(s, "converged_", True)) for s in parts)
+    constrained = all(bool(getattr(s, "horizontal_constrained_", True)) for s in parts)
+    dx, dy, dz = _translation_at(op, rec["x"], rec["y"], rec["_z"])
+    before, after = _nmads(step, sub, op)
+    # a fit stopped before its tolerance but usable (a ConvergenceWarning, converged False) is kept: the
+    # outlier test judges its value; an unusable one raised ConvergenceError above
+    status = "used" if constrained else "rejected: flat terrain (no horizontal shift)"
+    return {"dx": dx, "dy": dy, "dz": dz, "nmad_before": before, "nmad_after": after, "converged": converged,
+            "status": status}
+
+
+def _nmads(step: Coreg, sub: FitData, op: FrameOp) -> tuple[float, float]:
+    """NMAD of dh on the tile before and after the tile's own correction: from the step's own
+    subsample when it hands one over (Nuth & Kääb: no pass), else from a small draw (one pass)."""
+    pts = step.pop_shared_points()
+    if pts is not None and op.is_translation:
+        return float(nmad(_finite(pts.dh()))), float(nmad(_finite(pts.moved(op.shift).dh())))
+    after = step._apply(sub.tba, {}, True)
+    s = sample_valid(sub.valid(), {"before": sub.tba.data - sub.ref.data, "after": after.data - sub.ref.data},
+                     subsample=NMAD_SAMPLE, random_state=0, min_count=1, what="BlockwiseCoreg")
+    return float(nmad(_finite(s["before"]))), float(nmad(_finite(s["after"])))
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    return a[np.isfinite(a)]
+
+
+def _field_doc(f: ThinPlateField) -> dict[str, Any]:
+    return asdict(f)
+
+
+def field_of(doc: dict[str, Any]) -> ThinPlateField:
+    """A :class:`~xdem.kernels.field.ThinPlateField` from its JSON form (an entry of ``fields_``)."""
+    def rows(v: Any) -> tuple[tuple[float, ...], ...]:
+        return tuple(tuple(float(z) for z in row) for row in v)
+
+    return ThinPlateField(centre=(float(doc["centre"][0]), float(doc["centre"][1])), scale=float(doc["scale"]),
+                          centres=rows(doc["centres"]), weights=rows(doc["weights"]),
+                          terms=tuple((int(i), int(j)) for i, j in doc["terms"]), coefs=rows(doc["coefs"]))
