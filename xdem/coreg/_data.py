@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import dask.array as da
 import numpy as np
@@ -25,7 +26,7 @@ from xdem.io.grid import (
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
 from xdem.points.read import PointSet, is_points_source, read_points
-from xdem.typing import DEMLike, MaskLike
+from xdem.typing import DEMLike, MaskLike, PointsLike
 
 __all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
 
@@ -164,8 +165,8 @@ class PointFitData:
 
 
 def prepare_points(
-    ref: object,
-    tba: object,
+    ref: DEMLike | PointsLike,
+    tba: DEMLike | PointsLike,
     *,
     inlier_mask: MaskLike = None,
     exclude_mask: MaskLike = None,
@@ -179,7 +180,7 @@ def prepare_points(
         raise InputError("both inputs are points: one side of a coregistration must be a DEM")
     if outlier_nmad is not None and not float(outlier_nmad) > 0:
         raise InputError(f"outlier_nmad must be > 0 (or None to keep every point), got {outlier_nmad}")
-    dem = as_dem(tba if ref_pts else ref)
+    dem = as_dem(cast(DEMLike, tba if ref_pts else ref))
     if dem.rio.crs is not None and dem.rio.crs.is_geographic:
         dem = reproject_to_crs(dem, local_metric_crs(dem))  # metres, as prepare_pair does
     check_projected(dem, "coregistration")

@@ -79,9 +79,8 @@ def fit_vertical_shift_points(est: VerticalShift, data: PointFitData) -> None:
 
 
 def _set_counts(est: object, data: PointFitData, pts: PointSet, fin: np.ndarray, ok: np.ndarray) -> None:
-    setattr(est, "n_points_", int(data.points.count))
-    setattr(est, "n_outside_", int(pts.count - fin.sum()))
-    setattr(est, "n_outliers_", int(fin.sum() - ok.sum()))
+    vars(est).update(n_points_=int(data.points.count), n_outside_=int(pts.count - fin.sum()),
+                     n_outliers_=int(fin.sum() - ok.sum()))
 
 
 def fit_nuth_kaab_points(est: NuthKaab, data: PointFitData) -> None:
@@ -101,8 +100,8 @@ def fit_nuth_kaab_points(est: NuthKaab, data: PointFitData) -> None:
     res_x, res_y = signed_resolution(data.dem)
     slope, aspect = terrain_at_windows(sampler.windows, est._half, res_x=res_x, res_y=res_y,
                                        method=est.terrain_method)
-    kw = {"resolution": get_resolution(data.dem), "shape": grid_shape(data.dem)}
-    est._fit_on_sample(pts.z, slope, aspect, sampler, start=start, **kw)
+    resolution, shape = get_resolution(data.dem), grid_shape(data.dem)
+    est._fit_on_sample(pts.z, slope, aspect, sampler, start=start, resolution=resolution, shape=shape)
     ok = fin
     if data.outlier_nmad is not None:
         dh = sampler(est.shift_x_, est.shift_y_) - pts.z
@@ -111,7 +110,8 @@ def fit_nuth_kaab_points(est: NuthKaab, data: PointFitData) -> None:
         if int((fin & ~ok).sum()):
             first = (float(est.shift_x_), float(est.shift_y_))
             history, iterations = list(est.history_), int(est.n_iterations_)
-            est._fit_on_sample(np.where(ok, pts.z, np.nan), slope, aspect, sampler, start=first, **kw)
+            est._fit_on_sample(np.where(ok, pts.z, np.nan), slope, aspect, sampler, start=first,
+                               resolution=resolution, shape=shape)
             est.history_ = history + list(est.history_)
             est.n_iterations_ = iterations + int(est.n_iterations_)
     if not data.points_are_ref:

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import geopandas as gpd
 import numpy as np
@@ -29,7 +29,7 @@ from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
 from xdem.kernels.robust import nmad
-from xdem.typing import DEMLike, MaskLike
+from xdem.typing import DEMLike, MaskLike, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -108,8 +108,8 @@ class Coreg:
     # --- public API ----------------------------------------------------------------------
     def fit(
         self,
-        ref: DEMLike,
-        tba: DEMLike,
+        ref: DEMLike | PointsLike,
+        tba: DEMLike | PointsLike,
         *,
         inlier_mask: MaskLike = None,
         exclude_mask: MaskLike = None,
@@ -150,7 +150,8 @@ class Coreg:
             pdata = prepare_points(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, z_column=z_column,
                                    outlier_nmad=outlier_nmad)
             return self.fit_points_prepared(pdata)
-        data = prepare_pair(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, bias_vars=bias_vars)
+        data = prepare_pair(cast(DEMLike, ref), cast(DEMLike, tba), inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                            bias_vars=bias_vars)
         return self.fit_prepared(data)
 
     def fit_prepared(self, data: FitData) -> Coreg:
