@@ -28,6 +28,10 @@ from xdem.kernels.points import at_points_kernel
 from xdem.overlap import _SIDES, _edges, _grown
 from xdem.points.read import PointSet
 
+#: Positions are rounded to multiples of 1 / POSITION_QUANTUM pixel before chunk offsets are
+#: taken off (exact in float64 for grids up to 2^22 pixels a side).
+POSITION_QUANTUM = float(2**30)
+
 __all__ = ["pixel_positions", "bucket_points", "Bucket", "dem_at_points", "PointSampler"]
 
 
@@ -126,7 +130,10 @@ def dem_at_points(
     >>> v.tolist(), n
     ([17.5, 4.0, nan], 2)
     """
-    prow, pcol = np.asarray(prow, dtype=np.float64), np.asarray(pcol, dtype=np.float64)
+    # positions on a grid of 2^-30 pixel (1e-9 of a pixel): a chunk's offset is then taken off
+    # exactly, so a point's value does not depend on which chunk holds it (chunk independence)
+    prow = np.round(np.asarray(prow, dtype=np.float64) * POSITION_QUANTUM) / POSITION_QUANTUM
+    pcol = np.round(np.asarray(pcol, dtype=np.float64) * POSITION_QUANTUM) / POSITION_QUANTUM
     halo = max(footprint(resampling)[1], 0 if half is None else half + 1) + 1
     need_r, need_c = min(halo, arr.shape[0]), min(halo, arr.shape[1])
     if min(arr.chunks[0]) < need_r or min(arr.chunks[1]) < need_c:  # neighbours must hold the whole halo
