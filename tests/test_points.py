@@ -135,6 +135,21 @@ def test_read_files(tmp_path, track_points: gpd.GeoDataFrame) -> None:
         read_points(tmp_path / "missing.gpkg")
 
 
+def test_large_files_read_in_batches(tmp_path, monkeypatch, track_points: gpd.GeoDataFrame) -> None:
+    import xdem.points.read as reader
+
+    monkeypatch.setattr(reader, "BATCH_ROWS", 1000)  # 9 batches of the ~8900 points
+    gpkg, csv = tmp_path / "tracks.gpkg", tmp_path / "tracks.csv"
+    track_points.to_file(gpkg)
+    p = read_points(gpkg, z_column="h_noisy")
+    np.testing.assert_array_equal(p.z, track_points["h_noisy"].to_numpy())
+    np.testing.assert_array_equal(p.x, track_points.geometry.x.to_numpy())
+    pd.DataFrame({"x": p.x, "y": p.y, "z": p.z}).to_csv(csv, index=False)
+    c = read_points(csv, source_crs=CRS)
+    assert c.count == p.count
+    np.testing.assert_allclose(c.y, p.y, rtol=1e-15)
+
+
 def test_optional_readers_name_their_package(tmp_path) -> None:
     for suffix, module in ((".parquet", "pyarrow"), (".laz", "laspy")):
         path = tmp_path / f"points{suffix}"

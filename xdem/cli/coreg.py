@@ -298,6 +298,7 @@ def _print_points_summary(doc: dict) -> None:
 @click.option("--z-column", default=None,
               help="When REF or TBA is a points file (.gpkg, .parquet, .csv, .las...): the column of their elevation "
                    "(default: the points' z, else a column 'z').")
+@click.option("--points-crs", default=None, help="CRS of a points table without one (CSV), e.g. EPSG:4326.")
 @click.option("--inlier-mask", type=click.Path(dir_okay=False), default=None,
               help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
 @click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,
@@ -336,7 +337,7 @@ def coreg(
     subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
     resampling: str | None, allow_divergence: bool, chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
-    out_grid: str = "tba", z_column: str | None = None,
+    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -371,7 +372,7 @@ def coreg(
         grid="ref" if out_grid == "ref" else "tba",
         random_state=random_state, chunks=chunks, overwrite=overwrite,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
-        z_column=z_column,
+        z_column=z_column, points_crs=points_crs,
     )
 
     @contextlib.contextmanager

@@ -22,6 +22,10 @@ from xdem.errors import CRSError, InputError, ReadError
 
 __all__ = ["PointSet", "read_points", "is_points_source", "POINT_SUFFIXES"]
 
+#: Rows read at once from large files (a batch's geometries and columns live only while it is
+#: turned into coordinate arrays: memory stays about 24 bytes per point plus one batch).
+BATCH_ROWS = 1_000_000
+
 #: File suffixes read as points (any other path is opened as a raster).
 VECTOR_SUFFIXES = (".gpkg", ".shp", ".geojson", ".fgb", ".gml", ".kml")
 TABLE_SUFFIXES = (".csv", ".txt", ".parquet", ".geoparquet", ".pq")
@@ -220,7 +224,7 @@ def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str,
         if suffix in LAS_SUFFIXES:
             return _from_las(path, z_column, source_crs)
         if suffix in (".csv", ".txt"):
-            return _from_table(pd.read_csv(path), x_column, y_column, z_column, source_crs, name)
+            return _from_csv(path, x_column, y_column, z_column, source_crs)
         if suffix in (".parquet", ".geoparquet", ".pq"):
             _needs("pyarrow", "pyarrow", "Parquet files")
             import pyarrow.parquet as pq
@@ -228,7 +232,7 @@ def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str,
             if b"geo" in (pq.read_schema(path).metadata or {}):
                 return _from_geodataframe(gpd.read_parquet(path), z_column, source_crs, name)
             return _from_table(pd.read_parquet(path), x_column, y_column, z_column, source_crs, name)
-        return _from_geodataframe(gpd.read_file(path), z_column, source_crs, name)
+        return _from_vector_file(path, z_column, source_crs)
     except (InputError, CRSError):
         raise
     except Exception as exc:  # a library's own error, e.g. a corrupt file: one clear line
@@ -244,3 +248,45 @@ def _from_las(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
     z = np.asarray(las.z if z_column in (None, "z") else las[z_column], dtype=np.float64)
     return PointSet(np.asarray(las.x, dtype=np.float64), np.asarray(las.y, dtype=np.float64), z,
                     crs=_crs_string(crs, source_crs, f"the points '{path}'"), name=str(path))
+
+
+def _from_csv(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
+    """A CSV table read in batches of :data:`BATCH_ROWS` rows, only the three columns kept."""
+    name, zc = str(path), z_column or "z"
+    header = pd.read_csv(path, nrows=0).columns
+    for col in (x_column, y_column, zc):
+        if col not in header:
+            raise InputError(f"the points '{name}' have no column '{col}' (columns: {', '.join(map(str, header))})")
+    parts = [_from_table(chunk, x_column, y_column, zc, source_crs, name)
+             for chunk in pd.read_csv(path, usecols=[x_column, y_column, zc], chunksize=BATCH_ROWS)]
+    return _concat(parts, _crs_string(None, source_crs, f"the points '{name}'"), name)
+
+
+def _concat(parts: list[PointSet], crs: str, name: str) -> PointSet:
+    if not parts:
+        empty = np.empty(0, dtype=np.float64)
+        return PointSet(empty, empty, empty, crs=crs, name=name)
+    if len(parts) == 1:
+        return parts[0]
+    return PointSet(np.concatenate([p.x for p in parts]), np.concatenate([p.y for p in parts]),
+                    np.concatenate([p.z for p in parts]), crs=crs, name=name)
+
+
+def _from_vector_file(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
+    """A vector file read in batches of :data:`BATCH_ROWS` features (pyogrio), only the
+    elevation column with the geometries."""
+    import pyogrio
+
+    name = str(path)
+    info = pyogrio.read_info(path)
+    n = int(info.get("features", -1))
+    columns = [z_column] if z_column is not None and z_column in list(info["fields"]) else None
+    if z_column is not None and columns is None:
+        raise InputError(f"the points '{name}' have no column '{z_column}' (columns: {', '.join(info['fields'])})")
+    if n < 0 or n <= BATCH_ROWS:  # unknown count (some drivers) or small: one read
+        return _from_geodataframe(gpd.read_file(path), z_column, source_crs, name)
+    parts = []
+    for start in range(0, n, BATCH_ROWS):
+        batch = pyogrio.read_dataframe(path, columns=columns, skip_features=start, max_features=BATCH_ROWS)
+        parts.append(_from_geodataframe(batch, z_column, source_crs, name))
+    return _concat(parts, parts[0].crs, name)

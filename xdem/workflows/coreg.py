@@ -72,6 +72,8 @@ class CoregRequest:
     z_column
         Either input may be a points file (:func:`xdem.points.read_points`; see
         :func:`xdem.workflows.points.run_points_coreg`): the column of their elevation.
+    points_crs
+        CRS of a points table that has none (CSV, plain Parquet).
     """
 
     reference: str | os.PathLike
@@ -91,6 +93,7 @@ class CoregRequest:
     stats: Literal["sampled", "exact", "none"] = "sampled"
     stats_subsample: int = S.STATS_SUBSAMPLE
     z_column: str | None = None
+    points_crs: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,7 +100,8 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         prog.echo(f"xdem coreg: {model!r} ({'reference points' if ref_is_points else 'points to align'})")
         t0 = time.perf_counter()
         with prog.stage("reading the points"):
-            pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column)
+            pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column,
+                              source_crs=r.points_crs)
         t_read = time.perf_counter() - t0
         t0 = time.perf_counter()
         with prog.stage("fitting"):
