@@ -350,6 +350,8 @@ def test_apply_computes_nothing_and_corrects_dem(track_points: gpd.GeoDataFrame)
 def test_unsupported_pairs(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
     with pytest.raises(InputError, match="does not fit on points yet; methods that do: .*nuthkaab"):
         xdem.coreg.Deramp().fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="CoregPipeline does not fit on points yet"):
+        (xdem.coreg.NuthKaab() + xdem.coreg.VerticalShift()).fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="both inputs are points"):
         xdem.coreg.NuthKaab().fit(track_points, track_points, z_column="h")
     with pytest.raises(InputError, match="outlier_nmad"):
