@@ -296,6 +296,24 @@ def test_vertical_shift_points(track_points: gpd.GeoDataFrame) -> None:
     assert vs.count_ == len(track_points) - vs.n_outliers_
 
 
+def test_deramp_points(track_points: gpd.GeoDataFrame) -> None:
+    tilt = (2e-4, -1e-4)  # 0.2 m/km east, -0.1 m/km north: a 1.5 m ramp across the DEM
+    dem = dem_of(TERRAIN, crs=CRS, transform=TRANSFORM, shape=(SIZE, SIZE), tilt=tilt, move=(0.0, 0.0, 0.7),
+                 chunks=256)
+    for column, tol in (("h", 1e-6), ("h_noisy", 2e-5)):
+        dr = xdem.coreg.Deramp(poly_order=1).fit(track_points, dem, z_column=column)
+        slope_x, slope_y = dr.coefs_[1] / dr.scale_, dr.coefs_[2] / dr.scale_
+        assert abs(slope_x - tilt[0]) <= tol and abs(slope_y - tilt[1]) <= tol, (column, slope_x, slope_y)
+        # the surface at the terrain origin is the vertical offset (the plane is 0 there)
+        assert abs(float(dr.surface(np.array([X0]), np.array([Y0]))[0]) - 0.7) <= 0.02
+        # reverse: the same surface (dh = tba - ref, no horizontal motion), minus: it is removed from the points
+        rev = xdem.coreg.Deramp(poly_order=1).fit(dem, track_points, z_column=column)
+        np.testing.assert_allclose(rev.coefs_, -dr.coefs_, atol=1e-9)
+    assert dr.n_outliers_ >= int(0.03 * len(track_points))
+    flat = dr.apply(dem)  # lazy, as for two DEMs
+    assert np.nanmax(np.abs((flat - shifted((0.0, 0.0, 0.0))).values)) < 0.05
+
+
 def test_points_partly_outside(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
     far = track_points.iloc[:500].copy()
     far["geometry"] = far.geometry.translate(20_000.0, 0.0)
@@ -348,8 +366,8 @@ def test_apply_computes_nothing_and_corrects_dem(track_points: gpd.GeoDataFrame)
 
 
 def test_unsupported_pairs(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
-    with pytest.raises(InputError, match="does not fit on points yet; methods that do: .*nuthkaab"):
-        xdem.coreg.Deramp().fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="does not fit on points yet; methods that do: deramp, nuthkaab"):
+        xdem.coreg.NuthKaabDeramp().fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="CoregPipeline does not fit on points yet"):
         (xdem.coreg.NuthKaab() + xdem.coreg.VerticalShift()).fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="both inputs are points"):

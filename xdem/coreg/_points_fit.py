@@ -38,8 +38,9 @@ from xdem.sampling import DEFAULT_SEED, resolve_count
 
 if TYPE_CHECKING:  # the estimators import this module lazily; it needs only their methods
     from xdem.coreg.affine import NuthKaab, VerticalShift
+    from xdem.coreg.deramp import Deramp
 
-__all__ = ["draw_points", "fit_vertical_shift_points", "fit_nuth_kaab_points"]
+__all__ = ["draw_points", "dh_at_points", "fit_vertical_shift_points", "fit_nuth_kaab_points", "fit_deramp_points"]
 
 
 def draw_points(points: PointSet, subsample: float | int, random_state: int | None) -> PointSet:
@@ -61,15 +62,23 @@ def _no_points(what: str, data: PointFitData, drawn: int, found: int, need: int)
     )
 
 
-def fit_vertical_shift_points(est: VerticalShift, data: PointFitData) -> None:
-    """:class:`~xdem.coreg.VerticalShift` on points: ``vshift_reduc_func`` of the inliers' ``dh``."""
-    pts = draw_points(data.points, est.subsample, est.random_state)
+def dh_at_points(data: PointFitData, subsample: float | int, random_state: int | None, *, what: str,
+                 need: int) -> tuple[PointSet, np.ndarray, np.ndarray]:
+    """The drawn points, ``dh = tba - ref`` there (one pass over the chunks holding points)
+    and where it is finite; fewer than ``need`` finite values is a clear error."""
+    pts = draw_points(data.points, subsample, random_state)
     prow, pcol = pixel_positions(data.dem, pts.x, pts.y)
     values, _, _ = dem_at_points(data.values, prow, pcol, resampling=FIT_INTERPOLATION)
     dh = values - pts.z if data.points_are_ref else pts.z - values
     fin = np.isfinite(dh)
-    if not fin.any():
-        raise _no_points("VerticalShift", data, pts.count, 0, 1)
+    if int(fin.sum()) < need:
+        raise _no_points(what, data, pts.count, int(fin.sum()), need)
+    return pts, dh, fin
+
+
+def fit_vertical_shift_points(est: VerticalShift, data: PointFitData) -> None:
+    """:class:`~xdem.coreg.VerticalShift` on points: ``vshift_reduc_func`` of the inliers' ``dh``."""
+    pts, dh, fin = dh_at_points(data, est.subsample, est.random_state, what="VerticalShift", need=1)
     ok = fin if data.outlier_nmad is None else nmad_inliers(dh, k=data.outlier_nmad)
     est.shift_x_ = 0.0
     est.shift_y_ = 0.0
@@ -118,4 +127,26 @@ def fit_nuth_kaab_points(est: NuthKaab, data: PointFitData) -> None:
         est.shift_x_, est.shift_y_, est.shift_z_ = -est.shift_x_, -est.shift_y_, -est.shift_z_
         est.history_ = [[-float(a), -float(b)] for a, b in est.history_]
     est.passes_ = int(sampler.reads)
+    _set_counts(est, data, pts, fin, ok)
+
+
+def fit_deramp_points(est: Deramp, data: PointFitData) -> None:
+    """:class:`~xdem.coreg.Deramp` on points: the surface fitted to ``dh`` at the points (no
+    horizontal motion, so the same whichever side the points are on), then refitted without
+    the points whose residual is an outlier."""
+    from xdem.coreg.deramp import grid_normalisation, surface_terms
+
+    need = max(len(surface_terms(est.poly_order)) + 1, 10)
+    pts, dh, fin = dh_at_points(data, est.subsample, est.random_state, what="Deramp", need=need)
+    norm = grid_normalisation(data.dem)
+    residual = np.full(len(dh), np.nan)
+    residual[fin] = est._fit_surface(pts.x[fin], pts.y[fin], dh[fin], norm)
+    ok = fin
+    if data.outlier_nmad is not None:
+        ok = nmad_inliers(residual, k=data.outlier_nmad)
+        if int(ok.sum()) < need:
+            raise _no_points("Deramp", data, pts.count, int(ok.sum()), need)
+        if int((fin & ~ok).sum()):
+            est._fit_surface(pts.x[ok], pts.y[ok], dh[ok], norm)
+    est.passes_ = 1
     _set_counts(est, data, pts, fin, ok)
