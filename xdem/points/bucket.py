@@ -31,6 +31,9 @@ from xdem.points.read import PointSet
 #: Positions are rounded to multiples of 1 / POSITION_QUANTUM pixel before chunk offsets are
 #: taken off (exact in float64 for grids up to 2^22 pixels a side).
 POSITION_QUANTUM = float(2**30)
+#: Points evaluated per compute by :func:`dem_at_points` (their positions, values and the
+#: tasks' temporaries: about 100 MB).
+BATCH_POINTS = 2_000_000
 
 __all__ = ["pixel_positions", "bucket_points", "Bucket", "dem_at_points", "PointSampler"]
 
@@ -63,12 +66,24 @@ class Bucket:
     ids: np.ndarray
 
 
+def _block_of(pos: np.ndarray, ids: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Block index (int32) of ``floor(pos[ids])`` among block ``edges`` (in-place temporaries)."""
+    t = pos[ids]
+    np.floor(t, out=t)
+    np.clip(t, 0, edges[-1] - 1, out=t)
+    b = np.searchsorted(edges, t, side="right")
+    del t
+    b -= 1
+    return b.astype(np.int32)
+
+
 def bucket_points(chunks: tuple[tuple[int, ...], tuple[int, ...]], prow: np.ndarray,
                   pcol: np.ndarray) -> list[Bucket]:
     """Group points by the chunk holding ``floor(position)``, in one sort.
 
     Points outside the grid's footprint (``-0.5 <= position < size - 0.5`` on both axes) or
-    with NaN positions are in no bucket.
+    with NaN positions are in no bucket. Memory: about 28 bytes per point at the peak (the
+    sort), besides the positions.
 
     Examples
     --------
@@ -77,18 +92,21 @@ def bucket_points(chunks: tuple[tuple[int, ...], tuple[int, ...]], prow: np.ndar
     [(0, 0, [0]), (1, 0, [1])]
     """
     r_edges, c_edges = np.cumsum((0,) + tuple(chunks[0])), np.cumsum((0,) + tuple(chunks[1]))
-    inside = (prow >= -0.5) & (prow < r_edges[-1] - 0.5) & (pcol >= -0.5) & (pcol < c_edges[-1] - 0.5)
+    inside = (prow >= -0.5) & (prow < r_edges[-1] - 0.5)
+    inside &= (pcol >= -0.5) & (pcol < c_edges[-1] - 0.5)
     ids = np.flatnonzero(inside)
-    fr = np.clip(np.floor(prow[ids]), 0, r_edges[-1] - 1)
-    fc = np.clip(np.floor(pcol[ids]), 0, c_edges[-1] - 1)
-    bi = np.searchsorted(r_edges, fr, side="right") - 1
-    bj = np.searchsorted(c_edges, fc, side="right") - 1
-    key = bi * (len(c_edges) - 1) + bj
+    del inside
+    ncol = len(c_edges) - 1
+    key = _block_of(prow, ids, r_edges).astype(np.int64 if (len(r_edges) - 1) * ncol >= 2**31 else np.int32)
+    key *= ncol
+    key += _block_of(pcol, ids, c_edges)
     order = np.argsort(key, kind="stable")
     key, ids = key[order], ids[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.array([], dtype=np.int64)
+    del order
+    if not len(key):
+        return []
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     ends = np.r_[starts[1:], len(key)]
-    ncol = len(c_edges) - 1
     return [Bucket(int(key[s] // ncol), int(key[s] % ncol), ids[s:e]) for s, e in zip(starts, ends)]
 
 
@@ -98,10 +116,49 @@ def _point_task(lrow: np.ndarray, lcol: np.ndarray, halo: int, resampling: str, 
     return at_points_kernel(block, lrow + halo, lcol + halo, resampling=resampling, half=half)
 
 
+def _local(pos: np.ndarray, ids: np.ndarray, offset: int) -> np.ndarray:
+    """Positions of ``ids`` relative to a chunk starting at ``offset``: rounded to the
+    :data:`POSITION_QUANTUM` grid first, so that the offset is taken off exactly (a point's
+    value does not depend on which chunk holds it: chunk independence)."""
+    t = pos[ids] * POSITION_QUANTUM
+    np.round(t, out=t)
+    t /= POSITION_QUANTUM
+    t -= offset
+    return t
+
+
+def _batch_tasks(group: list[Bucket], blocks: np.ndarray, prow: np.ndarray, pcol: np.ndarray, r_edges: np.ndarray,
+                 c_edges: np.ndarray, halo: int, resampling: str, half: int | None) -> list[object]:
+    """One delayed task per bucket of ``group``: its chunk, the border strips of its
+    neighbours (one edge task per neighbour, shared), its points' local positions."""
+    nbr, nbc = blocks.shape
+    edges: dict[tuple[int, int], object] = {}
+
+    def edge(i: int, j: int) -> object:
+        if (i, j) not in edges:
+            edges[(i, j)] = dask.delayed(_edges, pure=True)(blocks[i, j], halo, halo)
+        return edges[(i, j)]
+
+    tasks = []
+    for b in group:
+        neigh = [edge(b.i + di, b.j + dj) if 0 <= b.i + di < nbr and 0 <= b.j + dj < nbc else None
+                 for di in _SIDES for dj in _SIDES if (di, dj) != (0, 0)]
+        tasks.append(dask.delayed(_point_task)(_local(prow, b.ids, int(r_edges[b.i])),
+                                               _local(pcol, b.ids, int(c_edges[b.j])), halo, resampling, half,
+                                               blocks[b.i, b.j], *neigh))
+    return tasks
+
+
 def dem_at_points(
-    arr: da.Array, prow: np.ndarray, pcol: np.ndarray, *, resampling: str, half: int | None = None
+    arr: da.Array, prow: np.ndarray, pcol: np.ndarray, *, resampling: str, half: int | None = None,
+    batch_points: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """Values of ``arr`` at fractional positions (and windows with ``half``), in one compute.
+    """Values of ``arr`` at fractional positions (and windows with ``half``), out of core.
+
+    The points are bucketed by chunk (:func:`bucket_points`); consecutive buckets are
+    computed together until they hold ``batch_points`` points (one compute each: a chunk is
+    read once, its neighbours' border strips once per batch they serve), so that the tasks'
+    arguments and results stay bounded whatever the number of points.
 
     Parameters
     ----------
@@ -113,6 +170,8 @@ def dem_at_points(
         Interpolation of :func:`xdem.kernels.points.at_points_kernel`.
     half
         Also cut windows of ``2 half + 2`` pixels (see the kernel).
+    batch_points
+        Points per compute (default :data:`BATCH_POINTS`).
 
     Returns
     -------
@@ -130,10 +189,8 @@ def dem_at_points(
     >>> v.tolist(), n
     ([17.5, 4.0, nan], 2)
     """
-    # positions on a grid of 2^-30 pixel (1e-9 of a pixel): a chunk's offset is then taken off
-    # exactly, so a point's value does not depend on which chunk holds it (chunk independence)
-    prow = np.round(np.asarray(prow, dtype=np.float64) * POSITION_QUANTUM) / POSITION_QUANTUM
-    pcol = np.round(np.asarray(pcol, dtype=np.float64) * POSITION_QUANTUM) / POSITION_QUANTUM
+    prow, pcol = np.asarray(prow, dtype=np.float64), np.asarray(pcol, dtype=np.float64)
+    batch = int(batch_points or BATCH_POINTS)
     halo = max(footprint(resampling)[1], 0 if half is None else half + 1) + 1
     need_r, need_c = min(halo, arr.shape[0]), min(halo, arr.shape[1])
     if min(arr.chunks[0]) < need_r or min(arr.chunks[1]) < need_c:  # neighbours must hold the whole halo
@@ -142,28 +199,22 @@ def dem_at_points(
     values = np.full(len(prow), np.nan)
     windows = None if half is None else np.full((len(prow), 2 * half + 2, 2 * half + 2), np.nan, dtype=np.float32)
     buckets = bucket_points(arr.chunks, prow, pcol)
-    if not buckets:
-        return values, windows, 0
     r_edges, c_edges = np.cumsum((0,) + arr.chunks[0]), np.cumsum((0,) + arr.chunks[1])
-    nbr, nbc = arr.numblocks
-    blocks = arr.to_delayed(optimize_graph=False)  # shared keys: each block read once
-    edges: dict[tuple[int, int], object] = {}
-
-    def edge(i: int, j: int) -> object:
-        if (i, j) not in edges:
-            edges[(i, j)] = dask.delayed(_edges, pure=True)(blocks[i, j], halo, halo)
-        return edges[(i, j)]
-
-    tasks = []
-    for b in buckets:
-        neigh = [edge(b.i + di, b.j + dj) if 0 <= b.i + di < nbr and 0 <= b.j + dj < nbc else None
-                 for di in _SIDES for dj in _SIDES if (di, dj) != (0, 0)]
-        lrow, lcol = prow[b.ids] - r_edges[b.i], pcol[b.ids] - c_edges[b.j]
-        tasks.append(dask.delayed(_point_task)(lrow, lcol, halo, resampling, half, blocks[b.i, b.j], *neigh))
-    for b, (vals, wins) in zip(buckets, dask.compute(*tasks)):
-        values[b.ids] = vals
-        if windows is not None and wins is not None:
-            windows[b.ids] = wins
+    blocks = arr.to_delayed(optimize_graph=False)  # shared keys: each block read once per compute
+    k = 0
+    while k < len(buckets):
+        group: list[Bucket] = []
+        count = 0
+        while k < len(buckets) and (not group or count + len(buckets[k].ids) <= batch):
+            group.append(buckets[k])
+            count += len(buckets[k].ids)
+            k += 1
+        tasks = _batch_tasks(group, blocks, prow, pcol, r_edges, c_edges, halo, resampling, half)
+        for b, (vals, wins) in zip(group, dask.compute(*tasks)):
+            values[b.ids] = vals
+            if windows is not None and wins is not None:
+                windows[b.ids] = wins
+        del tasks
     return values, windows, len(buckets)
 
 

@@ -46,12 +46,14 @@ def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
             "rmse": float(np.sqrt(np.mean(v * v)))}
 
 
-def _dem_at(dem: Any, pts: Any) -> np.ndarray:
+def _dem_at(dem: Any, pts: Any, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``dem`` at the points (``positions`` on its grid when already known)."""
     from xdem.io.grid import dask_data
     from xdem.kernels.interp import FIT_INTERPOLATION
     from xdem.points import dem_at_points, pixel_positions
 
-    values, _, _ = dem_at_points(dask_data(dem), *pixel_positions(dem, pts.x, pts.y), resampling=FIT_INTERPOLATION)
+    prow, pcol = positions if positions is not None else pixel_positions(dem, pts.x, pts.y)
+    values, _, _ = dem_at_points(dask_data(dem), prow, pcol, resampling=FIT_INTERPOLATION)
     return values
 
 
@@ -112,15 +114,21 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         t_fit = time.perf_counter() - t0
         t0 = time.perf_counter()
         local = pts.to_crs(dem.rio.crs)
-        before_dem = _dem_at(dem, local)
         if ref_is_points:
             from xdem.io.cog import write_cog
+            from xdem.points import pixel_positions
 
             with prog.stage(f"writing {out}"):
                 write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
             written = open_dem(out, chunks=ck)
-            before, after = before_dem - local.z, _dem_at(written, local) - local.z
+            positions = pixel_positions(dem, local.x, local.y)  # the written DEM is on the same grid
+            before = _dem_at(dem, local, positions)
+            before -= local.z
+            after = _dem_at(written, local, positions)
+            after -= local.z
+            del positions
         else:
+            before_dem = _dem_at(dem, local)
             moved_gdf = model.apply_points(pts.to_geodataframe())
             moved = read_points(moved_gdf).to_crs(dem.rio.crs)
             with prog.stage(f"writing {out}"):
