@@ -220,6 +220,16 @@ def test_bucketing_one_task_per_chunk_with_points(dem0: xr.DataArray, track_poin
     assert win is not None and np.isfinite(win).all()
 
 
+def test_batches_give_the_same_values(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
+    p = read_points(track_points, z_column="h")
+    prow, pcol = pixel_positions(dem0, p.x, p.y)
+    whole, _, _ = dem_at_points(dem0.data, prow, pcol, resampling="lagrange")
+    with count_computes() as cc:
+        parts, _, tasks = dem_at_points(dem0.data, prow, pcol, resampling="lagrange", batch_points=1000)
+    np.testing.assert_array_equal(parts, whole)
+    assert 1 < cc.count <= tasks  # whole buckets per compute: at least one bucket, about 1000 points
+
+
 def test_dem_at_points_chunk_independent(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
     p = read_points(track_points.iloc[::7], z_column="h")
 
