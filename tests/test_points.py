@@ -85,10 +85,10 @@ def dem0() -> xr.DataArray:
     return shifted((0.0, 0.0, 0.0))
 
 
-MOVES = [(7.3, -4.1, 2.0), (-11.6, 8.45, -3.5)]
+MOVES = [(7.3, -4.1, 2.0), (-11.6, 8.45, -3.5), (0.6, 1.3, 0.25)]
 
 
-@pytest.fixture(scope="module", params=MOVES, ids=["move1", "move2"])
+@pytest.fixture(scope="module", params=MOVES, ids=["move1", "move2", "subpixel"])
 def moved(request: pytest.FixtureRequest) -> tuple[xr.DataArray, tuple[float, float, float]]:
     return shifted(request.param), request.param
 
@@ -427,7 +427,9 @@ def test_cli_coreg_reference_points(tmp_path, track_points: gpd.GeoDataFrame) ->
     pts = tmp_path / "ref_points.gpkg"
     track_points[["h_noisy", "geometry"]].rename(columns={"h_noisy": "h"}).to_file(pts)
     out = tmp_path / "aligned.tif"
-    res = CliRunner().invoke(main, ["coreg", str(pts), str(tba), "-o", str(out), "--z-column", "h", "--json"])
+    report = tmp_path / "report.html"
+    res = CliRunner().invoke(main, ["coreg", str(pts), str(tba), "-o", str(out), "--z-column", "h", "--json",
+                                    "--report", str(report)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     step = doc["steps"][0]
@@ -436,6 +438,8 @@ def test_cli_coreg_reference_points(tmp_path, track_points: gpd.GeoDataFrame) ->
     before, after = doc["stats"]["before"], doc["stats"]["after"]
     assert abs(after["median"]) < 0.05 and after["nmad"] < 0.5 < before["nmad"]  # the noise (0.3 m) is what is left
     assert doc["stats"]["after_without_outliers"]["count"] < after["count"]
+    page = report.read_text()
+    assert page.count("data:image/png;base64,") == 2 and "Tracks coloured by dh" in page and doc["report"]
     written = xdem.open_dem(out)
     assert written.shape == (SIZE, SIZE)
     # reverse: DEM reference, points to align: a moved points file
@@ -447,6 +451,17 @@ def test_cli_coreg_reference_points(tmp_path, track_points: gpd.GeoDataFrame) ->
     assert doc["output_kind"] == "points" and abs(doc["steps"][0]["shift_x"] - dx) <= 0.08
     assert abs(doc["stats"]["after"]["median"]) < 0.05
     assert len(gpd.read_file(moved)) == len(track_points)
+    # a CSV without CRS (--points-crs) and a pipeline
+    csv = tmp_path / "ref_points.csv"
+    p = read_points(pts, z_column="h")
+    pd.DataFrame({"x": p.x, "y": p.y, "h": p.z}).to_csv(csv, index=False)
+    res = CliRunner().invoke(main, ["coreg", str(csv), str(tba), "-o", str(tmp_path / "a2.tif"), "--z-column", "h",
+                                    "--points-crs", CRS, "--method", "nuthkaab+deramp", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [s["method"] for s in doc["steps"]] == ["NuthKaab", "Deramp"]
+    assert abs(doc["steps"][0]["shift_x"] + dx) <= 0.08 and doc["points"]["n_outliers"] > 0
+    assert abs(doc["stats"]["after"]["median"]) < 0.05
     # the output kind must match the side being aligned
     res = CliRunner().invoke(main, ["coreg", str(pts), str(tba), "-o", str(tmp_path / "x.gpkg"), "--z-column", "h"])
     assert res.exit_code == 1 and "must be a DEM" in res.output

@@ -7,8 +7,9 @@ format geopandas writes, chosen by the output's suffix).
 
 The statistics are those of ``dh = tba - ref`` at the points before and after: the DEM
 evaluated at the points out of core (the written COG when the DEM was aligned), median, NMAD,
-mean, RMSE and count over the points with a valid DEM value, and the same without the
-outliers the fit rejected.
+mean, RMSE and count over the points with a valid DEM value, and after without the outliers
+(the fit's rule on the residuals). ``--report``: :func:`xdem.report.points.write_points_report`
+(the tracks coloured by dh, histograms).
 """
 
 from __future__ import annotations
@@ -80,8 +81,6 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
     ref_is_points = is_points_source(r.reference)
     if ref_is_points and is_points_source(r.to_be_aligned):
         raise InputError("both inputs are points: one side of a coregistration must be a DEM")
-    if r.report is not None:
-        raise InputError("--report is not available with points yet; use --json-out for the dh statistics")
     out_is_points = is_points_source(r.output)
     if out_is_points and Path(r.output).suffix.lower() not in POINT_OUTPUTS:
         raise InputError(f"points are written as one of {', '.join(POINT_OUTPUTS)}, not '{Path(r.output).suffix}'")
@@ -91,7 +90,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                          "gets written")
     paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
                               inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
-                              overwrite=r.overwrite)
+                              report=r.report, overwrite=r.overwrite)
     masks = {"inlier_mask": None if r.inlier_mask is None else os.fspath(r.inlier_mask),
              "exclude_mask": None if r.exclude_mask is None else os.fspath(r.exclude_mask)}
     model, out = r.coreg, paths.output
@@ -135,7 +134,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                 _write_points(moved_gdf, out, overwrite=r.overwrite)
             before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
         t_write = time.perf_counter() - t0
-        learned = model.learned() if hasattr(model, "learned") else {}
+        learned = S.steps_of(model)[0].learned()  # the first step's counts (each step's are in "steps")
         from xdem.kernels.robust import nmad_inliers
 
         inl = nmad_inliers(after, k=4.0)  # the fit's rule, on the residuals after
@@ -163,8 +162,17 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
             "scheduler": sinfo["address"] or sinfo["scheduler"],
             "workers": sinfo["workers"],
         }
+        if paths.report is not None:
+            from xdem.report.points import write_points_report
+
+            t0 = time.perf_counter()
+            doc["report"] = str(paths.report)
+            with prog.stage(f"writing the report {paths.report}"):
+                write_points_report(paths.report, x=local.x, y=local.y, before=before, after=after, summary=doc,
+                                    overwrite=r.overwrite)
+            doc["timing"]["report_s"] = time.perf_counter() - t0
     text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
-    return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=None,
+    return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
                        timings=dict(doc["timing"]), coreg=model)
 
 
