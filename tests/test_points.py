@@ -345,6 +345,26 @@ def test_pipeline_on_points(track_points: gpd.GeoDataFrame) -> None:
     assert np.median(np.abs(values - p.z)) < 0.05
 
 
+def test_nuth_kaab_deramp_points(track_points: gpd.GeoDataFrame) -> None:
+    tilt = (1e-4, 5e-5)  # 0.1 m/km east, 0.05 m/km north
+    dx, dy, dz = MOVES[0]
+    dem = dem_of(TERRAIN, crs=CRS, transform=TRANSFORM, shape=(SIZE, SIZE), tilt=tilt, move=MOVES[0], chunks=256)
+    for column, tol_xy in (("h", 0.03), ("h_noisy", 0.08)):
+        nkd = xdem.coreg.NuthKaabDeramp().fit(track_points, dem, z_column=column)
+        assert abs(nkd.shift_x_ + dx) <= tol_xy and abs(nkd.shift_y_ + dy) <= tol_xy, (column, nkd.shift_x_, nkd.shift_y_)
+        slope_x, slope_y = nkd.coefs_[1] / nkd.scale_, nkd.coefs_[2] / nkd.scale_
+        assert abs(slope_x - tilt[0]) <= 1e-5 and abs(slope_y - tilt[1]) <= 1e-5, (column, slope_x, slope_y)
+    assert nkd.n_outliers_ >= int(0.03 * len(track_points))
+    diff = (nkd.apply(dem) - shifted((0.0, 0.0, 0.0))).values[20:-20, 20:-20]
+    assert np.nanmedian(np.abs(diff)) < 0.02
+    # points to align: the inverse (shift -s, surface -S(x + s)) moves the points onto the DEM
+    rev = xdem.coreg.NuthKaabDeramp().fit(dem, track_points, z_column="h")
+    assert abs(rev.shift_x_ - dx) <= 0.03 and abs(rev.shift_y_ - dy) <= 0.03
+    p = read_points(rev.apply_points(track_points, z_name="h"), z_column="h")
+    values, _, _ = dem_at_points(dem.data, *pixel_positions(dem, p.x, p.y), resampling="lagrange")
+    assert np.median(np.abs(values - p.z)) < 0.01
+
+
 def test_points_partly_outside(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
     far = track_points.iloc[:500].copy()
     far["geometry"] = far.geometry.translate(20_000.0, 0.0)
@@ -397,10 +417,12 @@ def test_apply_computes_nothing_and_corrects_dem(track_points: gpd.GeoDataFrame)
 
 
 def test_unsupported_pairs(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
-    with pytest.raises(InputError, match="does not fit on points yet; methods that do: deramp, nuthkaab"):
-        xdem.coreg.NuthKaabDeramp().fit(track_points, dem0, z_column="h")
-    with pytest.raises(InputError, match="NuthKaabDeramp does not fit on points yet"):
-        (xdem.coreg.NuthKaab() + xdem.coreg.NuthKaabDeramp()).fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="does not fit on points yet; methods that do: deramp, nuthkaab, nuthkaabderamp"):
+        xdem.coreg.BiasCorr().fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="poly_order <= 1"):
+        xdem.coreg.NuthKaabDeramp(poly_order=2).fit(dem0, track_points, z_column="h")
+    with pytest.raises(InputError, match="DirectionalBias does not fit on points yet"):
+        (xdem.coreg.NuthKaab() + xdem.coreg.DirectionalBias()).fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="both inputs are points"):
         xdem.coreg.NuthKaab().fit(track_points, track_points, z_column="h")
     with pytest.raises(InputError, match="outlier_nmad"):
