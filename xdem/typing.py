@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 import xarray as xr
 
-__all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike"]
+__all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", "PointsLike"]
 
 
 class RasterLike(Protocol):
@@ -44,6 +44,11 @@ PathLike = str | os.PathLike[str]
 #: COG, VRT), a georeferenced :class:`xarray.DataArray` (numpy- or dask-backed) or a
 #: geoutils Raster.
 DEMLike = str | os.PathLike[str] | xr.DataArray | RasterLike
+
+#: Points with elevations as :func:`xdem.points.read_points` accepts them: a path to a points
+#: file (GeoPackage, shapefile, GeoParquet, CSV, Parquet, LAS/LAZ), a GeoDataFrame or DataFrame,
+#: or a :class:`xdem.points.PointSet`.
+PointsLike = str | os.PathLike[str] | GeoDataFrameLike | Any
 
 #: A mask as :func:`xdem.masks.inlier_mask_like` accepts it: ``None`` (every pixel), a
 #: boolean DataArray or numpy array on the DEM's grid, a raster or vector file path, or a

@@ -344,6 +344,27 @@ def _print_summary(doc: dict) -> None:
     )
 
 
+def _print_points_summary(doc: dict) -> None:
+    echo = lambda s="": click.echo(s, err=True)  # noqa: E731
+    p = doc["points"]
+    echo("")
+    echo("Coregistration:")
+    for step in doc["steps"]:
+        echo(f"  {_fmt_step(step)}")
+    echo(f"Points: {p['count']} from {p['file']} ({p['crs']}), the {p['side'].replace('_', ' ')}; "
+         f"{p['n_outside']} without a valid DEM value, {p['n_outliers']} outliers rejected")
+    echo("dh = tba - ref at the points:")
+    echo(f"  {'':24}{'median':>12}{'NMAD':>12}{'RMSE':>12}{'count':>10}")
+    for label, key in (("before", "before"), ("after", "after"), ("after, without outliers", "after_without_outliers")):
+        s = doc["stats"][key]
+        if s["count"]:
+            echo(f"  {label:24}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['rmse']:>12.4f}{s['count']:>10d}")
+    t = doc["timing"]
+    echo(f"Output: {doc['output']}")
+    echo(f"Time: read {t['read_s']:.1f} s, fit {t['fit_s']:.1f} s, write and stats {t['write_s']:.1f} s, "
+         f"total {t['total_s']:.1f} s; peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}")
+
+
 @click.command("coreg")
 @click.argument("ref", type=click.Path(dir_okay=False))
 @click.argument("tba", type=click.Path(dir_okay=False))
@@ -370,6 +391,10 @@ def _print_summary(doc: dict) -> None:
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
 @click.option("--fit-or-bin", type=click.Choice(["fit", "bin", "bin_and_fit"]), default=None,
               help="How bias corrections model dh.")
+@click.option("--z-column", default=None,
+              help="When REF or TBA is a points file (.gpkg, .parquet, .csv, .las...): the column of their elevation "
+                   "(default: the points' z, else a column 'z').")
+@click.option("--points-crs", default=None, help="CRS of a points table without one (CSV), e.g. EPSG:4326.")
 @click.option("--inlier-mask", type=click.Path(dir_okay=False), default=None,
               help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
 @click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,
@@ -409,7 +434,7 @@ def coreg(
     resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
     chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
-    out_grid: str = "tba",
+    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -419,6 +444,7 @@ def coreg(
       xdem coreg ref.tif tba.tif -o aligned.tif --method nuthkaab+deramp --poly-order 1 \\
           --exclude-mask glaciers.gpkg --json-out coreg.json
       xdem coreg ref.tif tba.tif -o aligned.tif --scheduler processes --workers 4
+      xdem coreg ref_points.gpkg tba.tif -o aligned.tif --z-column h
 
     Both DEMs are read lazily; the fit, the output (a COG, nodata -9999) and the exact
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
@@ -443,6 +469,7 @@ def coreg(
         grid="ref" if out_grid == "ref" else "tba",
         random_state=random_state, chunks=chunks, overwrite=overwrite,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
+        z_column=z_column, points_crs=points_crs,
     )
 
     @contextlib.contextmanager
@@ -455,7 +482,10 @@ def coreg(
     result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats,
                        progress=lambda sinfo: Progress(quiet=quiet, client=sinfo["client"]))
     if not quiet:
-        _print_summary(result.document)
+        if "points" in result.document:
+            _print_points_summary(result.document)
+        else:
+            _print_summary(result.document)
         if result.json_out is not None:
             click.echo(f"JSON: {result.json_out}", err=True)
     if as_json:

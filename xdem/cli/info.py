@@ -124,8 +124,18 @@ def _print_stats(s: dict) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--chunks", type=click.IntRange(min=1), default=None, help="Chunk side in pixels (default: auto).")
 @click.option("--no-stats", is_flag=True, help="Only print metadata (no pass over the data).")
-def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats: bool) -> None:
-    """Print the metadata of DEM and its exact median, NMAD, min, max and valid fraction."""
+@click.option("--z-column", default=None, help="Points files: the column of their elevation (default: z).")
+def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats: bool,
+         z_column: str | None = None) -> None:
+    """Print the metadata of DEM and its exact median, NMAD, min, max and valid fraction.
+
+    A points file (.gpkg, .parquet, .csv, .las...): its count, CRS, bounds and elevation range.
+    """
+    from xdem.points import is_points_source
+
+    if is_points_source(dem):
+        _points_info(dem, as_json, z_column)
+        return
     ck = "auto" if chunks is None else chunks
     if as_json:
         click.echo(json.dumps(describe(dem, band=band, chunks=ck, stats=not no_stats), indent=2))
@@ -137,3 +147,20 @@ def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats
         from xdem.stats import robust_summary
 
         _print_stats(robust_summary(open_dem(dem, band=band, chunks=ck).data))
+
+
+def _points_info(path: str, as_json: bool, z_column: str | None) -> None:
+    from xdem.points import read_points
+    from xdem.workflows.points import points_summary
+
+    meta = points_summary(read_points(path, z_column=z_column))
+    if as_json:
+        click.echo(json.dumps(meta, indent=2))
+        return
+    b = meta["bounds"]
+    click.echo(f"{'File:':<15}{meta['file']} (points)")
+    click.echo(f"{'CRS:':<15}{meta['crs']}")
+    click.echo(f"{'Points:':<15}{meta['count']}")
+    if b is not None:
+        click.echo(f"{'Bounds:':<15}left {b[0]:.10g}, bottom {b[1]:.10g}, right {b[2]:.10g}, top {b[3]:.10g}")
+        click.echo(f"{'Elevation:':<15}{_fmt(meta['z_min'])} to {_fmt(meta['z_max'])}")

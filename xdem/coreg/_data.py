@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import dask.array as da
 import numpy as np
@@ -24,9 +25,10 @@ from xdem.io.grid import (
 )
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
-from xdem.typing import DEMLike, MaskLike
+from xdem.points.read import PointSet, is_points_source, read_points
+from xdem.typing import DEMLike, MaskLike, PointsLike
 
-__all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem"]
+__all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +135,59 @@ def prepare_pair(
             raise InputError(f"bias variable '{name}' does not cover the reference grid; give it on the same grid")
         bv[name] = v.chunk(dict(zip(("y", "x"), ref_d.data.chunks)))
     return FitData(ref=ref_d, tba=tba_d, inlier=mask, bias_vars=bv)
+
+
+@dataclass
+class PointFitData:
+    """A DEM and a point set (either may be the reference), for the point route of ``fit``.
+
+    Attributes
+    ----------
+    dem
+        The DEM side (projected; its CRS is the frame of the fitted correction).
+    values
+        ``dem``'s lazy values with NaN outside the inlier mask (what the points read).
+    points
+        The point set, in ``dem``'s CRS.
+    points_are_ref
+        True when the points are the reference (``fit(points, dem)``), False for
+        ``fit(dem, points)``.
+    outlier_nmad
+        Points whose ``dh`` is more than this many NMADs from the median are rejected
+        (iterated, :func:`xdem.kernels.robust.nmad_inliers`); ``None`` keeps them all.
+    """
+
+    dem: xr.DataArray
+    values: da.Array
+    points: PointSet
+    points_are_ref: bool
+    outlier_nmad: float | None = 4.0
+
+
+def prepare_points(
+    ref: DEMLike | PointsLike,
+    tba: DEMLike | PointsLike,
+    *,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
+    z_column: str | None = None,
+    outlier_nmad: float | None = 4.0,
+) -> PointFitData:
+    """Open the DEM side, read the points (:func:`xdem.points.read_points`) into the DEM's
+    CRS, and mask the DEM's values outside the inlier mask. Exactly one side must be points."""
+    ref_pts, tba_pts = is_points_source(ref), is_points_source(tba)
+    if ref_pts and tba_pts:
+        raise InputError("both inputs are points: one side of a coregistration must be a DEM")
+    if outlier_nmad is not None and not float(outlier_nmad) > 0:
+        raise InputError(f"outlier_nmad must be > 0 (or None to keep every point), got {outlier_nmad}")
+    dem = as_dem(cast(DEMLike, tba if ref_pts else ref))
+    if dem.rio.crs is not None and dem.rio.crs.is_geographic:
+        dem = reproject_to_crs(dem, local_metric_crs(dem))  # metres, as prepare_pair does
+    check_projected(dem, "coregistration")
+    points = read_points(ref if ref_pts else tba, z_column=z_column, crs=dem.rio.crs)
+    mask = stable_mask_like(dem, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    values = da.where(mask, dem.data, np.nan) if not (inlier_mask is None and exclude_mask is None) else dem.data
+    if not isinstance(values, da.Array):
+        values = da.from_array(np.asarray(values), chunks=-1)
+    return PointFitData(dem=dem, values=values, points=points, points_are_ref=ref_pts,
+                        outlier_nmad=None if outlier_nmad is None else float(outlier_nmad))

@@ -21,7 +21,7 @@ from xdem.coreg._data import SharedPoints
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
 from xdem.coreg._windows import shift_fit_sample
-from xdem.coreg.base import Coreg, FitData, register
+from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import grid_shape
 from xdem.kernels.nuth_kaab import nuth_kaab_step as _nuth_kaab_step
@@ -142,6 +142,12 @@ class VerticalShift(AffineCoreg):
         )
         self.shift_z_ = -float(func(s["dh"]))
         self.count_ = int(len(s["dh"]))
+
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_fit import fit_vertical_shift_points
+
+        fit_vertical_shift_points(self, data)
 
 
 def _all_pixels(subsample: float | int) -> bool:
@@ -290,16 +296,36 @@ class NuthKaab(AffineCoreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        ss, (dx, dy) = shift_fit_sample(self, data, "Nuth & Kääb")
+        ss, resolution = shift_fit_sample(self, data, "Nuth & Kääb")
         s, evaluate = ss.sample, ss.sampler
-        sloped = np.isfinite(ss.slope) & np.isfinite(ss.aspect) & (ss.slope >= self.min_slope)
-        tan_slope = np.tan(np.radians(ss.slope))
-        asp = np.radians(ss.aspect)
         start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        self._fit_on_sample(s["ref"], ss.slope, ss.aspect, evaluate, resolution=resolution,
+                            shape=grid_shape(data.ref), start=start)
+        self.passes_ = int(ss.passes)
+        if data.collect_points:  # a pipeline asks: its next step may fit on these points
+            self._shared_points = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample,
+                                               self.random_state)
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_fit import fit_nuth_kaab_points
+
+        self._check_params()
+        fit_nuth_kaab_points(self, data)
+
+    def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray,
+                       evaluate: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],
+                       shape: tuple[int, int], start: tuple[float, float]) -> None:
+        """The iterations on a gathered sample (pixels of a reference DEM, or points): ``ref``
+        the reference elevations, ``slope``/``aspect`` (degrees) there, ``evaluate(sx, sy)``
+        the to-be-aligned DEM moved by the shift at the same places."""
+        dx, dy = resolution
+        sloped = np.isfinite(slope) & np.isfinite(aspect) & (slope >= self.min_slope)
+        tan_slope = np.tan(np.radians(slope))
+        asp = np.radians(aspect)
         used = {"n_fit": 0}
 
         def step(sx: float, sy: float) -> tuple[float, float] | None:
-            dh = evaluate(sx, sy) - s["ref"]
+            dh = evaluate(sx, sy) - ref
             ok = sloped & np.isfinite(dh)
             used["n_fit"] = n_fit = int(ok.sum())
             if n_fit < self._min_points:
@@ -317,20 +343,20 @@ class NuthKaab(AffineCoreg):
         run = Iterations(start, [], 0, converged=False, constrained=False)
         if constrained:
             run = iterate_shift(
-                step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=grid_shape(data.ref),
+                step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=shape,
                 max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
-                on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(evaluate, s["ref"], a, b),
+                on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(evaluate, ref, a, b),
             )
         if not run.constrained:
             warnings.warn(
                 f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
                 f"than {self.min_slope} degrees, or too few aspect directions); only the vertical shift is estimated",
-                FlatTerrainWarning, stacklevel=4,
+                FlatTerrainWarning, stacklevel=5,
             )
         sx, sy = run.shift
         history, iterations, converged, constrained, n_fit = (
             run.history, run.n_iterations, run.converged, run.constrained, used["n_fit"])
-        dh = evaluate(sx, sy) - s["ref"]
+        dh = evaluate(sx, sy) - ref
         fin = np.isfinite(dh)
         if not fin.any():
             raise NotEnoughDataError("Nuth & Kääb: no valid elevation difference at the final shift")
@@ -342,7 +368,3 @@ class NuthKaab(AffineCoreg):
         self.horizontal_constrained_ = bool(constrained)
         self.count_ = int(n_fit)
         self.history_ = history
-        self.passes_ = int(ss.passes)
-        if data.collect_points:  # a pipeline asks: its next step may fit on these points
-            self._shared_points = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample,
-                                               self.random_state)

@@ -17,22 +17,22 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import geopandas as gpd
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._data import FitData, SharedPoints, as_dem, prepare_pair
+from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
 from xdem.kernels.robust import nmad
-from xdem.typing import DEMLike, MaskLike
+from xdem.typing import DEMLike, MaskLike, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
-__all__ = ["Coreg", "FitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
+__all__ = ["Coreg", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
 
 #: Registry of coregistration classes by lower-case name (used by JSON loading and the CLI).
 METHODS: dict[str, type[Coreg]] = {}
@@ -108,12 +108,14 @@ class Coreg:
     # --- public API ----------------------------------------------------------------------
     def fit(
         self,
-        ref: DEMLike,
-        tba: DEMLike,
+        ref: DEMLike | PointsLike,
+        tba: DEMLike | PointsLike,
         *,
         inlier_mask: MaskLike = None,
         exclude_mask: MaskLike = None,
         bias_vars: dict[str, Any] | None = None,
+        z_column: str | None = None,
+        outlier_nmad: float | None = 4.0,
     ) -> Coreg:
         """Estimate the correction that brings ``tba`` onto ``ref``; returns ``self``.
 
@@ -122,6 +124,10 @@ class Coreg:
         ref, tba
             Reference and to-be-aligned DEMs: paths, DataArrays (numpy or dask) or
             geoutils Rasters. ``tba`` is brought onto ``ref``'s grid lazily if needed.
+            Either one may instead be points (a GeoDataFrame or a points file, see
+            :func:`xdem.points.read_points`), for the methods that fit on points
+            (:class:`~xdem.coreg.VerticalShift`, :class:`~xdem.coreg.NuthKaab`): the DEM is
+            evaluated at the points out of core, see :doc:`/points`.
         inlier_mask
             Stable terrain to USE: boolean DataArray (True = use), raster path (non-zero =
             use), vector file or GeoDataFrame (inside polygons = use).
@@ -129,8 +135,23 @@ class Coreg:
             Unstable terrain to EXCLUDE (e.g. glacier outlines), same types.
         bias_vars
             Name -> DEM-like variables, for bias corrections that need them.
+        z_column
+            Points only: the column holding their elevation (default: the geometries' z, else
+            a column ``z``).
+        outlier_nmad
+            Points only: reject points whose ``dh`` is more than this many NMADs from the
+            median, iterated (``None``: keep every point); counted in ``n_outliers_``.
         """
-        data = prepare_pair(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, bias_vars=bias_vars)
+        from xdem.points.read import is_points_source
+
+        if is_points_source(ref) or is_points_source(tba):
+            if bias_vars:
+                raise InputError("bias_vars are not supported with points yet")
+            pdata = prepare_points(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, z_column=z_column,
+                                   outlier_nmad=outlier_nmad)
+            return self.fit_points_prepared(pdata)
+        data = prepare_pair(cast(DEMLike, ref), cast(DEMLike, tba), inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                            bias_vars=bias_vars)
         return self.fit_prepared(data)
 
     def fit_prepared(self, data: FitData) -> Coreg:
@@ -140,6 +161,16 @@ class Coreg:
         self._reset()
         self._fit(data)
         self.crs_ = crs_key(data.ref.rio.crs)
+        return self
+
+    def fit_points_prepared(self, data: PointFitData) -> Coreg:
+        """Fit on a DEM and points prepared by :func:`xdem.coreg._data.prepare_points`."""
+        if type(self)._fit_points is Coreg._fit_points:
+            supported = ", ".join(sorted(n for n, c in METHODS.items() if c._fit_points is not Coreg._fit_points))
+            raise InputError(f"{type(self).__name__} does not fit on points yet; methods that do: {supported}")
+        self._reset()
+        self._fit_points(data)
+        self.crs_ = crs_key(data.dem.rio.crs)
         return self
 
     def apply(
@@ -292,6 +323,10 @@ class Coreg:
     # --- to implement ------------------------------------------------------------------------
     def _fit(self, data: FitData) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _fit_points(self, data: PointFitData) -> None:
+        """Fit on points (override in the methods that support them)."""
+        raise NotImplementedError  # pragma: no cover - never called: fit_points_prepared checks
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
         raise NotImplementedError  # pragma: no cover - abstract

@@ -26,7 +26,7 @@ import xarray as xr
 from affine import Affine
 
 from xdem.coreg._data import SharedPoints
-from xdem.coreg.base import Coreg, FitData, register
+from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
@@ -175,17 +175,30 @@ class Deramp(Coreg):
                 random_state=self.random_state, min_count=need, what="Deramp",
             )
             self.passes_ = int(s.passes)
-        center, scale = grid_normalisation(data.ref)
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
+        self._fit_surface(x, y, s["dh"], grid_normalisation(data.ref))
+
+    def _fit_surface(self, x: np.ndarray, y: np.ndarray, dh: np.ndarray,
+                     normalisation: tuple[list[float], float]) -> np.ndarray:
+        """Fit the surface to ``dh`` at coordinates ``x, y`` (a sample of pixels, or points);
+        sets the learned attributes and returns the residuals ``dh - surface``."""
+        terms = surface_terms(self.poly_order)
+        center, scale = normalisation
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         with single_thread_blas():
-            p0, *_ = np.linalg.lstsq(design, s["dh"], rcond=None)
-        coefs, _ = robust_refine(lambda p: design @ p - s["dh"], p0)
+            p0, *_ = np.linalg.lstsq(design, dh, rcond=None)
+        coefs, _ = robust_refine(lambda p: design @ p - dh, p0)
         self.coefs_ = coefs
         self.terms_ = [list(t) for t in terms]
         self.center_ = center
         self.scale_ = scale
-        self.count_ = int(len(s["dh"]))
+        self.count_ = int(len(dh))
+        return np.asarray(dh - design @ coefs)
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_fit import fit_deramp_points
+
+        fit_deramp_points(self, data)
 
     def _frame_op(self) -> FrameOp:
         return FrameOp(str(self.crs_), surfaces=(fitted_surface(self),))

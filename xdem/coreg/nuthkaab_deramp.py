@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,7 +35,7 @@ from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shi
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.affine import check_iteration_params
-from xdem.coreg.base import Coreg, FitData, register
+from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.deramp import (
     check_poly_order,
     fitted_surface,
@@ -177,9 +178,29 @@ class NuthKaabDeramp(Coreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        ss, (dx, dy) = shift_fit_sample(self, data, "NuthKaabDeramp")
-        s, sampler = ss.sample, ss.sampler
-        s["slope"], s["aspect"] = ss.slope, ss.aspect
+        ss, resolution = shift_fit_sample(self, data, "NuthKaabDeramp")
+        s = ss.sample
+        x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
+        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        self._fit_on_sample(s["ref"], ss.slope, ss.aspect, x, y, ss.sampler, resolution=resolution,
+                            start=start, grid=data.ref)
+        self.passes_ = ss.passes
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_fit import fit_nuth_kaab_deramp_points
+
+        self._check_params()
+        fit_nuth_kaab_deramp_points(self, data)
+
+    def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray, x: np.ndarray, y: np.ndarray,
+                       sampler: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],
+                       start: tuple[float, float], grid: xr.DataArray) -> None:
+        """The joint iterations on a gathered sample (pixels of a reference DEM, or points):
+        ``ref`` the reference elevations at map coordinates ``x, y``, ``slope``/``aspect``
+        (degrees) there, ``sampler(sx, sy)`` the DEM to align moved by the shift at the same
+        places; ``grid`` the reference grid (normalisation of the coordinates)."""
+        dx, dy = resolution
+        s = {"ref": ref, "slope": slope, "aspect": aspect}
         tan_s = np.tan(np.radians(s["slope"]))
         asp = np.radians(s["aspect"])
         sloped = np.isfinite(tan_s) & np.isfinite(asp) & (s["slope"] >= float(self.min_slope))
@@ -190,14 +211,12 @@ class NuthKaabDeramp(Coreg):
             warnings.warn(
                 f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
                 f"than {self.min_slope} degrees); only the polynomial ramp is estimated",
-                FlatTerrainWarning, stacklevel=4,
+                FlatTerrainWarning, stacklevel=5,
             )
         terms = surface_terms(self.poly_order)
-        center, scale = grid_normalisation(data.ref)
-        x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
+        center, scale = grid_normalisation(grid)
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         design = np.column_stack([gx, gy, poly])
-        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
 
         def step(sx: float, sy: float) -> tuple[float, float]:
             dh = sampler(sx, sy) - s["ref"]
@@ -213,7 +232,7 @@ class NuthKaabDeramp(Coreg):
         run = Iterations(start, [], 0, converged=False, constrained=False)
         if constrained:
             run = iterate_shift(
-                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=grid_shape(data.ref),
+                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=grid_shape(grid),
                 max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
                 on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(sampler, s["ref"], a, b),
             )
@@ -235,8 +254,7 @@ class NuthKaabDeramp(Coreg):
         self.horizontal_constrained_ = bool(constrained)
         self.count_ = int(ok.sum())
         self.history_ = history
-        self.passes_ = ss.passes
-        self._describe_ramp(data.ref)
+        self._describe_ramp(grid)
 
     def _describe_ramp(self, ref: xr.DataArray) -> None:
         """Human units of the fitted ramp: tilt at the grid centre and amplitude over the grid."""

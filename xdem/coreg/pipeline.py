@@ -12,7 +12,7 @@ import xarray as xr
 
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._shift import shift_dem
-from xdem.coreg.base import Coreg, FitData, coreg_from_dict, register
+from xdem.coreg.base import Coreg, FitData, PointFitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
 from xdem.kernels.rigid import rotations_of
 from xdem.warp import FrameOp, Grid, warp_dem
@@ -147,6 +147,29 @@ class CoregPipeline(Coreg):
             raise InputError("the pipeline has no steps; build one with step1 + step2")
         with self._pipeline_settings():
             return self._fit_steps(data)
+
+    def fit_points_prepared(self, data: PointFitData) -> CoregPipeline:
+        """Fit the steps in turn on a DEM and points: each step on the DEM corrected by the
+        steps before it (lazily, one resampling: reference points), or on the points moved by
+        them (exactly: points to align)."""
+        from xdem.points import read_points
+
+        if not self.steps:
+            raise InputError("the pipeline has no steps; build one with step1 + step2")
+        with self._pipeline_settings():
+            self._reset()
+            masked = data.dem.copy(data=data.values)
+            current = data
+            for k, step in enumerate(self.steps):
+                step.fit_points_prepared(current)
+                done = CoregPipeline(self.steps[: k + 1])
+                if data.points_are_ref:
+                    moved = done.apply(masked)
+                    current = replace(data, dem=moved, values=moved.data)
+                else:
+                    gdf = done.apply_points(data.points.to_geodataframe())
+                    current = replace(data, points=read_points(gdf))
+        return self
 
     def _fit_steps(self, data: FitData) -> CoregPipeline:
         self._reset()

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NMAD_FACTOR", "nmad", "Groups", "group_by", "bin_index", "equal_width_bin_index"]
+__all__ = ["NMAD_FACTOR", "nmad", "nmad_inliers", "Groups", "group_by", "bin_index", "equal_width_bin_index"]
 
 #: Scale making the median absolute deviation a consistent estimator of a normal std.
 NMAD_FACTOR = 1.4826
@@ -59,6 +59,50 @@ def nmad(values: np.ndarray, *, center: float | None = None) -> float:
         return float("nan")
     m = np.median(v) if center is None else center
     return float(NMAD_FACTOR * np.median(np.abs(v - m)))
+
+
+def nmad_inliers(values: np.ndarray, *, k: float, max_iterations: int = 20) -> np.ndarray:
+    """Robust inliers: ``|v - median| <= k * NMAD``, both recomputed on the inliers until the
+    set stops changing (at most ``max_iterations`` times).
+
+    Non-finite values are never inliers. A zero NMAD (more than half the values equal) keeps
+    every finite value: there is no spread to judge outliers by.
+
+    Parameters
+    ----------
+    values
+        1-D values (e.g. elevation differences at points).
+    k
+        Threshold in NMADs (> 0).
+    max_iterations
+        Largest number of rejection rounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of the inliers.
+
+    Examples
+    --------
+    >>> v = np.r_[np.linspace(-1.0, 1.0, 41), 30.0, -40.0]
+    >>> ok = nmad_inliers(v, k=4.0)
+    >>> int(ok.sum()), bool(ok[-1]), bool(ok[-2])
+    (41, False, False)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(v)
+    for _ in range(int(max_iterations)):
+        if not ok.any():
+            break
+        med = float(np.median(v[ok]))
+        spread = nmad(v[ok], center=med)
+        if not spread > 0:
+            break
+        new = np.isfinite(v) & (np.abs(v - med) <= k * spread)
+        if np.array_equal(new, ok):
+            break
+        ok = new
+    return ok
 
 
 class Groups(NamedTuple):

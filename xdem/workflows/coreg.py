@@ -69,6 +69,11 @@ class CoregRequest:
         about 12 passes) or ``"none"`` (no statistics and no verdict).
     stats_subsample
         Pixels of a fully valid grid drawn for the sampled statistics.
+    z_column
+        Either input may be a points file (:func:`xdem.points.read_points`; see
+        :func:`xdem.workflows.points.run_points_coreg`): the column of their elevation.
+    points_crs
+        CRS of a points table that has none (CSV, plain Parquet).
     """
 
     reference: str | os.PathLike
@@ -87,6 +92,8 @@ class CoregRequest:
     report: str | os.PathLike | None = None
     stats: Literal["sampled", "exact", "none"] = "sampled"
     stats_subsample: int = S.STATS_SUBSAMPLE
+    z_column: str | None = None
+    points_crs: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -281,7 +288,14 @@ def run_coreg(
     from xdem.io.atomic import output_journal
 
     t_start = time.perf_counter() if started is None else started
+    from xdem.points import is_points_source
+
     with output_journal():
+        if is_points_source(request.reference) or is_points_source(request.to_be_aligned):
+            from xdem.workflows.points import run_points_coreg
+
+            return run_points_coreg(request, environment=environment if environment is not None else current_scheduler(),
+                                    progress=progress, t_start=t_start)
         return _run(request, environment=environment if environment is not None else current_scheduler(),
                     progress=progress, t_start=t_start, exact_stats=exact_stats or S.dh_stats)
 

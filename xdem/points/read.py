@@ -1,0 +1,292 @@
+"""Reading point sets: a GeoDataFrame, a vector file, CSV/Parquet tables, LAS/LAZ.
+
+Every source becomes a :class:`PointSet`: three float64 arrays ``x, y, z`` in one CRS (the
+DEM's, once :meth:`PointSet.to_crs` or ``read_points(..., crs=)`` has moved them), the CRS they
+came in and the file name. The elevation is a column chosen with ``z_column``, else the
+geometries' z, else a column named ``z``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+
+from xdem.errors import CRSError, InputError, ReadError
+
+__all__ = ["PointSet", "read_points", "is_points_source", "POINT_SUFFIXES"]
+
+#: Rows read at once from large files (a batch's geometries and columns live only while it is
+#: turned into coordinate arrays: memory stays about 24 bytes per point plus one batch).
+BATCH_ROWS = 1_000_000
+
+#: File suffixes read as points (any other path is opened as a raster).
+VECTOR_SUFFIXES = (".gpkg", ".shp", ".geojson", ".fgb", ".gml", ".kml")
+TABLE_SUFFIXES = (".csv", ".txt", ".parquet", ".geoparquet", ".pq")
+LAS_SUFFIXES = (".las", ".laz")
+POINT_SUFFIXES = VECTOR_SUFFIXES + TABLE_SUFFIXES + LAS_SUFFIXES
+
+
+@dataclass(frozen=True)
+class PointSet:
+    """Points with elevations, in one CRS.
+
+    Attributes
+    ----------
+    x, y, z
+        float64 coordinates and elevations (``x, y`` in ``crs``).
+    crs
+        CRS of ``x, y`` (a string pyproj understands).
+    source_crs
+        CRS the points were read in.
+    name
+        File the points came from (``None`` for in-memory data).
+
+    Examples
+    --------
+    >>> p = PointSet(np.array([500.0]), np.array([600.0]), np.array([10.0]), crs="EPSG:32633")
+    >>> p.count, p.source_crs
+    (1, 'EPSG:32633')
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    crs: str
+    source_crs: str = ""
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.source_crs:
+            object.__setattr__(self, "source_crs", self.crs)
+
+    @property
+    def count(self) -> int:
+        """Number of points."""
+        return int(len(self.x))
+
+    def to_crs(self, crs: Any) -> PointSet:
+        """The points with ``x, y`` in ``crs`` (elevations unchanged); ``self`` if already there."""
+        from pyproj import CRS, Transformer
+
+        target = CRS.from_user_input(crs)
+        if CRS.from_user_input(self.crs) == target:
+            return self
+        tr = Transformer.from_crs(self.crs, target, always_xy=True)
+        x, y = tr.transform(self.x, self.y)
+        return replace(self, x=np.asarray(x, dtype=np.float64), y=np.asarray(y, dtype=np.float64),
+                       crs=target.to_string())
+
+    def take(self, index: np.ndarray) -> PointSet:
+        """The points at ``index`` (an integer or boolean array)."""
+        return replace(self, x=self.x[index], y=self.y[index], z=self.z[index])
+
+    def to_geodataframe(self) -> gpd.GeoDataFrame:
+        """A GeoDataFrame of 2-D points with a column ``z``, in ``crs``."""
+        return gpd.GeoDataFrame({"z": self.z}, geometry=gpd.points_from_xy(self.x, self.y), crs=self.crs)
+
+
+def is_points_source(source: Any) -> bool:
+    """Whether ``source`` is read as points: a GeoDataFrame, a :class:`PointSet`, a
+    DataFrame, or a path whose suffix is one of :data:`POINT_SUFFIXES`.
+
+    Examples
+    --------
+    >>> is_points_source("tracks.gpkg"), is_points_source("dem.tif")
+    (True, False)
+    """
+    if isinstance(source, (PointSet, pd.DataFrame)):
+        return True
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).suffix.lower() in POINT_SUFFIXES
+    return False
+
+
+def read_points(
+    source: Any,
+    *,
+    z_column: str | None = None,
+    crs: Any = None,
+    source_crs: Any = None,
+    x_column: str = "x",
+    y_column: str = "y",
+) -> PointSet:
+    """Read points with elevations from a GeoDataFrame, a file or a table.
+
+    Parameters
+    ----------
+    source
+        A :class:`geopandas.GeoDataFrame`, a :class:`pandas.DataFrame` with x, y, z columns, a
+        :class:`PointSet`, or a path: vector file (GeoPackage, shapefile, GeoJSON,
+        FlatGeobuf; via pyogrio), GeoParquet or Parquet table (needs ``pyarrow``), CSV, LAS/LAZ
+        (needs ``laspy``: ``pip install laspy``).
+    z_column
+        Column holding the elevation. Default: the geometries' z, else a column ``z`` (LAS: the
+        points' ``z``).
+    crs
+        CRS to return the points in (e.g. the DEM's); ``None`` keeps theirs.
+    source_crs
+        CRS of a table without one (CSV, plain Parquet, LAS without a CRS record).
+    x_column, y_column
+        Coordinate columns of tables.
+
+    Returns
+    -------
+    PointSet
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> gdf = gpd.GeoDataFrame({"h": [12.5]}, geometry=gpd.points_from_xy([500.0], [600.0]), crs="EPSG:32633")
+    >>> p = read_points(gdf, z_column="h", crs="EPSG:32632")
+    >>> p.count, p.z.tolist(), p.crs, p.source_crs
+    (1, [12.5], 'EPSG:32632', 'EPSG:32633')
+    """
+    if isinstance(source, PointSet):
+        points = source
+    elif isinstance(source, gpd.GeoDataFrame):
+        points = _from_geodataframe(source, z_column, source_crs, None)
+    elif isinstance(source, pd.DataFrame):
+        points = _from_table(source, x_column, y_column, z_column, source_crs, None)
+    elif isinstance(source, (str, os.PathLike)):
+        points = _from_path(Path(source), z_column, source_crs, x_column, y_column)
+    else:
+        raise InputError(f"cannot read points from a {type(source).__name__}: give a GeoDataFrame, a DataFrame "
+                         "with x, y, z columns or a file path")
+    if crs is not None:
+        points = points.to_crs(crs)
+    return points
+
+
+def _crs_string(crs: Any, given: Any, what: str) -> str:
+    if crs is None:
+        crs = given
+    if crs is None:
+        raise CRSError(f"{what} has no CRS: give source_crs= (e.g. 'EPSG:4326')")
+    from pyproj import CRS
+
+    return str(CRS.from_user_input(crs).to_string())
+
+
+def _from_geodataframe(gdf: gpd.GeoDataFrame, z_column: str | None, source_crs: Any, name: str | None) -> PointSet:
+    what = f"the points '{name}'" if name else "the GeoDataFrame"
+    if len(gdf) and not bool((gdf.geom_type == "Point").all()):
+        raise InputError(f"{what} must hold Point geometries only (found {sorted(set(gdf.geom_type))})")
+    crs = _crs_string(gdf.crs, source_crs, what)
+    geom = gdf.geometry
+    x, y = np.asarray(geom.x, dtype=np.float64), np.asarray(geom.y, dtype=np.float64)
+    if z_column is not None:
+        z = _column(gdf, z_column, what)
+    elif len(gdf) and bool(geom.has_z.all()):
+        z = np.asarray(geom.z, dtype=np.float64)
+    elif "z" in gdf.columns:
+        z = _column(gdf, "z", what)
+    else:
+        raise InputError(f"{what} have no elevation: give 3-D points or name the column with z_column= "
+                         f"(columns: {', '.join(map(str, gdf.columns.drop(gdf.geometry.name)))})")
+    return PointSet(x, y, z, crs=crs, name=name)
+
+
+def _column(df: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    if column not in df.columns:
+        raise InputError(f"{what} have no column '{column}' (columns: {', '.join(map(str, df.columns))})")
+    try:
+        return np.asarray(df[column], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"column '{column}' of {what} is not numeric ({exc})") from exc
+
+
+def _from_table(df: pd.DataFrame, x_column: str, y_column: str, z_column: str | None, source_crs: Any,
+                name: str | None) -> PointSet:
+    what = f"the points '{name}'" if name else "the table"
+    x, y = _column(df, x_column, what), _column(df, y_column, what)
+    z = _column(df, z_column or "z", what)
+    return PointSet(x, y, z, crs=_crs_string(None, source_crs, what), name=name)
+
+
+def _needs(module: str, extra: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise InputError(f"reading {what} needs the optional package {module}: pip install {extra}")
+
+
+def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str, y_column: str) -> PointSet:
+    if not path.exists():
+        raise ReadError(f"points file not found: '{path}'")
+    suffix = path.suffix.lower()
+    name = str(path)
+    try:
+        if suffix in LAS_SUFFIXES:
+            return _from_las(path, z_column, source_crs)
+        if suffix in (".csv", ".txt"):
+            return _from_csv(path, x_column, y_column, z_column, source_crs)
+        if suffix in (".parquet", ".geoparquet", ".pq"):
+            _needs("pyarrow", "pyarrow", "Parquet files")
+            import pyarrow.parquet as pq
+
+            if b"geo" in (pq.read_schema(path).metadata or {}):
+                return _from_geodataframe(gpd.read_parquet(path), z_column, source_crs, name)
+            return _from_table(pd.read_parquet(path), x_column, y_column, z_column, source_crs, name)
+        return _from_vector_file(path, z_column, source_crs)
+    except (InputError, CRSError):
+        raise
+    except Exception as exc:  # a library's own error, e.g. a corrupt file: one clear line
+        raise ReadError(f"cannot read points from '{path}': {exc}") from exc
+
+
+def _from_las(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
+    _needs("laspy", "laspy", "LAS/LAZ files")
+    import laspy
+
+    las = laspy.read(path)
+    crs = las.header.parse_crs()
+    z = np.asarray(las.z if z_column in (None, "z") else las[z_column], dtype=np.float64)
+    return PointSet(np.asarray(las.x, dtype=np.float64), np.asarray(las.y, dtype=np.float64), z,
+                    crs=_crs_string(crs, source_crs, f"the points '{path}'"), name=str(path))
+
+
+def _from_csv(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
+    """A CSV table read in batches of :data:`BATCH_ROWS` rows, only the three columns kept."""
+    name, zc = str(path), z_column or "z"
+    header = pd.read_csv(path, nrows=0).columns
+    for col in (x_column, y_column, zc):
+        if col not in header:
+            raise InputError(f"the points '{name}' have no column '{col}' (columns: {', '.join(map(str, header))})")
+    parts = [_from_table(chunk, x_column, y_column, zc, source_crs, name)
+             for chunk in pd.read_csv(path, usecols=[x_column, y_column, zc], chunksize=BATCH_ROWS)]
+    return _concat(parts, _crs_string(None, source_crs, f"the points '{name}'"), name)
+
+
+def _concat(parts: list[PointSet], crs: str, name: str) -> PointSet:
+    if not parts:
+        empty = np.empty(0, dtype=np.float64)
+        return PointSet(empty, empty, empty, crs=crs, name=name)
+    if len(parts) == 1:
+        return parts[0]
+    return PointSet(np.concatenate([p.x for p in parts]), np.concatenate([p.y for p in parts]),
+                    np.concatenate([p.z for p in parts]), crs=crs, name=name)
+
+
+def _from_vector_file(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
+    """A vector file read in batches of :data:`BATCH_ROWS` features (pyogrio), only the
+    elevation column with the geometries."""
+    import pyogrio
+
+    name = str(path)
+    info = pyogrio.read_info(path)
+    n = int(info.get("features", -1))
+    columns = [z_column] if z_column is not None and z_column in list(info["fields"]) else None
+    if z_column is not None and columns is None:
+        raise InputError(f"the points '{name}' have no column '{z_column}' (columns: {', '.join(info['fields'])})")
+    if n < 0 or n <= BATCH_ROWS:  # unknown count (some drivers) or small: one read
+        return _from_geodataframe(gpd.read_file(path), z_column, source_crs, name)
+    parts = []
+    for start in range(0, n, BATCH_ROWS):
+        batch = pyogrio.read_dataframe(path, columns=columns, skip_features=start, max_features=BATCH_ROWS)
+        parts.append(_from_geodataframe(batch, z_column, source_crs, name))
+    return _concat(parts, parts[0].crs, name)

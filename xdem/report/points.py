@@ -1,0 +1,83 @@
+"""The HTML report of a coregistration with points: the tracks coloured by ``dh`` before and
+after, the histograms of ``dh`` at the points, and the run's numbers (the JSON document).
+
+Self-contained (figures inlined as PNG). At most :data:`MAX_MAP_POINTS` points are drawn on the
+maps (every k-th point, in file order: whole tracks stay visible); the histograms use all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from xdem.report.figures import DH_CMAP, _hist_panel, symmetric_limit, to_png_base64
+from xdem.report.html import document, img, key_value_rows, note, table
+
+__all__ = ["tracks_figure", "points_histogram_figure", "points_report_html", "write_points_report", "MAX_MAP_POINTS"]
+
+#: Points drawn on the maps at most.
+MAX_MAP_POINTS = 200_000
+
+
+def tracks_figure(x: np.ndarray, y: np.ndarray, dh: dict[str, np.ndarray], *, crs: str) -> str:
+    """Maps of the points coloured by each ``dh`` series (same symmetric colour scale); PNG base64."""
+    step = max(1, int(np.ceil(len(x) / MAX_MAP_POINTS)))
+    lim = symmetric_limit(*dh.values())
+    fig = Figure(figsize=(6.0 * len(dh), 5.2), layout="constrained")
+    axes = fig.subplots(1, len(dh), squeeze=False)[0]
+    for ax, (name, values) in zip(axes, dh.items()):
+        ok = np.isfinite(values[::step])
+        sc = ax.scatter(x[::step][ok], y[::step][ok], c=values[::step][ok], s=2, cmap=DH_CMAP, vmin=-lim, vmax=lim,
+                        linewidths=0)
+        ax.set_title(f"dh {name} ({int(np.isfinite(values).sum())} points"
+                     + (f", every {step}th drawn)" if step > 1 else ")"), fontsize=10)
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"x ({crs})", fontsize=8)
+        ax.set_ylabel("y", fontsize=8)
+        ax.tick_params(labelsize=7)
+        fig.colorbar(sc, ax=ax, shrink=0.8, label="dh (m)")
+    return to_png_base64(fig)
+
+
+def points_histogram_figure(dh: dict[str, np.ndarray]) -> str:
+    """Histograms of ``dh`` at the points (``before``/``after``), same bins; PNG base64."""
+    series = [(name, v[np.isfinite(v)]) for name, v in dh.items()]
+    fig = Figure(figsize=(7.0, 3.8), layout="constrained")
+    ax = fig.subplots()
+    _hist_panel(ax, [(n, v) for n, v in series if v.size], units="m", title="dh at the points; dashed: medians")
+    ax.set_ylabel("Points", fontsize=8)
+    return to_png_base64(fig)
+
+
+def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
+                       summary: dict[str, Any]) -> str:
+    """The page: maps, histograms, statistics and the run's summary."""
+    crs = str(summary.get("inputs", {}).get("crs") or "")
+    dh = {"before": before, "after": after}
+    stats = summary.get("stats", {})
+    rows = [[name, *(f"{s[k]:.4f}" if isinstance(s.get(k), float) else str(s.get(k)) for k in
+                     ("median", "nmad", "mean", "rmse", "count"))]
+            for name, s in ((k, stats.get(k, {})) for k in ("before", "after", "after_without_outliers"))]
+    sections = [
+        ("stats", "dh at the points", table(["", "median", "NMAD", "mean", "RMSE", "count"], rows)
+         + note("dh = tba - ref at the points, the DEM interpolated at their exact positions (pixel values at pixel "
+                "centres); after: the written DEM, or the moved points.")
+         + img(points_histogram_figure(dh), "histograms of dh")),
+        ("maps", "Tracks coloured by dh", img(tracks_figure(x, y, dh, crs=crs), "points coloured by dh")),
+        ("run", "Run", table(["", ""], key_value_rows({k: v for k, v in summary.items() if k != "stats"}, None))),
+    ]
+    p = summary.get("points", {})
+    return document("xdem coreg with points", [f"{p.get('count')} points from {p.get('file')}, the "
+                                                f"{str(p.get('side', '')).replace('_', ' ')}"], sections)
+
+
+def write_points_report(path: str | Path, *, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
+                        summary: dict[str, Any], overwrite: bool = False) -> Path:
+    """Write :func:`points_report_html` to ``path`` atomically; returns the path."""
+    from xdem.io.atomic import write_text_atomic
+
+    return write_text_atomic(path, points_report_html(x=x, y=y, before=before, after=after, summary=summary),
+                             overwrite=overwrite)

@@ -1,0 +1,198 @@
+"""``xdem coreg`` with points on one side: :func:`run_points_coreg`.
+
+Reference points and a DEM to align (the common case): the aligned DEM is written as a COG,
+lazily, as for two DEMs. A reference DEM and points to align: the moved points are written
+(exactly, :meth:`xdem.coreg.Coreg.apply_points`) to a points file (GeoPackage, or any vector
+format geopandas writes, chosen by the output's suffix).
+
+The statistics are those of ``dh = tba - ref`` at the points before and after: the DEM
+evaluated at the points out of core (the written COG when the DEM was aligned), median, NMAD,
+mean, RMSE and count over the points with a valid DEM value, and after without the outliers
+(the fit's rule on the residuals). ``--report``: :func:`xdem.report.points.write_points_report`
+(the tracks coloured by dh, histograms).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xdem.workflows import _summary as S
+
+__all__ = ["run_points_coreg", "dh_at_points_stats", "points_summary", "POINT_OUTPUTS"]
+
+#: Suffixes the moved points can be written as (single files).
+POINT_OUTPUTS = (".gpkg", ".geojson", ".fgb", ".parquet")
+
+
+def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
+    """Median, NMAD, mean, RMSE and count of the finite ``dh`` (NaN/None when there are none).
+
+    Examples
+    --------
+    >>> dh_at_points_stats(np.array([1.0, 2.0, 3.0, np.nan]))["count"]
+    3
+    """
+    from xdem.kernels.robust import nmad
+
+    v = np.asarray(dh, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {"count": 0, "median": None, "nmad": None, "mean": None, "rmse": None}
+    return {"count": int(v.size), "median": float(np.median(v)), "nmad": nmad(v), "mean": float(v.mean()),
+            "rmse": float(np.sqrt(np.mean(v * v)))}
+
+
+def _dem_at(dem: Any, pts: Any, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``dem`` at the points (``positions`` on its grid when already known)."""
+    from xdem.io.grid import dask_data
+    from xdem.kernels.interp import FIT_INTERPOLATION
+    from xdem.points import dem_at_points, pixel_positions
+
+    prow, pcol = positions if positions is not None else pixel_positions(dem, pts.x, pts.y)
+    values, _, _ = dem_at_points(dask_data(dem), prow, pcol, resampling=FIT_INTERPOLATION)
+    return values
+
+
+def points_summary(points: Any) -> dict[str, Any]:
+    """File, count, CRS they were read in and bounds (in that CRS) of a :class:`~xdem.points.PointSet`."""
+    b = [float(np.nanmin(points.x)), float(np.nanmin(points.y)), float(np.nanmax(points.x)),
+         float(np.nanmax(points.y))] if points.count else None
+    return {"file": points.name, "count": points.count, "crs": points.source_crs, "bounds": b,
+            "z_min": float(np.nanmin(points.z)) if points.count else None,
+            "z_max": float(np.nanmax(points.z)) if points.count else None}
+
+
+def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: float) -> Any:
+    """:func:`xdem.workflows.run_coreg` when ``request.reference`` or ``request.to_be_aligned``
+    is a points file (see the module notes). Returns a :class:`~xdem.workflows.CoregResult`
+    whose document has ``points`` (the file read, counts of points outside the DEM and of
+    outliers) and ``stats`` (``dh`` at the points before and after)."""
+    from xdem.errors import InputError
+    from xdem.io.open import open_dem
+    from xdem.points import is_points_source, read_points
+    from xdem.workflows.coreg import CoregResult, _Silent, check_coreg_paths
+
+    r = request
+    ref_is_points = is_points_source(r.reference)
+    if ref_is_points and is_points_source(r.to_be_aligned):
+        raise InputError("both inputs are points: one side of a coregistration must be a DEM")
+    out_is_points = is_points_source(r.output)
+    if out_is_points and Path(r.output).suffix.lower() not in POINT_OUTPUTS:
+        raise InputError(f"points are written as one of {', '.join(POINT_OUTPUTS)}, not '{Path(r.output).suffix}'")
+    if ref_is_points == out_is_points:
+        want = "a DEM (.tif)" if ref_is_points else "a points file (e.g. .gpkg)"
+        raise InputError(f"the output must be {want}: the {'DEM' if ref_is_points else 'points'} to align is what "
+                         "gets written")
+    paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
+                              inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
+                              report=r.report, overwrite=r.overwrite)
+    masks = {"inlier_mask": None if r.inlier_mask is None else os.fspath(r.inlier_mask),
+             "exclude_mask": None if r.exclude_mask is None else os.fspath(r.exclude_mask)}
+    model, out = r.coreg, paths.output
+    with environment as sinfo:
+        prog = progress(sinfo) if progress is not None else _Silent()
+        ck: Any = r.chunks if r.chunks else "auto"
+        dem = open_dem(os.fspath(r.to_be_aligned if ref_is_points else r.reference), chunks=ck)
+        prog.echo(f"xdem coreg: {model!r} ({'reference points' if ref_is_points else 'points to align'})")
+        t0 = time.perf_counter()
+        with prog.stage("reading the points"):
+            pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column,
+                              source_crs=r.points_crs)
+        t_read = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with prog.stage("fitting"):
+            if ref_is_points:
+                model.fit(pts, dem, z_column=r.z_column, **masks)
+            else:
+                model.fit(dem, pts, z_column=r.z_column, **masks)
+        t_fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        local = pts.to_crs(dem.rio.crs)
+        if ref_is_points:
+            from xdem.io.cog import write_cog
+            from xdem.points import pixel_positions
+
+            with prog.stage(f"writing {out}"):
+                write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
+            written = open_dem(out, chunks=ck)
+            positions = pixel_positions(dem, local.x, local.y)  # the written DEM is on the same grid
+            before = _dem_at(dem, local, positions)
+            before -= local.z
+            after = _dem_at(written, local, positions)
+            after -= local.z
+            del positions
+        else:
+            before_dem = _dem_at(dem, local)
+            moved_gdf = model.apply_points(pts.to_geodataframe())
+            moved = read_points(moved_gdf).to_crs(dem.rio.crs)
+            with prog.stage(f"writing {out}"):
+                _write_points(moved_gdf, out, overwrite=r.overwrite)
+            before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
+        t_write = time.perf_counter() - t0
+        learned = S.steps_of(model)[0].learned()  # the first step's counts (each step's are in "steps")
+        from xdem.kernels.robust import nmad_inliers
+
+        inl = nmad_inliers(after, k=4.0)  # the fit's rule, on the residuals after
+        doc: dict[str, Any] = {
+            "steps": S.steps_summary(model),
+            "points": {**points_summary(pts), "side": "reference" if ref_is_points else "to_be_aligned",
+                       "z_column": r.z_column, "n_outside": learned.get("n_outside_"),
+                       "n_outliers": learned.get("n_outliers_")},
+            "stats": {
+                "method": "dh = tba - ref at the points (DEM interpolated at them, 4-point Lagrange)",
+                "before": dh_at_points_stats(before),
+                "after": dh_at_points_stats(after),
+                "after_without_outliers": dh_at_points_stats(after[inl]),
+            },
+            "frame": {"crs": learned.get("crs_")},
+            "output": str(out),
+            "output_kind": "points" if out_is_points else "dem",
+            "inputs": {"reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
+                       "dem_shape": list(dem.shape), "crs": dem.rio.crs.to_string() if dem.rio.crs else None,
+                       "method": r.method, "options": {k: v for k, v in r.options.items() if v is not None},
+                       **{k: None if v is None else os.path.abspath(v) for k, v in masks.items()}},
+            "timing": {"read_s": t_read, "fit_s": t_fit, "write_s": t_write,
+                       "total_s": time.perf_counter() - t_start},
+            "peak_rss_mb": S.peak_rss_mb(),
+            "scheduler": sinfo["address"] or sinfo["scheduler"],
+            "workers": sinfo["workers"],
+        }
+        if paths.report is not None:
+            from xdem.report.points import write_points_report
+
+            t0 = time.perf_counter()
+            doc["report"] = str(paths.report)
+            with prog.stage(f"writing the report {paths.report}"):
+                write_points_report(paths.report, x=local.x, y=local.y, before=before, after=after, summary=doc,
+                                    overwrite=r.overwrite)
+            doc["timing"]["report_s"] = time.perf_counter() - t0
+    text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
+    return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
+                       timings=dict(doc["timing"]), coreg=model)
+
+
+def _write_points(gdf: Any, path: Path, *, overwrite: bool) -> None:
+    """Write a GeoDataFrame next to ``path`` and move it into place (never half-written)."""
+    import tempfile
+
+    from xdem.io.atomic import move_into_place
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    os.unlink(tmp)
+    try:
+        if path.suffix.lower() in (".parquet", ".geoparquet"):
+            gdf.to_parquet(tmp)
+        elif path.suffix.lower() == ".gpkg":
+            gdf.to_file(tmp, layer=path.stem)  # the layer is named after the file, not its temporary name
+        else:
+            gdf.to_file(tmp)
+        move_into_place(tmp, path, overwrite=overwrite)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
