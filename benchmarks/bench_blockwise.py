@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import CACHE_DIR, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
+from bench_coreg import FLOOR, _warm  # noqa: E402  (the same floor and page-cache warm-up)
 
 SIZES = [20000]
 RESOLUTION = 2.0
@@ -132,24 +133,6 @@ def blockwise_pair(size: int) -> dict:
     tmp.write_text(json.dumps(truth, indent=2) + "\n")
     os.replace(tmp, folder / "truth.json")
     return {**truth, "ref": str(paths["ref"]), "tba": str(paths["tba"])}
-
-
-FLOOR = """
-import json, sys, time, rasterio, rasterio.shutil
-from xdem.io.cog import GDAL_CACHE_MB
-t0 = time.perf_counter()
-with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
-    rasterio.shutil.copy(sys.argv[1], sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
-                         OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
-print(json.dumps({"seconds": time.perf_counter() - t0}))
-"""
-
-
-def _warm(*paths: str) -> None:
-    for path in paths:
-        with open(path, "rb") as f:
-            while f.read(64 * 2**20):
-                pass
 
 
 def _run(name: str, cmd: list[str]) -> dict:
