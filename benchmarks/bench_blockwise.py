@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import CACHE_DIR, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
-from bench_coreg import FLOOR, _warm  # noqa: E402  (the same floor and page-cache warm-up)
+from _measure import CACHE_DIR, fmt_bytes, machine_description, update_doc_section  # noqa: E402
+from bench_coreg import FLOOR, _run, _warm  # noqa: E402  (the same floor, measured run and page-cache warm-up)
 
 SIZES = [20000]
 RESOLUTION = 2.0
@@ -133,15 +133,6 @@ def blockwise_pair(size: int) -> dict:
     tmp.write_text(json.dumps(truth, indent=2) + "\n")
     os.replace(tmp, folder / "truth.json")
     return {**truth, "ref": str(paths["ref"]), "tba": str(paths["tba"])}
-
-
-def _run(name: str, cmd: list[str]) -> dict:
-    r = measure(cmd)
-    if r["returncode"] != 0:
-        raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
-    print(f"  {name}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {fmt_bytes(r['peak_rss_bytes'])}, "
-          f"read {fmt_bytes(r['read_bytes'])}, load {r['load_avg'][0]:.1f}->{r['load_avg'][1]:.1f}", flush=True)
-    return r
 
 
 def defaults(size: int) -> tuple[int, int]:

@@ -93,6 +93,12 @@ def _float_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
 
 
+def _nodata_of(arr: xr.DataArray, nodata: float | None) -> float | None:
+    """The value read as nodata: ``nodata`` if given, else the file's (decoded or encoded)."""
+    value = arr.rio.nodata if nodata is None else nodata
+    return arr.rio.encoded_nodata if value is None else value
+
+
 def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> xr.DataArray:
     """Cast to float, turn nodata into NaN, drop the band axis, keep georeferencing."""
     if "band" in arr.dims:
@@ -103,9 +109,7 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> x
         raise InputError(f"a DEM must be 2-D (y, x), got dims {arr.dims}; select one band first")
     crs = arr.rio.crs
     transform = arr.rio.transform(recalc=False)
-    file_nodata = arr.rio.nodata if nodata is None else nodata
-    if file_nodata is None:
-        file_nodata = arr.rio.encoded_nodata
+    file_nodata = _nodata_of(arr, nodata)
     fdtype = _float_dtype(arr.dtype)
     data = dask_data(arr, chunks=auto_chunks(grid_shape(arr))).astype(fdtype, copy=False)
     if file_nodata is not None and not np.isnan(file_nodata):
@@ -261,10 +265,7 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
         raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
     register_source(arr.data, path)  # lets writers refuse to overwrite this input
     out = _finish(arr, nodata, name=path.stem)
-    file_nodata = arr.rio.nodata if nodata is None else nodata
-    if file_nodata is None:
-        file_nodata = arr.rio.encoded_nodata
-    register_region_reader(out, _RegionReader(reader, out.dtype, file_nodata))
+    register_region_reader(out, _RegionReader(reader, out.dtype, _nodata_of(arr, nodata)))
     return out
 
 
