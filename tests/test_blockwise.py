@@ -254,6 +254,37 @@ def test_chunk_independent_fit_and_apply(ref):
         np.testing.assert_allclose(got_o, base_o, atol=1e-6, rtol=0, equal_nan=True)
 
 
+def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
+    """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per tile (the
+    draw, which also counts the tile), a later round one per tile (the windows of tba at the
+    positions the field reads): no counting pass, no warp of the DEM. Without room to keep the
+    samples (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute per tile) and
+    gives the same numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
+    fitted lazily on the warped DEM) agrees: round 1 to 1e-4 m (the slope kept as float32),
+    the total field to 0.02 m (it interpolates twice)."""
+    import xdem.coreg.blockwise as bw_module
+    from xdem.testing import _learned_numbers
+
+    tba = _tba(_quadratic)
+    tiles = (N // BLOCK) ** 2
+    with count_computes() as c, dask.config.set(scheduler="synchronous"):  # tiles one after the other: all counted
+        fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    assert c.count == 2 * tiles
+    monkeypatch.setattr(bw_module, "SAMPLE_CACHE_BYTES", 0)
+    with count_computes() as c, dask.config.set(scheduler="synchronous"):
+        redrawn = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    assert c.count == 3 * tiles
+    np.testing.assert_array_equal(_learned_numbers(redrawn), _learned_numbers(fast))
+    general = BlockwiseCoreg(CoregPipeline([NuthKaab(subsample=4000)]), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    a, b = fast.tile_table(), general.tile_table()
+    first = (a.iteration == 0).values
+    np.testing.assert_allclose(a[first][["dx", "dy", "dz"]].values, b[first][["dx", "dy", "dz"]].values, atol=1e-4)
+    np.testing.assert_array_equal(a["count"].values, b["count"].values)
+    np.testing.assert_allclose(a[first][["x", "y"]].values, b[first][["x", "y"]].values, atol=0.02 * BLOCK * RES)
+    xs, ys = np.meshgrid(np.linspace(X0, X0 + N * RES, 9), np.linspace(Y0, Y0 + N * RES, 9))
+    np.testing.assert_allclose(np.stack(fast.field(xs, ys)), np.stack(general.field(xs, ys)), atol=0.02)
+
+
 def test_in_pipelines_and_json(ref, tmp_path):
     """NuthKaab() + BlockwiseCoreg(NuthKaab()) and BlockwiseCoreg(NuthKaab()) + Deramp() fit and
     correct the DEM; each survives to_json/from_json and re-applies identically."""

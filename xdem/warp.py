@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -43,7 +44,7 @@ from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
 from xdem.kernels.surface import polynomial_surface
-from xdem.kernels.warp import interp_positions_kernel
+from xdem.kernels.warp import interp_positions_kernel, lattice_bilinear
 
 __all__ = ["Grid", "Surface", "FrameOp", "NotMergeable", "warp_dem", "crs_key", "same_crs"]
 
@@ -360,23 +361,6 @@ def _lattice(a: int, b: int, step: int, aligned: bool = False) -> np.ndarray:
     return np.unique(np.r_[np.arange(a, b, step), b - 1])
 
 
-def _interp_lattice(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
-                    cols: np.ndarray) -> np.ndarray:
-    """Bilinear interpolation of ``values`` given on the lattice ``lr x lc`` at ``rows x cols``."""
-    def weights(nodes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if nodes.size == 1:
-            return np.zeros(at.size, dtype=np.int64), np.zeros(at.size)
-        j = np.clip(np.searchsorted(nodes, at, side="right") - 1, 0, nodes.size - 2)
-        return j, (at - nodes[j]) / (nodes[j + 1] - nodes[j])
-
-    jc, fc = weights(lc, cols)
-    jr, fr = weights(lr, rows)
-    right = values[:, np.minimum(jc + 1, lc.size - 1)]
-    along = values[:, jc] * (1.0 - fc) + right * fc
-    below = along[np.minimum(jr + 1, lr.size - 1)]
-    return along[jr] * (1.0 - fr[:, None]) + below * fr[:, None]
-
-
 def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
     """:func:`_exact_fields` on the grid ``rows x cols`` (1-D each), computed exactly on a
     lattice of every :data:`LATTICE_STEP` pixels and interpolated bilinearly in between, as
@@ -403,9 +387,9 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
             mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
             check = _exact_fields(spec, mr[:, None], mc[None, :])
-            if all(np.abs(_interp_lattice(v, lr, lc, mr, mc) - c).max() <= tol
+            if all(np.abs(lattice_bilinear(v, lr, lc, mr, mc) - c).max() <= tol
                    for v, c, tol in zip(exact, check, tolerance)):
-                return _as_mapping(spec, [_interp_lattice(e, lr, lc, rows, cols) for e in exact])
+                return _as_mapping(spec, [lattice_bilinear(e, lr, lc, rows, cols) for e in exact])
         step //= 2
     return _as_mapping(spec, _exact_fields(spec, rows[:, None], cols[None, :]))
 
@@ -504,10 +488,18 @@ def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tupl
                   wshape: tuple[int, ...], before: int, after: int) -> None:
     """Fail loudly if a position that the source covers falls outside the task's window
     (the graph-time footprint was underestimated): never a silent NaN."""
+    wr0, wc0 = window0
+    if prow.size == 0:
+        return
+    with warnings.catch_warnings():  # all-NaN positions: the full test below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo_r, hi_r, lo_c, hi_c = (math.floor(v) if np.isfinite(v) else v for v in
+                                  (np.nanmin(prow), np.nanmax(prow), np.nanmin(pcol), np.nanmax(pcol)))
+    if lo_r - before >= wr0 and hi_r + after < wr0 + wshape[0] and lo_c - before >= wc0 and hi_c + after < wc0 + wshape[1]:
+        return  # every footprint is in the window (the common case: the extremes decide, floor being monotone)
     fr, fc = np.floor(prow), np.floor(pcol)
     h_src, w_src = spec.src.shape
     in_src = (fr - before >= 0) & (fr + after < h_src) & (fc - before >= 0) & (fc + after < w_src)
-    wr0, wc0 = window0
     in_win = (fr - before >= wr0) & (fr + after < wr0 + wshape[0]) & (fc - before >= wc0) & (fc + after < wc0 + wshape[1])
     if np.any(in_src & ~in_win):
         if spec.tilts:

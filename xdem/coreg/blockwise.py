@@ -11,9 +11,11 @@ per-tile translations (:mod:`xdem.kernels.field`), and applies it lazily as one 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, ClassVar
@@ -24,14 +26,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from xdem.coreg._blockwise_samples import SAMPLE_CACHE_BYTES, TileSample, fit_tile_again, fit_tile_first, samples_route
 from xdem.coreg._data import FitData
+from xdem.coreg.affine import NuthKaab
 from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
 from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError, XdemWarning
 from xdem.io.grid import get_transform
 from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
 from xdem.kernels.robust import nmad
-from xdem.sampling import sample_valid
+from xdem.sampling import resolve_count, sample_valid
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
 __all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
@@ -127,6 +131,12 @@ class BlockwiseCoreg(Coreg):
     are fitted again on the DEM warped by the fields so far, and the field of the residual
     offsets is added (the fields are composed exactly, resampled once); a later round with fewer
     than ``min_tiles`` usable tiles ends the iterations (its rows stay in the table).
+
+    A :class:`~xdem.coreg.NuthKaab` step (the default) takes a faster route with the same
+    results (:mod:`xdem.coreg._blockwise_samples`): no counting pass (each tile's draw counts its
+    valid pixels; the centroid is that of the drawn pixels), and a later round reads ``tba`` only
+    at the first round's sampled pixels, through the fields, instead of warping the whole DEM:
+    one pass over the pair, then one over ``tba`` per later round.
 
     ``apply`` is one lazy warp (:func:`xdem.warp.warp_dem`): each output chunk evaluates the
     field on a lattice of every 16 pixels of the whole grid (bilinear in between: the same
@@ -232,8 +242,6 @@ class BlockwiseCoreg(Coreg):
         return self
 
     def _template(self) -> Coreg:
-        from xdem.coreg.affine import NuthKaab
-
         step = NuthKaab() if self.step is None else self.step
         if not isinstance(step, Coreg):
             raise InputError(f"step must be a coregistration (e.g. NuthKaab()), got {step!r}")
@@ -276,15 +284,12 @@ class BlockwiseCoreg(Coreg):
         rows = tile_edges(grid.shape[0], int(self.block_size))
         cols = tile_edges(grid.shape[1], int(self.block_size))
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
+        fit_round = self._sampled_rounds(template, data, tiles, frame) if samples_route(template) else \
+            self._lazy_rounds(template, data, tiles, frame)
         fields: list[ThinPlateField] = []
         table: list[dict[str, Any]] = []
-        tba = data.tba
-        counted = None
         for it in range(int(self.n_iterations)):
-            current = FitData(ref=data.ref, tba=tba, inlier=data.inlier, bias_vars={})
-            if counted is None:  # later iterations keep the first one's counts: no pass over the warped DEM
-                counted = self._count(current, tiles)
-            records = self._fit_tiles(template, current, tiles, counted, iteration=it)
+            records = fit_round(it, tuple(fields))
             try:
                 field = self._fit_field(records, grid)
             except NotEnoughDataError:
@@ -294,13 +299,66 @@ class BlockwiseCoreg(Coreg):
                 break
             table += records
             fields.append(field)
-            if it + 1 < int(self.n_iterations):
-                tba = warp_dem(data.tba, grid=Grid.of(data.tba), op=FrameOp(frame, fields=tuple(fields)),
-                               resampling=self.resampling)
         self.tiles_ = {c: [r[c] for r in table] for c in COLUMNS}
         self.fields_ = [_field_doc(f) for f in fields]
         self.n_tiles_ = len(tiles)
         self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == len(fields) - 1))
+
+    def _need(self, rec: dict[str, Any]) -> float:
+        size = (rec["row1"] - rec["row0"]) * (rec["col1"] - rec["col0"])
+        return max(float(self.min_valid * size if self.min_valid <= 1 else self.min_valid), 1.0)
+
+    def _sampled_rounds(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
+                        frame: str) -> Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]:
+        """Rounds of Nuth & Kääb tiles on samples (:mod:`xdem.coreg._blockwise_samples`): the
+        first draws each tile (counting it), later ones read ``tba`` at the warped positions."""
+        assert isinstance(template, NuthKaab)
+        t = get_transform(data.ref)
+        base = [_blank(0, tile, t) for tile in tiles]
+        kept: dict[int, TileSample | None] = {}
+        per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
+        keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
+
+        def first(i: int) -> None:
+            got, sample = fit_tile_first(template, data, base[i], need=self._need(base[i]),
+                                         min_valid=self.min_valid, frame=frame)
+            base[i].update(got)
+            kept[i] = sample if keep else None
+
+        def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
+            if it == 0:
+                _parallel([functools.partial(first, i) for i in range(len(tiles))])
+                return [dict(r) for r in base]
+            records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
+                            nmad_after=math.nan, converged=False, weight=0.0) for r in base]
+            todo = [i for i, r in enumerate(base) if r["count"] >= self._need(r) and i in kept]
+            for i in todo:
+                records[i]["status"] = ""
+
+            def again(i: int) -> None:
+                records[i].update(fit_tile_again(template, data, records[i], kept[i], fields, frame=frame))
+
+            _parallel([functools.partial(again, i) for i in todo])
+            return records
+
+        return fit_round
+
+    def _lazy_rounds(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
+                     frame: str) -> Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]:
+        """Rounds of any step: a pass counting each tile's valid pixels, then each tile fitted as an
+        ordinary lazy fit, later rounds on the DEM warped by the fields so far."""
+        grid = Grid.of(data.tba)
+        counted: list[tuple[Any, ...]] = []
+
+        def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
+            tba = data.tba if not fields else warp_dem(data.tba, grid=grid, op=FrameOp(frame, fields=fields),
+                                                        resampling=self.resampling)
+            current = FitData(ref=data.ref, tba=tba, inlier=data.inlier, bias_vars={})
+            if not counted:  # later rounds keep the first one's counts: no pass over the warped DEM
+                counted.extend(self._count(current, tiles))
+            return self._fit_tiles(template, current, tiles, counted, iteration=it)
+
+        return fit_round
 
     @staticmethod
     def _count(data: FitData, tiles: list[tuple[int, int, int, int]]) -> list[tuple[Any, ...]]:
@@ -322,32 +380,20 @@ class BlockwiseCoreg(Coreg):
         """One record per tile from its counts, then the fits (threads), then the statuses."""
         t = get_transform(data.ref)
         records = []
-        for (r0, r1, c0, c1), (n, sr, sc, sz) in zip(tiles, counted):
+        for tile, (n, sr, sc, sz) in zip(tiles, counted):
             n = int(n)
-            rc, cc_ = (sr / n + 0.5, sc / n + 0.5) if n else ((r0 + r1) / 2.0, (c0 + c1) / 2.0)
-            x, y = t * (cc_, rc)
-            need = self.min_valid * (r1 - r0) * (c1 - c0) if self.min_valid <= 1 else self.min_valid
-            rec = {"iteration": iteration, "row0": r0, "row1": r1, "col0": c0, "col1": c1, "x": float(x), "y": float(y),
-                   "count": n, "dx": math.nan, "dy": math.nan, "dz": math.nan, "nmad_before": math.nan,
-                   "nmad_after": math.nan, "converged": False, "weight": 0.0,
-                   "status": "" if n >= max(need, 1) else f"rejected: {n} valid pixels (< min_valid {self.min_valid})",
-                   "_z": float(sz) / n if n else 0.0}
+            rec = _blank(iteration, tile, t)
+            if n:
+                x, y = t * (sc / n + 0.5, sr / n + 0.5)
+                rec.update(x=float(x), y=float(y))
+            rec.update(count=n, _z=float(sz) / n if n else 0.0,
+                       status="" if n >= self._need(rec) else f"rejected: {n} valid pixels (< min_valid {self.min_valid})")
             records.append(rec)
-        todo = [r for r in records if not r["status"]]
 
         def run(rec: dict[str, Any]) -> None:
             rec.update(_fit_tile(template, data, rec))
 
-        parallel = str(dask.config.get("scheduler", "") or "") not in ("synchronous", "sync", "single-threaded")
-        with warnings.catch_warnings():  # each tile's status says what its warnings said
-            warnings.simplefilter("ignore", XdemWarning)
-            if parallel and len(todo) > 1:
-                workers = min(len(todo), int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    list(pool.map(run, todo))
-            else:
-                for rec in todo:
-                    run(rec)
+        _parallel([functools.partial(run, r) for r in records if not r["status"]])
         for rec in records:
             rec.pop("_z")
         return records
@@ -493,3 +539,28 @@ def field_of(doc: dict[str, Any]) -> ThinPlateField:
     return ThinPlateField(centre=(float(doc["centre"][0]), float(doc["centre"][1])), scale=float(doc["scale"]),
                           centres=rows(doc["centres"]), weights=rows(doc["weights"]),
                           terms=tuple((int(i), int(j)) for i, j in doc["terms"]), coefs=rows(doc["coefs"]))
+
+
+def _blank(iteration: int, tile: tuple[int, int, int, int], t: Any) -> dict[str, Any]:
+    """A tile's record before its fit (centred on the tile, no valid pixel counted yet)."""
+    r0, r1, c0, c1 = tile
+    x, y = t * ((c0 + c1) / 2.0, (r0 + r1) / 2.0)
+    return {"iteration": iteration, "row0": r0, "row1": r1, "col0": c0, "col1": c1, "x": float(x), "y": float(y),
+            "count": 0, "dx": math.nan, "dy": math.nan, "dz": math.nan, "nmad_before": math.nan,
+            "nmad_after": math.nan, "converged": False, "weight": 0.0, "status": ""}
+
+
+def _parallel(jobs: list[Callable[[], None]]) -> None:
+    """Run ``jobs`` on threads (each a lazy fit computing on the dask scheduler in use), or one
+    after the other when that scheduler is synchronous; warnings are silenced (each tile's status
+    says what its warnings said)."""
+    parallel = str(dask.config.get("scheduler", "") or "") not in ("synchronous", "sync", "single-threaded")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", XdemWarning)
+        if parallel and len(jobs) > 1:
+            workers = min(len(jobs), int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(lambda job: job(), jobs))
+        else:
+            for job in jobs:
+                job()

@@ -22,7 +22,7 @@ import numpy as np
 
 from xdem.kernels.interp import weights_1d
 
-__all__ = ["interp_positions_kernel", "interp_positions_numpy"]
+__all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear"]
 
 #: Resampling name -> the code of the compiled loop.
 _CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
@@ -126,7 +126,11 @@ def interp_positions_kernel(
     if h == 0 or w == 0:
         out.fill(np.nan)
         return out
-    _interp_loop(np.ascontiguousarray(window, dtype=np.float64), np.ascontiguousarray(prow).reshape(-1),
+    # float32 and float64 windows are read as they are (the loop is compiled for each; a float32
+    # value enters the float64 sums exactly): no float64 copy of the window per call
+    src = np.ascontiguousarray(window) if np.asarray(window).dtype in (np.float32, np.float64) else \
+        np.ascontiguousarray(window, dtype=np.float64)
+    _interp_loop(src, np.ascontiguousarray(prow).reshape(-1),
                  np.ascontiguousarray(pcol).reshape(-1), _CODES[resampling], out.reshape(-1))
     return out
 
@@ -169,4 +173,45 @@ def interp_positions_numpy(
             outside |= used & (row_out | (cols < 0) | (cols >= w))
             out += np.where(used, weight * flat[base + np.clip(cols, 0, w - 1)], 0.0)
     out[outside] = np.nan
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _lattice_loop(values: np.ndarray, jr: np.ndarray, fr: np.ndarray, jc: np.ndarray, fc: np.ndarray,
+                  out: np.ndarray) -> None:  # pragma: no cover - compiled
+    last_r, last_c = values.shape[0] - 1, values.shape[1] - 1
+    for i in range(jr.size):
+        r0 = jr[i]
+        r1 = min(r0 + 1, last_r)
+        for j in range(jc.size):
+            c0 = jc[j]
+            c1 = min(c0 + 1, last_c)
+            top = values[r0, c0] * (1.0 - fc[j]) + values[r0, c1] * fc[j]
+            bottom = values[r1, c0] * (1.0 - fc[j]) + values[r1, c1] * fc[j]
+            out[i, j] = top * (1.0 - fr[i]) + bottom * fr[i]
+
+
+def lattice_bilinear(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                     cols: np.ndarray) -> np.ndarray:
+    """Bilinear interpolation of ``values`` given on the lattice ``lr x lc`` (sorted node
+    indices) at the grid ``rows x cols`` (compiled loop; outside the nodes, the end cells are
+    extended linearly).
+
+    Examples
+    --------
+    >>> v = np.array([[0.0, 10.0], [100.0, 110.0]])
+    >>> lattice_bilinear(v, np.array([0, 16]), np.array([0, 16]), np.array([0, 8]), np.array([4])).tolist()
+    [[2.5], [52.5]]
+    """
+    def weights(nodes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at = np.asarray(at, dtype=np.float64)
+        if nodes.size == 1:
+            return np.zeros(at.size, dtype=np.int64), np.zeros(at.size)
+        j = np.clip(np.searchsorted(nodes, at, side="right") - 1, 0, nodes.size - 2)
+        return j.astype(np.int64), (at - nodes[j]) / (nodes[j + 1] - nodes[j])
+
+    jc, fc = weights(lc, cols)
+    jr, fr = weights(lr, rows)
+    out = np.empty((jr.size, jc.size), dtype=np.float64)
+    _lattice_loop(np.ascontiguousarray(values, dtype=np.float64), jr, fr, jc, fc, out)
     return out

@@ -1,0 +1,214 @@
+"""The tiles of a :class:`~xdem.coreg.BlockwiseCoreg` of :class:`~xdem.coreg.NuthKaab`, fitted on samples.
+
+The general route of ``BlockwiseCoreg`` fits each tile as an ordinary lazy fit, after a pass
+that counts each tile's valid pixels, and fits the later rounds on the DEM warped by the field
+so far (a warp of the whole DEM, read again). For Nuth & Kääb (the default step) neither is
+needed: its fit is a draw of a subsample with small windows around it (one pass over the
+tile, which also counts the tile's valid pixels exactly), then iterations on those windows
+(:mod:`xdem.coreg._windows`). A later round needs ``tba`` warped by the field at the sampled
+pixels only, moved by the shift being estimated: :class:`FieldSampler` evaluates it from
+windows of ``tba`` cut around the positions the field reads (one pass over ``tba`` alone), and
+the reference's values, slope and aspect at the pixels are those of the first round's draw,
+kept in memory (:class:`TileSample`) while they fit in :data:`SAMPLE_CACHE_BYTES`, drawn
+again otherwise (the draw is reproducible: the same pixels, the same values, so both give the
+same result).
+
+Each round interpolates ``tba`` once (at the composed position) where the general route
+interpolates twice (the warp, then Nuth & Kääb's shift of the warped DEM).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xdem.coreg._data import FitData
+from xdem.coreg._iterate import check_divergence_params
+from xdem.coreg._windows import gather_windows, sample_with_terrain
+from xdem.coreg.affine import NuthKaab
+from xdem.coreg.base import Coreg, clone
+from xdem.errors import ConvergenceError, NotEnoughDataError, OverlapError
+from xdem.io.grid import check_projected, get_resolution, get_transform
+from xdem.kernels.field import ThinPlateField, compose
+from xdem.kernels.interp import footprint, interp_windows_kernel
+from xdem.kernels.robust import nmad
+
+__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES"]
+
+#: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
+#: later round draws each tile's sample again (one more pass over the tile's reference) instead
+#: of keeping it.
+SAMPLE_CACHE_BYTES = 512 * 2**20
+
+
+def samples_route(step: Coreg) -> bool:
+    """Whether tiles of ``step`` are fitted on samples (exactly :class:`~xdem.coreg.NuthKaab`)."""
+    return type(step) is NuthKaab
+
+
+@dataclass
+class TileSample:
+    """The first round's draw on one tile: global pixel indices, the reference's values, slope
+    and aspect (degrees) there, and the tile's exact number of valid pixels."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    ref: np.ndarray
+    slope: np.ndarray
+    aspect: np.ndarray
+    n_valid: int
+
+    #: Bytes kept per sampled pixel at most (indices int32, values float32, the reference up to float64).
+    BYTES_PER_POINT: ClassVar[int] = 24
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.rows, self.cols, self.ref, self.slope, self.aspect)))
+
+
+class FieldSampler:
+    """``tba`` warped by displacement ``fields`` and moved by ``(sx, sy)``, at given pixels.
+
+    ``sampler(sx, sy)`` is ``w(q - s)`` at every pixel centre ``q``, where
+    ``w(p) = tba(P(p)) + v(p)`` and ``P, v`` are the position read and the vertical change of
+    the fields composed (:func:`xdem.kernels.field.compose`): the values the warped DEM moved
+    by Nuth & Kääb's shift would have there, from one interpolation of ``tba``. Windows of
+    ``2 h + 2`` pixels of ``tba`` are cut around the positions read (one pass) and cut again
+    only when a position leaves its window; ``reads`` counts the passes.
+    """
+
+    def __init__(self, tba: Any, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
+                 resampling: str, half: int = 2) -> None:
+        self.arr = tba.data
+        t = get_transform(tba)
+        self.inverse = ~t
+        rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
+        self.x = t.c + t.a * (cols + 0.5) + t.b * (rows + 0.5)
+        self.y = t.f + t.d * (cols + 0.5) + t.e * (rows + 0.5)
+        self.fields = fields
+        self.resampling = resampling
+        self.half = half
+        self.before, self.after = footprint(resampling)
+        self.base: tuple[np.ndarray, np.ndarray] | None = None
+        self.win: np.ndarray | None = None
+        self.reads = 0
+
+    def __call__(self, sx: float, sy: float) -> np.ndarray:
+        h = self.half
+        px, py, vz = compose(self.fields, self.x - sx, self.y - sy)
+        inv = self.inverse
+        pcol = inv.a * px + inv.b * py + inv.c - 0.5
+        prow = inv.d * px + inv.e * py + inv.f - 0.5
+        lo, hi = self.before, 2 * h + 1 - self.after
+        if self.base is None or self.win is None or not all(
+            bool(np.all((lo <= p - b + h) & (p - b + h < hi))) for p, b in zip((prow, pcol), self.base)
+        ):
+            self.base = (np.round(prow).astype(np.int64), np.round(pcol).astype(np.int64))
+            self.win = gather_windows(self.arr, self.base[0], self.base[1], h)
+            self.reads += 1
+        r, c = self.base
+        return interp_windows_kernel(self.win, prow - r + h, pcol - c + h, resampling=self.resampling) + vz
+
+
+def _fresh(template: NuthKaab) -> NuthKaab:
+    step = clone(template)
+    assert isinstance(step, NuthKaab)
+    return step
+
+
+def _tile(data: FitData, rec: dict[str, Any]) -> FitData:
+    r0, r1, c0, c1 = rec["row0"], rec["row1"], rec["col0"], rec["col1"]
+    return FitData(ref=data.ref.isel(y=slice(r0, r1), x=slice(c0, c1)),
+                   tba=data.tba.isel(y=slice(r0, r1), x=slice(c0, c1)),
+                   inlier=data.inlier[r0:r1, c0:c1], bias_vars={})
+
+
+def _draw(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileSample]:
+    """Nuth & Kääb's draw on the tile (:func:`~xdem.coreg._windows.sample_with_terrain`), asking for
+    one valid pixel only: the tile's count is tested against ``min_valid`` by the caller."""
+    check_projected(sub.ref, "Nuth & Kääb")
+    ss = sample_with_terrain(sub, subsample=step.subsample, random_state=step.random_state, min_count=1,
+                             what="Nuth & Kääb", resampling=step.resampling, terrain_method=step.terrain_method,
+                             half=type(step)._half, initial_shift=step.initial_shift)
+    s = ss.sample
+    kept = TileSample(rows=(s["row"] + rec["row0"]).astype(np.int32), cols=(s["col"] + rec["col0"]).astype(np.int32),
+                      ref=s["ref"],
+                      slope=ss.slope.astype(np.float32), aspect=ss.aspect.astype(np.float32), n_valid=int(s.n_valid))
+    return ss, kept
+
+
+def _result(step: NuthKaab, before: np.ndarray, after: np.ndarray, frame: str) -> dict[str, Any]:
+    step.crs_ = frame
+    status = "used" if step.horizontal_constrained_ else "rejected: flat terrain (no horizontal shift)"
+    return {"dx": float(step.shift_x_), "dy": float(step.shift_y_), "dz": float(step.shift_z_),
+            "nmad_before": _nmad(before), "nmad_after": _nmad(after), "converged": bool(step.converged_),
+            "status": status}
+
+
+def _nmad(dh: np.ndarray) -> float:
+    dh = np.asarray(dh, dtype=np.float64)
+    dh = dh[np.isfinite(dh)]
+    return float(nmad(dh)) if dh.size else math.nan
+
+
+def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], *, need: float, min_valid: float | int,
+                   frame: str) -> tuple[dict[str, Any], TileSample | None]:
+    """Round 1 on one tile: the draw (which counts the tile's valid pixels), the count test, the
+    fit on the draw's windows. Returns the record's new fields and the sample (``None`` when
+    the tile was rejected before its fit)."""
+    sub = _tile(data, rec)
+    step = _fresh(template)
+    step._check_params()
+    try:
+        ss, kept = _draw(step, sub, rec)
+    except NotEnoughDataError:  # not one valid pixel
+        return {"count": 0, "status": f"rejected: 0 valid pixels (< min_valid {min_valid})"}, None
+    counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(data_x(data, kept))),
+                               "y": float(np.mean(data_y(data, kept)))}
+    if kept.n_valid < max(need, 1):
+        return counted | {"status": f"rejected: {kept.n_valid} valid pixels (< min_valid {min_valid})"}, None
+    if kept.n_valid < type(step)._min_points:  # what the ordinary fit's draw raises
+        return counted | {"status": f"rejected: NotEnoughDataError: Nuth & Kääb needs at least {type(step)._min_points} "
+                                    f"valid pixels but found {kept.n_valid}"}, None
+    start = check_divergence_params(initial_shift=step.initial_shift, on_divergence=step.on_divergence)
+    try:
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, ss.sampler, resolution=get_resolution(data.ref),
+                            shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=start)
+    except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
+        return counted | {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}, kept
+    evaluate = ss.sampler
+    out = _result(step, evaluate(0.0, 0.0) - kept.ref, evaluate(step.shift_x_, step.shift_y_) - kept.ref, frame)
+    return counted | out, kept
+
+
+def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample | None,
+                   fields: tuple[ThinPlateField, ...], *, frame: str) -> dict[str, Any]:
+    """A later round on one tile: Nuth & Kääb of the residual offset of ``tba`` warped by
+    ``fields``, on the first round's sample (``kept``, or drawn again when ``None``)."""
+    step = _fresh(template)
+    step._check_params()
+    sub = _tile(data, rec)
+    try:
+        if kept is None:
+            _, kept = _draw(step, sub, rec)
+        sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half)
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=get_resolution(data.ref),
+                            shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=(0.0, 0.0))
+    except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
+        return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
+    return _result(step, sampler(0.0, 0.0) - kept.ref, sampler(step.shift_x_, step.shift_y_) - kept.ref, frame)
+
+
+def data_x(data: FitData, kept: TileSample) -> np.ndarray:
+    """Map x of the sampled pixel centres."""
+    t = get_transform(data.ref)
+    return t.c + t.a * (kept.cols + 0.5) + t.b * (kept.rows + 0.5)
+
+
+def data_y(data: FitData, kept: TileSample) -> np.ndarray:
+    """Map y of the sampled pixel centres."""
+    t = get_transform(data.ref)
+    return t.f + t.d * (kept.cols + 0.5) + t.e * (kept.rows + 0.5)
