@@ -75,7 +75,10 @@ class FieldSampler:
     ``sampler(sx, sy)`` is ``w(q - s)`` at every pixel centre ``q``, where
     ``w(p) = tba(P(p)) + v(p)`` and ``P, v`` are the position read and the vertical change of
     the fields composed (:func:`xdem.kernels.field.compose`): the values the warped DEM moved
-    by Nuth & Kääb's shift would have there, from one interpolation of ``tba``. Windows of
+    by Nuth & Kääb's shift would have there, from one interpolation of ``tba``. The fields are
+    evaluated once, at ``q``: ``P(q - s) = P(q) - s`` and ``v(q - s) = v(q)``, which neglects the
+    change of the field over the shift (its gradient times ``s``: below 1e-3 m for fields of
+    metres over kilometres and the sub-metre shifts of a later round). Windows of
     ``2 h + 2`` pixels of ``tba`` are cut around the positions read (one pass) and cut again
     only when a position leaves its window; ``reads`` counts the passes.
     """
@@ -86,9 +89,9 @@ class FieldSampler:
         t = get_transform(tba)
         self.inverse = ~t
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        self.x = t.c + t.a * (cols + 0.5) + t.b * (rows + 0.5)
-        self.y = t.f + t.d * (cols + 0.5) + t.e * (rows + 0.5)
-        self.fields = fields
+        x = t.c + t.a * (cols + 0.5) + t.b * (rows + 0.5)
+        y = t.f + t.d * (cols + 0.5) + t.e * (rows + 0.5)
+        self.px, self.py, self.vz = compose(fields, x, y)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -98,7 +101,7 @@ class FieldSampler:
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
-        px, py, vz = compose(self.fields, self.x - sx, self.y - sy)
+        px, py, vz = self.px - sx, self.py - sy, self.vz
         inv = self.inverse
         pcol = inv.a * px + inv.b * py + inv.c - 0.5
         prow = inv.d * px + inv.e * py + inv.f - 0.5
