@@ -110,6 +110,7 @@ def _register() -> None:
         ("xdem.cli.coreg", "coreg"),
         ("xdem.cli.terrain", "terrain"),
         ("xdem.cli.report", "report"),
+        ("xdem.cli.convert", "convert"),
     ]:
         try:
             mod = importlib.import_module(module)

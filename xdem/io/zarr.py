@@ -33,7 +33,7 @@ import contextlib
 import os
 import shutil
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +48,7 @@ from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.sources import find_sources
 
-__all__ = ["write_zarr", "ZarrResult", "COMPRESSORS"]
+__all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "check_store_path"]
 
 #: Compressors accepted by :func:`write_zarr` (``"zstd"``, level 3, is the default).
 COMPRESSORS = ("zstd", "blosc", "gzip", "none")
@@ -144,6 +144,40 @@ def _check_path(path: Path, sources: set[Path]) -> None:
                               "path (an input is never replaced, even with overwrite)")
     if not path.exists():
         check_output_path(path, overwrite=False, what="output store")  # its folder exists and is writable
+
+
+def check_store_path(path: str | os.PathLike, *, overwrite: bool, resume: bool,
+                     inputs: Iterable[tuple[str, str | os.PathLike]] = ()) -> Path:
+    """The cheap checks of a store to write, before any computation (:func:`write_zarr` makes
+    them again, with the fingerprint): returns the absolute path or raises
+    :class:`~xdem.errors.OutputError` in one line.
+
+    Refused: a folder that does not exist or is not writable, a path that is one of ``inputs``
+    (``(label, path)`` pairs) or holds one, an existing store or file without ``overwrite`` or
+    ``resume`` (with ``resume``: one not written by xdem), a folder that is not a Zarr store.
+
+    Examples
+    --------
+    >>> check_store_path("/tmp/new_store.zarr", overwrite=False, resume=False).name
+    'new_store.zarr'
+    """
+    p = Path(os.path.abspath(os.fspath(path)))
+    target = p.resolve()
+    for label, src in inputs:
+        s = Path(os.path.abspath(os.fspath(src))).resolve()
+        if s == target or target in s.parents:
+            raise OutputError(f"output store '{p}' is {label}, or holds it; write to another path "
+                              "(an input is never replaced, even with overwrite)")
+    _check_path(p, set())
+    status = zs.store_status(p)
+    if status == "other" and p.is_dir():
+        raise OutputError(f"'{p}' is a folder that is not a Zarr store; it is never replaced: choose another path")
+    if status == "missing" or overwrite or (resume and status in ("incomplete", "complete")):
+        return p
+    if resume:
+        raise OutputError(f"cannot resume '{p}': it is not a store written by xdem; pass --overwrite to replace it")
+    hint = " (an incomplete store: pass --resume to finish it)" if status == "incomplete" else ""
+    raise OutputError(f"output store '{p}' already exists{hint}; pass --overwrite to replace it or choose another path")
 
 
 def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> AbstractSet[tuple[int, int]] | None:
