@@ -48,8 +48,10 @@ from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.sources import find_sources
 
-__all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "check_store_path"]
+__all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "VARIABLE", "check_store_path"]
 
+#: Name of the DEM variable in the stores :func:`write_zarr` writes (``xr.open_zarr(path)["dem"]``).
+VARIABLE = "dem"
 #: Compressors accepted by :func:`write_zarr` (``"zstd"``, level 3, is the default).
 COMPRESSORS = ("zstd", "blosc", "gzip", "none")
 
@@ -299,7 +301,7 @@ def write_zarr(
 ) -> ZarrResult:
     """Write a 2-D DataArray of any size to a Zarr v3 store, out of core, lock-free and resumable.
 
-    Every chunk is computed and written by one task (any dask scheduler, ``distributed``
+    The DEM is the store's variable ``dem``. Every chunk is computed and written by one task (any dask scheduler, ``distributed``
     included: workers write straight into the store). The store reads with
     ``xarray.open_zarr`` (``.rio.crs``, ``.rio.transform()`` and ``.rio.nodata`` work) and with
     :func:`xdem.open_dem`. It is written in place; until its completion marker is written
@@ -349,7 +351,7 @@ def write_zarr(
     >>> import xarray as xr, xdem
     >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
     >>> result = xdem.write_zarr(dem + 1, "/tmp/lidar_plus_one.zarr", overwrite=True, chunks=128)
-    >>> result.written, str(xr.open_zarr(result.path)["lidar_plus_one"].rio.crs)
+    >>> result.written, str(xr.open_zarr(result.path)["dem"].rio.crs)
     (16, 'EPSG:26915')
     >>> xdem.write_zarr(dem + 1, "/tmp/lidar_plus_one.zarr", resume=True, chunks=128).written
     0
@@ -369,8 +371,7 @@ def write_zarr(
     store_chunks = _store_chunks(data, chunks)
     data = data.rechunk(store_chunks)
     out = Path(os.path.abspath(os.fspath(path)))
-    variable = out.name[: -len(".zarr")] if out.name.lower().endswith(".zarr") else out.name
-    variable = variable or "dem"
+    variable = VARIABLE
     sources = find_sources(dem)
     _check_path(out, sources)
     fp = _fingerprint(data, variable=variable, store_chunks=store_chunks, nodata=tag, compressor=str(compressor).lower(),
