@@ -16,14 +16,13 @@ import rasterio
 import xarray as xr
 from affine import Affine
 from click.testing import CliRunner
+from helpers import MaxResult, count_computes, write_tif
 
 import xdem
 from xdem.cli import main
 from xdem.errors import CRSError, InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.zarr import write_zarr
-
-from helpers import MaxResult, count_computes, write_tif
 
 ROOT = Path(__file__).resolve().parents[1]
 CRS = "EPSG:32633"

@@ -9,4 +9,5 @@ from xdem._version import __version__
 from xdem.io import open_dem, write_cog, write_zarr
 from xdem.io.grid import align_pair
 
-__all__ = ["__version__", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain", "spatialstats"]
+__all__ = ["__version__", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
+           "spatialstats"]

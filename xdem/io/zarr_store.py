@@ -218,7 +218,7 @@ def open_zarr_dem(path: Path, *, chunks: Any, band: int | None, nodata: float | 
 
     Chunks are a multiple of the store's chunks (``"auto"``) or as given.
     """
-    from xdem.io.open import _finish, _normalise_chunks, _nodata_of
+    from xdem.io.open import _finish, _nodata_of, _normalise_chunks
     from xdem.io.sources import register_region_reader, register_source
 
     status = store_status(path)
@@ -235,7 +235,8 @@ def open_zarr_dem(path: Path, *, chunks: Any, band: int | None, nodata: float | 
     try:
         ds = _open_dataset(path)
     except Exception as exc:  # zarr raises many types for damaged metadata
-        raise InputError(f"cannot read '{path}' as a Zarr store ({type(exc).__name__}: {exc}); is it complete and not corrupt?") from exc
+        raise InputError(f"cannot read '{path}' as a Zarr store ({type(exc).__name__}: {exc}); is it complete and "
+                         "not corrupt?") from exc
     name = _dem_variable(ds, path)
     arr = ds[name]
     if arr.rio.crs is None:

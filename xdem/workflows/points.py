@@ -115,9 +115,8 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         local = pts.to_crs(dem.rio.crs)
         if ref_is_points:
             from xdem.io.cog import write_cog
-            from xdem.points import pixel_positions
-
             from xdem.io.zarr_store import is_zarr_path
+            from xdem.points import pixel_positions
 
             with prog.stage(f"writing {out}"):
                 if is_zarr_path(out):
