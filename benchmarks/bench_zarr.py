@@ -151,7 +151,8 @@ def format_doc(res: dict) -> str:
     lines = [
         f"`benchmarks/bench_zarr.py --size {n}`: `open_dem(dem) + 1` written as a COG and as a Zarr store "
         f"({n}^2 float32), threaded and under a 2-worker `distributed.LocalCluster` (its start-up included in the "
-        "wall time; `write` is the time inside the write), then a threaded Zarr write killed (SIGKILL) at 50 % of "
+        "wall time, as are Python's start-up and imports; `write` is the time inside the write: opening the DEM, "
+        "building the graph, computing and writing), then a threaded Zarr write killed (SIGKILL) at 50 % of "
         f"its chunks and resumed. {res['machine']}; load average {res['load_avg'][0]:.1f} at the end.",
         "",
         "| run | wall | write | CPU | peak RSS | output |",
