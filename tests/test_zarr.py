@@ -321,3 +321,35 @@ def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict
     clean_objects = _objects(clean)
     assert len(clean_objects) > 300
     assert _objects(out) == clean_objects
+
+
+def test_store_content_does_not_depend_on_the_input_chunking(tmp_path: Path) -> None:
+    z = _holes((300, 260))
+    a = write_zarr(_dem(z, chunks=(50, 70)) * 2, tmp_path / "a.zarr", chunks=64).path
+    b = write_zarr(_dem(z, chunks=(300, 13)) * 2, tmp_path / "b.zarr", chunks=64).path
+    assert _objects(a) == _objects(b)
+
+
+def test_coreg_to_zarr_equals_coreg_to_cog_and_reads_zarr_inputs(tmp_path: Path) -> None:
+    from xdem.examples import write_example_pair
+    from xdem.io.sources import region_reader
+    from xdem.workflows import CoregRequest, run_coreg
+
+    pair = write_example_pair(tmp_path)
+    runs = {}
+    for name in ("out.tif", "out.zarr"):
+        runs[name] = run_coreg(CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / name,
+                                            coreg=xdem.coreg.NuthKaab(), stats="sampled", random_state=1))
+    tif, zarr_ = (xdem.open_dem(tmp_path / n) for n in ("out.tif", "out.zarr"))
+    np.testing.assert_array_equal(zarr_.values, tif.values)  # the same aligned DEM, whatever the format
+    assert runs["out.zarr"].document["stats"]["after"] == runs["out.tif"].document["stats"]["after"]
+    # a store as the reference: the same fit as from the GeoTIFF
+    write_zarr(xdem.open_dem(pair["ref"]), tmp_path / "ref.zarr", chunks=128)
+    read = region_reader(xdem.open_dem(tmp_path / "ref.zarr"))
+    np.testing.assert_array_equal(read(slice(3, 50), slice(100, 260)), xdem.open_dem(pair["ref"]).values[3:50, 100:260])
+    again = run_coreg(CoregRequest(reference=tmp_path / "ref.zarr", to_be_aligned=pair["tba"],
+                                   output=tmp_path / "again.tif", coreg=xdem.coreg.NuthKaab(), stats="none"))
+    assert again.document["steps"] == runs["out.tif"].document["steps"]
+    with pytest.raises(InputError, match="Zarr outputs"):
+        run_coreg(CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / "x.tif",
+                               coreg=xdem.coreg.NuthKaab(), resume=True))

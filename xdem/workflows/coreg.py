@@ -181,6 +181,9 @@ def check_coreg_paths(
         out = check_store_path(output, overwrite=overwrite, resume=resume,
                                inputs=[(f"the {k}", v) for k, v in inputs.items() if v is not None])
     else:
+        if resume:
+            raise InputError(f"resume (--resume) applies to Zarr outputs (*.zarr), not '{output}': a COG is written "
+                             "in one go")
         out = S.check_new_output(output, overwrite=overwrite, inputs=inputs, what="output")
     taken = {**inputs, "output": str(out)}
     json_path = None
