@@ -148,6 +148,18 @@ def test_resume_refuses_a_different_computation(tmp_path: Path) -> None:
     np.testing.assert_array_equal(xdem.open_dem(path).values, (dem + 2).values)
 
 
+def test_resume_of_a_store_killed_while_being_created(tmp_path: Path) -> None:
+    dem = _dem(_holes((128, 128)), chunks=64)
+    clean = write_zarr(dem, tmp_path / "clean.zarr").path
+    path = write_zarr(dem, tmp_path / "s.zarr").path
+    for f in [path / "zarr.json", path / "dem" / "zarr.json", path / zs.BOOK / zs.COMPLETE]:
+        f.unlink()  # killed after its fingerprint, before its metadata was complete
+    for f in (path / zs.BOOK / "done").iterdir():
+        f.unlink()
+    assert write_zarr(dem, path, resume=True).written == 4
+    assert _objects(path) == _objects(clean)
+
+
 def test_second_writer_of_the_same_store_is_refused(tmp_path: Path) -> None:
     dem = _dem(_holes((128, 128)), chunks=64)
     path = write_zarr(dem, tmp_path / "s.zarr").path

@@ -226,7 +226,11 @@ def _initialise(data: da.Array, dem: xr.DataArray, path: Path, *, variable: str,
                 nodata: float | None, codecs: tuple, fp: dict) -> None:
     """Create the store: bookkeeping first (so it is recognisably incomplete), then metadata
     and coordinates (xarray, ``compute=False``: no chunk is computed)."""
-    path.mkdir()
+    try:
+        path.mkdir()
+    except FileExistsError:
+        raise OutputError(f"'{path}' was created by another process while this one was starting to write it; "
+                          "it was left untouched: choose another path") from None
     zs.start_book(path, fp)
     arr = xr.DataArray(data, dims=("y", "x"), coords={"y": dem["y"].values, "x": dem["x"].values}, name=variable)
     arr = arr.rio.write_crs(dem.rio.crs).rio.write_transform(dem.rio.transform(recalc=False))
@@ -376,13 +380,18 @@ def write_zarr(
     _check_path(out, sources)
     fp = _fingerprint(data, variable=variable, store_chunks=store_chunks, nodata=tag, compressor=str(compressor).lower(),
                       sources=sources, extra=fingerprint)
-    keep = _prepare_target(out, fp, overwrite=overwrite, resume=resume)
     total = len(data.chunks[0]) * len(data.chunks[1])
-    if keep is None:
-        return ZarrResult(path=out, written=0, kept=total, fingerprint=fp)
-    if keep is _FRESH:
-        _initialise(data, dem, out, variable=variable, store_chunks=store_chunks, nodata=tag, codecs=codecs, fp=fp)
-    with zs.writer_lock(out):
+    with contextlib.ExitStack() as stack:
+        if (out / zs.BOOK).is_dir():  # an xdem store: nobody else may be writing it while it is resumed or replaced
+            stack.enter_context(zs.writer_lock(out))
+        keep = _prepare_target(out, fp, overwrite=overwrite, resume=resume)
+        if keep is None:
+            return ZarrResult(path=out, written=0, kept=total, fingerprint=fp)
+        if not keep:  # fresh, or a resume with no chunk to keep: its metadata may be half-written, start again
+            if keep is not _FRESH:
+                shutil.rmtree(out)
+            _initialise(data, dem, out, variable=variable, store_chunks=store_chunks, nodata=tag, codecs=codecs, fp=fp)
+            stack.enter_context(zs.writer_lock(out))
         blocks = data.to_delayed()
         rows = np.cumsum((0,) + data.chunks[0][:-1])
         cols = np.cumsum((0,) + data.chunks[1][:-1])
