@@ -1,6 +1,6 @@
 """Benchmark ``xdem.write_zarr`` against ``xdem.write_cog``, and a kill at 50 % + resume.
 
-For one square size (``--size``, default 20000; the synthetic DEM is cached under
+For each square size (``--sizes``, default 20000; the synthetic DEM is cached under
 ``benchmarks/_cache``), each in its own subprocess measured by :func:`_measure.measure` (wall
 time, CPU, peak RSS of the process tree, workers included):
 
@@ -13,7 +13,7 @@ time, CPU, peak RSS of the process tree, workers included):
   - clean run) and whether the resumed store equals the clean one bit for bit.
 
 The table is printed and written to ``docs/performance.md`` (section ``zarr``) unless
-``--no-doc``. Run: ``python benchmarks/bench_zarr.py --size 4000``.
+``--no-doc``. Run: ``python benchmarks/bench_zarr.py --sizes 4000``.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def bench(size: int, *, write_doc: bool) -> dict:
 def format_doc(res: dict) -> str:
     n = res["size"]
     lines = [
-        f"`benchmarks/bench_zarr.py --size {n}`: `open_dem(dem) + 1` written as a COG and as a Zarr store "
+        f"`benchmarks/bench_zarr.py --sizes {n}`: `open_dem(dem) + 1` written as a COG and as a Zarr store "
         f"({n}^2 float32), threaded and under a 2-worker `distributed.LocalCluster` (its start-up included in the "
         "wall time, as are Python's start-up and imports; `write` is the time inside the write: opening the DEM, "
         "building the graph, computing and writing), then a threaded Zarr write killed (SIGKILL) at 50 % of "
@@ -172,10 +172,11 @@ def format_doc(res: dict) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", type=int, default=20000, help="square DEM side in pixels")
-    parser.add_argument("--no-doc", action="store_true", help="do not update docs/performance.md")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20000], help="square DEM sides in pixels")
+    parser.add_argument("--no-doc", action="store_true", help="do not update docs/performance.md (else: the last size)")
     args = parser.parse_args(argv)
-    bench(args.size, write_doc=not args.no_doc)
+    for size in args.sizes:
+        bench(size, write_doc=not args.no_doc)
 
 
 if __name__ == "__main__":
