@@ -4,9 +4,10 @@ Exit codes: 0 success, 1 error (an :class:`xdem.errors.XdemError` or an I/O fail
 reported on one line), 2 usage error (click's own), 143 terminated by SIGTERM (128 + 15, the
 shell's convention; ``timeout``, SLURM and ``docker stop`` send it). SIGTERM unwinds the
 command like Ctrl-C (:class:`Terminated`, a ``KeyboardInterrupt``), so the same clean-up runs:
-temporary files are removed. Every command runs in one :func:`xdem.io.atomic.output_journal`:
-when it fails (any exit but 0), the outputs it had already moved into place are removed again
-(a file replaced with ``--overwrite`` is restored), so a failed run leaves nothing new behind.
+temporary files are removed (an unfinished Zarr store is kept: ``--resume`` finishes it). Every
+command runs in one :func:`xdem.io.atomic.output_journal`: when it fails (any exit but 0), the
+outputs it had already moved into place are removed again (a file replaced with ``--overwrite``
+is restored), so a failed run leaves nothing new behind.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class _XdemGroup(click.Group):
             with output_journal():
                 return super().invoke(ctx)
         except Terminated:
-            click.echo("Error: terminated by SIGTERM; temporary files were removed and no output was left", err=True)
+            click.echo("Error: terminated by SIGTERM; temporary files were removed and no output was left (but an "
+                       "unfinished Zarr store, kept for --resume)", err=True)
             sys.exit(128 + signal.SIGTERM)
         except XdemError as exc:
             click.echo(f"Error: {exc}", err=True)
@@ -110,6 +112,7 @@ def _register() -> None:
         ("xdem.cli.coreg", "coreg"),
         ("xdem.cli.terrain", "terrain"),
         ("xdem.cli.report", "report"),
+        ("xdem.cli.convert", "convert"),
     ]:
         try:
             mod = importlib.import_module(module)

@@ -366,10 +366,11 @@ def _print_points_summary(doc: dict) -> None:
 
 
 @click.command("coreg")
-@click.argument("ref", type=click.Path(dir_okay=False))
-@click.argument("tba", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Aligned DEM to write (Cloud-Optimized GeoTIFF, on the grid of TBA unless --grid ref).")
+@click.argument("ref", type=click.Path())
+@click.argument("tba", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Aligned DEM to write, on the grid of TBA unless --grid ref: a Cloud-Optimized GeoTIFF, or a Zarr "
+                   "store if it ends with .zarr (lock-free writes on clusters, resumable with --resume).")
 @click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
                    "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
@@ -416,6 +417,9 @@ def _print_points_summary(doc: dict) -> None:
                    "instead of failing with exit code 1.")
 @click.option("--chunks", type=click.IntRange(min=16), default=None, help="Chunk side in pixels (default: auto).")
 @click.option("--overwrite", is_flag=True, help="Replace existing output, --json-out and --report files.")
+@click.option("--resume", is_flag=True,
+              help="Zarr output: finish the store an interrupted run of the same command left (only its missing chunks "
+                   "are written; the fit runs again). A store from different inputs or options is refused.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (and nothing else).")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write the JSON document to a file.")
 @click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write an HTML report (needs xdem.report).")
@@ -434,7 +438,7 @@ def coreg(
     resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
     chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
-    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None,
+    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None, resume: bool = False,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -444,11 +448,13 @@ def coreg(
       xdem coreg ref.tif tba.tif -o aligned.tif --method nuthkaab+deramp --poly-order 1 \\
           --exclude-mask glaciers.gpkg --json-out coreg.json
       xdem coreg ref.tif tba.tif -o aligned.tif --scheduler processes --workers 4
+      xdem coreg ref.tif tba.tif -o aligned.zarr --scheduler tcp://10.0.0.1:8786 --resume
       xdem coreg ref_points.gpkg tba.tif -o aligned.tif --z-column h
 
-    Both DEMs are read lazily; the fit, the output (a COG, nodata -9999) and the exact
+    Both DEMs are read lazily; the fit, the output (a COG or a Zarr store, nodata -9999) and the exact
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
-    0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
+    0 success, 1 error (nothing new left behind, but an unfinished Zarr store, kept for --resume), 2 usage
+    error, 143 SIGTERM.
     """
     from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
     from xdem.workflows import CoregRequest, check_coreg_paths, run_coreg
@@ -463,11 +469,11 @@ def coreg(
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
-    check_coreg_paths(**paths, overwrite=overwrite)
+    check_coreg_paths(**paths, overwrite=overwrite, resume=resume)
     request = CoregRequest(
         **paths, coreg=build_coreg(classes, options), method=method, options=options,
         grid="ref" if out_grid == "ref" else "tba",
-        random_state=random_state, chunks=chunks, overwrite=overwrite,
+        random_state=random_state, chunks=chunks, overwrite=overwrite, resume=resume,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
         z_column=z_column, points_crs=points_crs,
     )

@@ -56,6 +56,13 @@ def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto",
     if dem_chunks is None:  # cannot happen: open_dem always returns a dask-backed DEM
         raise TypeError(f"open_dem returned a numpy-backed DEM for '{path}'")
     bidx = band or 1
+    from xdem.io.zarr_store import is_zarr_path
+
+    if is_zarr_path(path):
+        meta = _zarr_meta(path, dem)
+        if stats:
+            meta["stats"] = robust_summary(dem.data)
+        return meta
     with rasterio.open(path) as src:
         nodata = src.nodatavals[bidx - 1]
         meta = {
@@ -80,6 +87,45 @@ def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto",
         meta.update(_crs_text(src.crs))
     if stats:
         meta["stats"] = robust_summary(dem.data)
+    return meta
+
+
+def _zarr_meta(path: str | Path, dem: Any) -> dict:
+    """:func:`describe`'s metadata of a Zarr store (read through xarray, like any reader would)."""
+    import warnings
+
+    import xarray as xr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_zarr(path, mask_and_scale=False, decode_coords="all")
+    (name,) = [n for n, v in ds.data_vars.items() if v.ndim == 2]  # open_dem checked there is one
+    var = ds[name]
+    t = dem.rio.transform()
+    nodata = var.rio.encoded_nodata if var.rio.encoded_nodata is not None else var.rio.nodata
+    compressors = var.encoding.get("compressors") or ()
+    dem_chunks = dem.chunks
+    meta = {
+        "path": str(path),
+        "driver": "Zarr",
+        "band": 1,
+        "bands": 1,
+        "size": [int(dem.shape[1]), int(dem.shape[0])],
+        "resolution": [abs(t.a), abs(t.e)],
+        "transform": list(t)[:6],
+        "bounds": list(dem.rio.bounds()),
+        "nodata": None if nodata is None or math.isnan(nodata) else float(nodata),
+        "nodata_is_nan": nodata is not None and math.isnan(nodata),
+        "file_dtype": str(var.dtype),
+        "dtype": str(dem.dtype),
+        "file_blocks": list(var.encoding.get("chunks", dem.shape)),
+        "chunks": [max(dem_chunks[0]), max(dem_chunks[1])],
+        "n_chunks": len(dem_chunks[0]) * len(dem_chunks[1]),
+        "area_or_point": var.attrs.get("AREA_OR_POINT", "Area"),
+        "compression": ", ".join(type(c).__name__.replace("Codec", "").lower() for c in compressors) or None,
+        "variable": str(name),
+    }
+    meta.update(_crs_text(dem.rio.crs))
     return meta
 
 
@@ -118,7 +164,7 @@ def _print_stats(s: dict) -> None:
 
 
 @click.command("info")
-@click.argument("dem", type=click.Path(dir_okay=False))
+@click.argument("dem", type=click.Path())
 @click.option("--band", type=click.IntRange(min=1), default=None,
               help="Band to describe (1-based); required for multi-band files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
@@ -127,7 +173,8 @@ def _print_stats(s: dict) -> None:
 @click.option("--z-column", default=None, help="Points files: the column of their elevation (default: z).")
 def info(dem: str, band: int | None, as_json: bool, chunks: int | None, no_stats: bool,
          z_column: str | None = None) -> None:
-    """Print the metadata of DEM and its exact median, NMAD, min, max and valid fraction.
+    """Print the metadata of DEM (a raster file or a Zarr store) and its exact median, NMAD, min, max and
+    valid fraction.
 
     A points file (.gpkg, .parquet, .csv, .las...): its count, CRS, bounds and elevation range.
     """

@@ -275,6 +275,7 @@ def open_dem(
     chunks: int | tuple[int, int] | str = "auto",
     band: int | None = None,
     nodata: float | None = None,
+    allow_incomplete: bool = False,
 ) -> xr.DataArray:
     """Open a DEM lazily as a 2-D, floating-point, dask-backed DataArray.
 
@@ -284,7 +285,9 @@ def open_dem(
     Parameters
     ----------
     source
-        A path to anything rasterio opens (GeoTIFF, COG, VRT), an :class:`xarray.DataArray`
+        A path to anything rasterio opens (GeoTIFF, COG, VRT), a Zarr store holding one 2-D
+        variable with a ``spatial_ref`` grid mapping (``*.zarr``, see :func:`xdem.write_zarr`;
+        its chunks are a multiple of the store's), an :class:`xarray.DataArray`
         with rioxarray georeferencing (numpy- or dask-backed), or a :class:`geoutils.Raster`.
     chunks
         ``"auto"`` (default: about 2048 pixels a side, a multiple of the file's tiles), an int
@@ -293,6 +296,9 @@ def open_dem(
         Band to read, starting at 1. ``None`` requires a single-band source.
     nodata
         Value to treat as nodata instead of the file's own.
+    allow_incomplete
+        Read a Zarr store whose writer stopped before the end (refused by default: chunks not
+        yet written read as nodata).
 
     Returns
     -------
@@ -302,7 +308,8 @@ def open_dem(
     Raises
     ------
     xdem.errors.InputError
-        Missing or unreadable file, several bands and no ``band``, bad ``chunks``.
+        Missing or unreadable file, several bands and no ``band``, bad ``chunks``, a folder
+        that is not a Zarr store, an incomplete Zarr store.
     xdem.errors.CRSError
         The source has no CRS.
 
@@ -314,6 +321,11 @@ def open_dem(
     (('y', 'x'), 'float32')
     """
     if isinstance(source, (str, os.PathLike)):
+        from xdem.io.zarr_store import is_zarr_path, open_zarr_dem
+
+        if is_zarr_path(source):
+            return open_zarr_dem(Path(os.path.abspath(os.fspath(source))), chunks=chunks, band=band, nodata=nodata,
+                                 allow_incomplete=allow_incomplete)
         return _open_path(Path(source), chunks=chunks, band=band, nodata=nodata)
     if isinstance(source, xr.DataArray):
         return _open_dataarray(source, chunks=chunks, band=band, nodata=nodata)

@@ -42,7 +42,8 @@ class CoregRequest:
     reference, to_be_aligned
         The reference DEM (REF) and the DEM to align (TBA): any file :func:`xdem.open_dem` reads.
     output
-        Aligned DEM to write (Cloud-Optimized GeoTIFF, nodata -9999).
+        Aligned DEM to write, nodata -9999: a Cloud-Optimized GeoTIFF, or a Zarr store if it
+        ends with ``.zarr`` (:func:`xdem.write_zarr`: lock-free on clusters, resumable).
     coreg
         The coregistration to fit: an unfitted estimator of :mod:`xdem.coreg` (a single method
         or a :class:`~xdem.coreg.CoregPipeline`).
@@ -61,6 +62,9 @@ class CoregRequest:
         Chunk side in pixels (``None``: automatic).
     overwrite
         Replace existing output, JSON and report files.
+    resume
+        Zarr output (``*.zarr``): finish the store an interrupted run of the same computation
+        left, writing only its missing chunks (:func:`xdem.write_zarr`); the fit runs again.
     json_out, report
         Also write the JSON document / an HTML report (needs :mod:`xdem.report`) to these files.
     stats
@@ -88,6 +92,7 @@ class CoregRequest:
     random_state: int | None = None
     chunks: int | None = None
     overwrite: bool = False
+    resume: bool = False
     json_out: str | os.PathLike | None = None
     report: str | os.PathLike | None = None
     stats: Literal["sampled", "exact", "none"] = "sampled"
@@ -138,6 +143,7 @@ def check_coreg_paths(
     *, reference: str | os.PathLike, to_be_aligned: str | os.PathLike, output: str | os.PathLike,
     inlier_mask: str | os.PathLike | None = None, exclude_mask: str | os.PathLike | None = None,
     json_out: str | os.PathLike | None = None, report: str | os.PathLike | None = None, overwrite: bool = False,
+    resume: bool = False,
 ) -> CheckedPaths:
     """The cheap checks run before any computation, so that nobody waits for a fit that cannot
     be saved: inputs exist; outputs are new (or ``overwrite``), distinct from the inputs and
@@ -167,7 +173,18 @@ def check_coreg_paths(
     for label, path in inputs.items():
         if path is not None and not Path(path).exists():
             raise InputError(f"{label} file not found: '{path}'")
-    out = S.check_new_output(output, overwrite=overwrite, inputs=inputs, what="output")
+    from xdem.io.zarr_store import is_zarr_path
+
+    if is_zarr_path(output):
+        from xdem.io.zarr import check_store_path
+
+        out = check_store_path(output, overwrite=overwrite, resume=resume,
+                               inputs=[(f"the {k}", v) for k, v in inputs.items() if v is not None])
+    else:
+        if resume:
+            raise InputError(f"resume (--resume) applies to Zarr outputs (*.zarr), not '{output}': a COG is written "
+                             "in one go")
+        out = S.check_new_output(output, overwrite=overwrite, inputs=inputs, what="output")
     taken = {**inputs, "output": str(out)}
     json_path = None
     if json_out:
@@ -300,6 +317,15 @@ def run_coreg(
                     progress=progress, t_start=t_start, exact_stats=exact_stats or S.dh_stats)
 
 
+def _fit_record(model: Any, grid: str) -> dict:
+    """What a Zarr output's fingerprint records of the fit (compared when resuming)."""
+    try:
+        fitted = model.to_dict()
+    except (AttributeError, NotImplementedError, TypeError, ValueError):
+        fitted = S.steps_summary(model)
+    return {"coreg": S.jsonable(fitted), "grid": grid}
+
+
 def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: float, exact_stats: Callable) -> CoregResult:
     from xdem.errors import InputError
 
@@ -312,7 +338,7 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         raise InputError(f"stats must be 'sampled', 'exact' or 'none', got {r.stats!r}")
     paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
                               inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
-                              report=r.report, overwrite=r.overwrite)
+                              report=r.report, overwrite=r.overwrite, resume=r.resume)
     ref, tba = os.fspath(r.reference), os.fspath(r.to_be_aligned)
     inlier_mask = None if r.inlier_mask is None else os.fspath(r.inlier_mask)
     exclude_mask = None if r.exclude_mask is None else os.fspath(r.exclude_mask)
@@ -326,6 +352,7 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         from xdem.io.cog import write_cog
         from xdem.io.grid import same_grid
         from xdem.io.open import open_dem
+        from xdem.io.zarr_store import is_zarr_path
 
         ck: Any = r.chunks if r.chunks else "auto"
         ref_d, tba_d = open_dem(ref, chunks=ck), open_dem(tba, chunks=ck)
@@ -341,7 +368,8 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         t0 = time.perf_counter()
         # The sampled statistics are computed in the block-writing pass (the blocks of TBA
         # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
-        fused = not no_stats and not exact and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
+        to_zarr = is_zarr_path(out)  # a store is written chunk by chunk (resumable): statistics after it
+        fused = not to_zarr and not no_stats and not exact and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
         also, finish, finish_verdict = [], None, None
         if fused:
             block_stats, finish = S.stats_while_writing(ref_d, tba_d, aligned, **masks, random_state=r.random_state,
@@ -353,8 +381,14 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
         with prog.stage(f"writing {out}" + (" (and the statistics of dh)" if fused else "")):
-            written_cog = write_cog(aligned, out, overwrite=r.overwrite,
-                                    progress=not prog.quiet and sinfo["client"] is not None, also=also)
+            if to_zarr:
+                from xdem.io.zarr import write_zarr
+
+                write_zarr(aligned, out, overwrite=r.overwrite, resume=r.resume, fingerprint=_fit_record(model, r.grid),
+                           progress=not prog.quiet and sinfo["client"] is not None)
+            else:
+                written_cog = write_cog(aligned, out, overwrite=r.overwrite,
+                                        progress=not prog.quiet and sinfo["client"] is not None, also=also)
         t_write = time.perf_counter() - t0
         t0 = time.perf_counter()
         stats = None

@@ -88,7 +88,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         want = "a DEM (.tif)" if ref_is_points else "a points file (e.g. .gpkg)"
         raise InputError(f"the output must be {want}: the {'DEM' if ref_is_points else 'points'} to align is what "
                          "gets written")
-    paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
+    paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output, resume=r.resume,
                               inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
                               report=r.report, overwrite=r.overwrite)
     masks = {"inlier_mask": None if r.inlier_mask is None else os.fspath(r.inlier_mask),
@@ -115,10 +115,16 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         local = pts.to_crs(dem.rio.crs)
         if ref_is_points:
             from xdem.io.cog import write_cog
+            from xdem.io.zarr_store import is_zarr_path
             from xdem.points import pixel_positions
 
             with prog.stage(f"writing {out}"):
-                write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
+                if is_zarr_path(out):
+                    from xdem.io.zarr import write_zarr
+
+                    write_zarr(model.apply(dem), out, overwrite=r.overwrite, resume=r.resume)
+                else:
+                    write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
             written = open_dem(out, chunks=ck)
             positions = pixel_positions(dem, local.x, local.y)  # the written DEM is on the same grid
             before = _dem_at(dem, local, positions)
