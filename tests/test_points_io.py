@@ -134,3 +134,25 @@ def test_fit_from_files_equals_geodataframe(tmp_path, pts) -> None:
     assert xdem.coreg.NuthKaab().fit(gpq, dem, z_column="h_noisy").to_translations() == base
     from_csv = read_points(csv, source_crs=tp.CRS)  # a CSV has no CRS: read it first, fit on the PointSet
     assert xdem.coreg.NuthKaab().fit(from_csv, dem).to_translations() == pytest.approx(base, abs=1e-9)
+
+
+def test_dense_chunk_split_into_bounded_tasks(pts) -> None:
+    """50 000 points inside one 256 x 256 chunk, batches of 5 000: ten tasks of at most 5 000
+    points each (a task's result: 5 000 values and 6 x 6 windows, 0.76 MB, never the 50 000
+    points' 7.6 MB), with the values of one unsplit evaluation."""
+    import dask
+
+    from helpers import MaxResult
+    from xdem.points import dem_at_points
+
+    dem = tp.shifted((0.0, 0.0, 0.0))
+    rng = np.random.default_rng(4)
+    prow, pcol = rng.uniform(300.0, 500.0, (2, 50_000))  # all in chunk (1, 1) of 256 pixels
+    whole, wins, tasks = dem_at_points(dem.data, prow, pcol, resampling="lagrange", half=2)
+    assert tasks == 1
+    with dask.config.set(scheduler="sync"), MaxResult() as mr:
+        parts, pwins, tasks = dem_at_points(dem.data, prow, pcol, resampling="lagrange", half=2, batch_points=5000)
+    assert tasks == 10
+    np.testing.assert_array_equal(parts, whole)
+    np.testing.assert_array_equal(pwins, wins)
+    assert mr.max_bytes <= 5000 * (8 + 36 * 4) + 300_000  # one batch of results (+ a 256 x 256 chunk's worth)
