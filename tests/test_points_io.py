@@ -141,8 +141,8 @@ def test_dense_chunk_split_into_bounded_tasks(pts) -> None:
     points each (a task's result: 5 000 values and 6 x 6 windows, 0.76 MB, never the 50 000
     points' 7.6 MB), with the values of one unsplit evaluation."""
     import dask
-
     from helpers import MaxResult
+
     from xdem.points import dem_at_points
 
     dem = tp.shifted((0.0, 0.0, 0.0))
