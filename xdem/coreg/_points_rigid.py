@@ -49,6 +49,9 @@ if TYPE_CHECKING:  # the estimators import this module lazily
 
 __all__ = ["fit_icp_points", "fit_lzd_points", "fit_dhminimize_points", "moved_gradient"]
 
+#: LZD on points takes the moved DEM's gradient again when the transform has moved a point by
+#: more than this (pixels) since it was last taken.
+REGRADIENT_PX = 0.05
 #: DhMinimize on points searches within this many pixels of its start (``initial_shift``).
 SEARCH_PX = 10.0
 
@@ -157,10 +160,21 @@ def fit_lzd_points(est: LZD, data: PointFitData) -> None:
         raise _no_points("LZD", data, pts.count, int(fin.sum()), est._min_points)
     unknowns = est._unknowns(ss)
 
+    at = [m0]  # the transform the gradient was last taken at
+    p = np.vstack([pts.x - centre[0], pts.y - centre[1], pts.z - centre[2], np.ones(pts.count)])
+    p[:3][:, ~np.isfinite(pts.z)] = 0.0
+
     class _PointRun(_Run):
         def residuals(self, matrix: np.ndarray) -> np.ndarray:
             r = super().residuals(matrix)
-            self.ss.gx, self.ss.gy = moved_gradient(self.ss.sampler, matrix, self._z, step)
+            # the gradient follows the moved DEM; taken again once the transform has moved some
+            # point by more than REGRADIENT_PX since (near the solution the steps are far smaller)
+            c = np.eye(4)
+            c[:3, 3] = centre
+            delta = ((matrix - at[0]) @ c) @ p
+            if float(np.sqrt(np.max(np.sum(delta[:3] ** 2, axis=0)))) > REGRADIENT_PX * pixel:
+                self.ss.gx, self.ss.gy = moved_gradient(self.ss.sampler, matrix, self._z, step)
+                at[0] = matrix.copy()
             return r
 
     run = _PointRun(est, ss, m0, unknowns, pixel=pixel, shape=grid_shape(dem), prior=np.eye(4))
@@ -212,15 +226,13 @@ def fit_dhminimize_points(est: DhMinimize, data: PointFitData) -> None:
     if int(use.sum()) < est._min_points:
         raise _no_points("DhMinimize", data, pts.count, int(use.sum()), est._min_points)
     res_x, res_y = signed_resolution(data.dem)
-    z = pts.z[use]
-    sub = sampler if bool(use.all()) else PointSampler(data.dem, pts.take(use), resampling=est.resampling,
-                                                       half=est._half, data=data.values)
+    z = np.where(use, pts.z, np.nan)  # the points outside `use` never enter the spread
 
     def shift_of(p: np.ndarray) -> tuple[float, float]:
         return float(-p[1] * res_x), float(p[0] * res_y)
 
     def objective(p: np.ndarray) -> float:
-        dh = sub(*shift_of(p)) - z
+        dh = sampler(*shift_of(p)) - z
         return float(est.spread_func(dh[np.isfinite(dh)]))
 
     pos0 = np.array(shift_in_pixels(data.dem, *start), dtype=np.float64)
@@ -241,5 +253,5 @@ def fit_dhminimize_points(est: DhMinimize, data: PointFitData) -> None:
     est.n_iterations_ = int(iterations)
     est.converged_ = bool(converged)
     est.count_ = int(ok.sum())
-    est.passes_ = int(sampler.reads + (sub.reads if sub is not sampler else 0))
+    est.passes_ = int(sampler.reads)
     _set_counts(est, data, pts, fin, ok)
