@@ -123,7 +123,21 @@ def moved_gradient(sampler: RigidSampler, matrix: np.ndarray, guess: np.ndarray,
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Gradient ``(dz/dx, dz/dy)`` of the surface moved by ``matrix`` at the sampler's
     positions: central differences ``step`` apart (the surface moved by ``-e`` after
-    ``matrix`` shows at ``q`` what the moved surface has at ``q + e``)."""
+    ``matrix`` shows at ``q`` what the moved surface has at ``q + e``).
+
+    Examples
+    --------
+    The plane ``z = 2 x + 0.5 y`` at a point between pixel centres:
+
+    >>> import xarray as xr
+    >>> z = np.add.outer(-0.5 * (np.arange(20.0) + 0.5), 2.0 * (np.arange(20.0) + 0.5))
+    >>> dem = xr.DataArray(z, dims=("y", "x"), coords={"y": -np.arange(20) - 0.5, "x": np.arange(20) + 0.5})
+    >>> s = RigidSampler(dem, np.array([10]), np.array([7]), interpolation="lagrange", half=2,
+    ...                  centre=np.zeros(3), x=np.array([7.3]), y=np.array([-10.6]))
+    >>> gx, gy = moved_gradient(s, np.eye(4), np.array([9.3]), 0.5)
+    >>> gx.round(9).tolist(), gy.round(9).tolist(), s(np.eye(4), np.array([9.0])).round(9).tolist()
+    ([2.0], [0.5], [9.3])
+    """
 
     def at(dx: float, dy: float) -> np.ndarray:
         t = np.eye(4)
