@@ -129,3 +129,20 @@ def test_rigid_points_no_valid_pixels(cls, pts, dem) -> None:
     far["geometry"] = far.geometry.translate(20_000.0, 0.0)
     with pytest.raises(NotEnoughDataError, match="fall on valid DEM pixels|have the reference around them"):
         cls().fit(far, dem, z_column="h")
+
+
+@pytest.mark.parametrize("cls", (*RIGID, xdem.coreg.DhMinimize), ids=lambda c: c.__name__)
+def test_rigid_points_large_shift_and_initial_shift(cls, pts) -> None:
+    """A shift of 15 pixels (60, -45) m, found from no start (DhMinimize: its search box moves
+    on from its edge); ``initial_shift`` has the sign of the result whichever side the points
+    are on: started at the answer, a fit takes fewer iterations than from no start (started
+    at its negative, it takes more: measured LZD 3 / 5 / 6, ICP 2 / 5 / 7, DhMinimize 29 / 71 /
+    93)."""
+    move = (60.0, -45.0, 2.0)
+    d = tp.shifted(move)
+    for args, sign in (((pts, d), -1.0), ((d, pts), 1.0)):
+        free = cls().fit(*args, z_column="h")
+        given = cls(initial_shift=(sign * move[0], sign * move[1])).fit(*args, z_column="h")
+        for f in (free, given):
+            assert np.all(np.abs(np.subtract(f.to_translations(), np.multiply(sign, move))) <= 0.03), f.to_translations()
+        assert given.n_iterations_ < free.n_iterations_

@@ -52,7 +52,8 @@ __all__ = ["fit_icp_points", "fit_lzd_points", "fit_dhminimize_points", "moved_g
 #: LZD on points takes the moved DEM's gradient again when the transform has moved a point by
 #: more than this (pixels) since it was last taken.
 REGRADIENT_PX = 0.05
-#: DhMinimize on points searches within this many pixels of its start (``initial_shift``).
+#: DhMinimize on points searches within this many pixels of its start (``initial_shift``); an
+#: optimum at the edge of that box starts a new search around it.
 SEARCH_PX = 10.0
 
 
@@ -222,11 +223,14 @@ def fit_lzd_points(est: LZD, data: PointFitData) -> None:
 def fit_dhminimize_points(est: DhMinimize, data: PointFitData) -> None:
     """:class:`~xdem.coreg.DhMinimize` on points: the horizontal shift of the DEM minimising
     ``spread_func`` of ``dh`` at the points (searched within :data:`SEARCH_PX` pixels of the
-    start, the windows cut again when the shift leaves them), the vertical shift minus the
-    median ``dh`` of the inliers there; negated for points to align."""
+    start, again around the optimum while it is at the edge of the box; the windows cut again
+    when the shift leaves them), the vertical shift minus the median ``dh`` of the inliers
+    there; negated for points to align."""
     import warnings
 
-    from xdem.errors import ConvergenceWarning
+    from xdem.coreg._iterate import DIVERGENCE_FRACTION, divergence_message
+    from xdem.coreg.dhminimize import _EDGE_PX
+    from xdem.errors import ConvergenceError, ConvergenceWarning
 
     initial = est._check_params()
     pts = draw_points(data.points, est.subsample, est.random_state)
@@ -250,8 +254,19 @@ def fit_dhminimize_points(est: DhMinimize, data: PointFitData) -> None:
         return float(est.spread_func(dh[np.isfinite(dh)]))
 
     pos0 = np.array(shift_in_pixels(data.dem, *start), dtype=np.float64)
-    pos, iterations, converged = est._minimize(objective, pos0, pos0 - SEARCH_PX, pos0 + SEARCH_PX,
-                                               int(est.max_iterations))
+    pos, iterations, converged = pos0, 0, False
+    limit = DIVERGENCE_FRACTION * max(grid_shape(data.dem))
+    while True:  # a search box around pos; moved on when the optimum is at its edge
+        lo, hi = pos - SEARCH_PX, pos + SEARCH_PX
+        pos, nit, success = est._minimize(objective, pos, lo, hi, int(est.max_iterations) - iterations)
+        iterations += nit
+        if float(np.hypot(*(pos - pos0))) > limit:
+            raise ConvergenceError(divergence_message("DhMinimize", *shift_of(pos), iterations, start))
+        if not (np.any(pos - lo < _EDGE_PX) or np.any(hi - pos < _EDGE_PX)):
+            converged = success
+            break
+        if iterations >= int(est.max_iterations):
+            break
     if not converged:
         warnings.warn(f"DhMinimize did not converge in {iterations} iterations (max_iterations={est.max_iterations}, "
                       f"tolerance {est.tolerance} px); raise max_iterations, or start closer with initial_shift",
