@@ -12,6 +12,7 @@ Target (issue 15): 10 million points against a 20000^2 DEM, peak RSS <= 1.5 GB::
 
     python benchmarks/bench_points.py --size 20000 --points 10000000
     python benchmarks/bench_points.py --size 2000 --points 200000      # a quick check
+    python benchmarks/bench_points.py --size 4000 --points 1000000 --format parquet   # or las
 """
 
 from __future__ import annotations
@@ -69,23 +70,54 @@ def track_points(ref_path: str, n_points: int, *, seed: int = 0) -> Path:
     return out
 
 
+def as_format(csv: Path, fmt: str, crs: str) -> Path:
+    """The cached CSV points converted once to ``fmt``: ``parquet`` (x, y, z columns, row
+    groups of a million) or ``las`` (LAS 1.4, millimetre scales, the CRS in the header)."""
+    if fmt == "csv":
+        return csv
+    out = csv.with_suffix(f".{fmt}")
+    if out.exists():
+        return out
+    import pandas as pd
+
+    df = pd.read_csv(csv)
+    tmp = out.with_name("tmp_" + out.name)
+    if fmt == "parquet":
+        df.to_parquet(tmp, row_group_size=1_000_000, index=False)
+    else:
+        import laspy
+        from pyproj import CRS
+
+        header = laspy.LasHeader(point_format=6, version="1.4")
+        header.scales = np.array([0.001, 0.001, 0.001])
+        header.offsets = np.array([df["x"].min(), df["y"].min(), 0.0]).round()
+        header.add_crs(CRS.from_user_input(crs))
+        las = laspy.LasData(header)
+        las.x, las.y, las.z = df["x"].to_numpy(), df["y"].to_numpy(), df["z"].to_numpy()
+        las.write(tmp)
+    os.replace(tmp, out)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=20000, help="square DEM side in pixels")
     parser.add_argument("--points", type=int, default=10_000_000, help="number of reference points")
     parser.add_argument("--method", default="nuthkaab", help="xdem coreg --method")
+    parser.add_argument("--format", default="csv", choices=("csv", "parquet", "las"),
+                        help="file format of the points (converted once from the cached CSV)")
     args = parser.parse_args(argv)
     from bench_coreg import SHIFT, coreg_pair
 
     pair = coreg_pair(args.size)
-    pts = track_points(pair["ref"], args.points)
+    pts = as_format(track_points(pair["ref"], args.points), args.format, _crs_of(pair["tba"]))
     out = CACHE_DIR / f"points_aligned_{args.size}.tif"
     cmd = [sys.executable, "-m", "xdem", "coreg", str(pts), pair["tba"], "-o", str(out), "--overwrite", "--json",
            "--points-crs", _crs_of(pair["tba"]), "--method", args.method, "-q"]
     res = measure(cmd)
     load = Path("/proc/loadavg").read_text().split()[:3]
     doc = json.loads(res["stdout"]) if res.get("returncode", 1) == 0 else None
-    print(f"{args.points} points vs {args.size}^2 DEM, --method {args.method}")
+    print(f"{args.points} points ({args.format}) vs {args.size}^2 DEM, --method {args.method}")
     print(f"  wall {res['wall_s']:.1f} s, CPU {res.get('cpu_s', float('nan')):.1f} s, peak RSS "
           f"{fmt_bytes(res['peak_rss_bytes'])}, load {' '.join(load)}")
     if doc is None:

@@ -417,12 +417,15 @@ def test_apply_computes_nothing_and_corrects_dem(track_points: gpd.GeoDataFrame)
 
 
 def test_unsupported_pairs(dem0: xr.DataArray, track_points: gpd.GeoDataFrame) -> None:
-    with pytest.raises(InputError, match="does not fit on points yet; methods that do: deramp, nuthkaab, nuthkaabderamp"):
+    with pytest.raises(InputError, match="RigidTransform does not fit on points yet; methods that do: biascorr, "
+                       "deramp, dhminimize, directionalbias, icp, lzd, nuthkaab, nuthkaabderamp, terrainbias"):
+        xdem.coreg.RigidTransform().fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="BiasCorr needs bias_vars"):
         xdem.coreg.BiasCorr().fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="poly_order <= 1"):
         xdem.coreg.NuthKaabDeramp(poly_order=2).fit(dem0, track_points, z_column="h")
-    with pytest.raises(InputError, match="DirectionalBias does not fit on points yet"):
-        (xdem.coreg.NuthKaab() + xdem.coreg.DirectionalBias()).fit(track_points, dem0, z_column="h")
+    with pytest.raises(InputError, match="RigidTransform does not fit on points yet"):
+        (xdem.coreg.NuthKaab() + xdem.coreg.RigidTransform()).fit(track_points, dem0, z_column="h")
     with pytest.raises(InputError, match="both inputs are points"):
         xdem.coreg.NuthKaab().fit(track_points, track_points, z_column="h")
     with pytest.raises(InputError, match="outlier_nmad"):

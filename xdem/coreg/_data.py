@@ -8,7 +8,7 @@ the window sampler all depend on it and never on each other through it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import dask.array as da
@@ -155,6 +155,8 @@ class PointFitData:
     outlier_nmad
         Points whose ``dh`` is more than this many NMADs from the median are rejected
         (iterated, :func:`xdem.kernels.robust.nmad_inliers`); ``None`` keeps them all.
+    bias_vars
+        Name -> variable on ``dem``'s grid (bias corrections: interpolated at the points).
     """
 
     dem: xr.DataArray
@@ -162,6 +164,7 @@ class PointFitData:
     points: PointSet
     points_are_ref: bool
     outlier_nmad: float | None = 4.0
+    bias_vars: dict[str, xr.DataArray] = field(default_factory=dict)
 
 
 def prepare_points(
@@ -172,9 +175,11 @@ def prepare_points(
     exclude_mask: MaskLike = None,
     z_column: str | None = None,
     outlier_nmad: float | None = 4.0,
+    bias_vars: dict[str, DEMLike] | None = None,
 ) -> PointFitData:
     """Open the DEM side, read the points (:func:`xdem.points.read_points`) into the DEM's
-    CRS, and mask the DEM's values outside the inlier mask. Exactly one side must be points."""
+    CRS, mask the DEM's values outside the inlier mask, bring ``bias_vars`` onto the DEM's
+    grid. Exactly one side must be points."""
     ref_pts, tba_pts = is_points_source(ref), is_points_source(tba)
     if ref_pts and tba_pts:
         raise InputError("both inputs are points: one side of a coregistration must be a DEM")
@@ -189,5 +194,13 @@ def prepare_points(
     values = da.where(mask, dem.data, np.nan) if not (inlier_mask is None and exclude_mask is None) else dem.data
     if not isinstance(values, da.Array):
         values = da.from_array(np.asarray(values), chunks=-1)
+    bv: dict[str, xr.DataArray] = {}
+    for name, var in (bias_vars or {}).items():
+        v = as_dem(var)
+        if not same_grid(v, dem):
+            _, v = align_pair(dem, v)
+        if not same_grid(v, dem):
+            raise InputError(f"bias variable '{name}' does not cover the DEM's grid; give it on the same grid")
+        bv[name] = v
     return PointFitData(dem=dem, values=values, points=points, points_are_ref=ref_pts,
-                        outlier_nmad=None if outlier_nmad is None else float(outlier_nmad))
+                        outlier_nmad=None if outlier_nmad is None else float(outlier_nmad), bias_vars=bv)

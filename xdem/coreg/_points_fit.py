@@ -39,11 +39,13 @@ from xdem.sampling import DEFAULT_SEED, resolve_count
 
 if TYPE_CHECKING:  # the estimators import this module lazily; it needs only their methods
     from xdem.coreg.affine import NuthKaab, VerticalShift
+    from xdem.coreg.biascorr import BiasCorr
     from xdem.coreg.deramp import Deramp
     from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
 
 __all__ = ["draw_points", "dh_at_points", "fit_vertical_shift_points", "fit_nuth_kaab_points",
-           "fit_nuth_kaab_deramp_points", "fit_deramp_points"]
+           "fit_nuth_kaab_deramp_points", "fit_deramp_points",
+           "fit_biascorr_points"]
 
 
 def draw_points(points: PointSet, subsample: float | int, random_state: int | None) -> PointSet:
@@ -202,4 +204,37 @@ def fit_deramp_points(est: Deramp, data: PointFitData) -> None:
         if int((fin & ~ok).sum()):
             est._fit_surface(pts.x[ok], pts.y[ok], dh[ok], norm)
     est.passes_ = 1
+    _set_counts(est, data, pts, fin, ok)
+
+
+def fit_biascorr_points(est: BiasCorr, data: PointFitData) -> None:
+    """The :class:`~xdem.coreg.BiasCorr` family on points: ``dh`` at the points (one pass),
+    the bias variables evaluated there (``est._points_variables``: gridded variables
+    interpolated bilinearly, one pass each; coordinates computed), the model fitted on them,
+    then refitted without the points whose residual is an outlier. Points where a variable is
+    NaN count as outside."""
+    from xdem.coreg.fitfuncs import single_thread_blas
+
+    est._check_params()
+    what = type(est).__name__
+    pts, dh, fin = dh_at_points(data, est.subsample, est.random_state, what=what, need=10)
+    prow, pcol = pixel_positions(data.dem, pts.x, pts.y)
+    values, passes = est._points_variables(data, pts, prow, pcol)
+    for v in values.values():
+        fin = fin & np.isfinite(v)
+    if int(fin.sum()) < 10:
+        raise _no_points(what, data, pts.count, int(fin.sum()), 10)
+    names = list(values)
+    ok = fin
+    with single_thread_blas():
+        est._fit_values(names, [v[fin] for v in values.values()], dh[fin])
+        if data.outlier_nmad is not None:
+            residual = np.full(len(dh), np.nan)
+            residual[fin] = dh[fin] - est.bias({k: v[fin] for k, v in values.items()})
+            ok = nmad_inliers(residual, k=data.outlier_nmad)
+            if int(ok.sum()) < 10:
+                raise _no_points(what, data, pts.count, int(ok.sum()), 10)
+            if int((fin & ~ok).sum()):
+                est._fit_values(names, [v[ok] for v in values.values()], dh[ok])
+    est.passes_ = 1 + int(passes)
     _set_counts(est, data, pts, fin, ok)

@@ -68,6 +68,10 @@ class RigidSampler:
     centre
         A point near the data (the rotation centre of the fit): coordinates are taken
         relative to it for precision.
+    x, y
+        Positions to evaluate at instead of the pixel centres (points anywhere: the point
+        route); ``rows, cols`` are then the pixels holding them (``floor`` of their
+        fractional positions), where their first windows are cut.
 
     Examples
     --------
@@ -82,15 +86,15 @@ class RigidSampler:
     """
 
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, *, interpolation: str, half: int,
-                 centre: np.ndarray) -> None:
+                 centre: np.ndarray, x: np.ndarray | None = None, y: np.ndarray | None = None) -> None:
         self.arr = dask_data(tba)
         get_resolution(tba)  # north-up grids only (a clear error otherwise)
         t = get_transform(tba)
         self.inv = ~t
         self.rows = np.asarray(rows, dtype=np.int64)
         self.cols = np.asarray(cols, dtype=np.int64)
-        self.x = t.c + (self.cols + 0.5) * t.a
-        self.y = t.f + (self.rows + 0.5) * t.e
+        self.x = t.c + (self.cols + 0.5) * t.a if x is None else np.asarray(x, dtype=np.float64)
+        self.y = t.f + (self.rows + 0.5) * t.e if y is None else np.asarray(y, dtype=np.float64)
         self.interpolation = interpolation
         self.half = int(half)
         self.size = 2 * self.half + 2

@@ -134,7 +134,8 @@ class Coreg:
         exclude_mask
             Unstable terrain to EXCLUDE (e.g. glacier outlines), same types.
         bias_vars
-            Name -> DEM-like variables, for bias corrections that need them.
+            Name -> DEM-like variables, for bias corrections that need them (with points: on
+            the DEM's grid, interpolated at the points).
         z_column
             Points only: the column holding their elevation (default: the geometries' z, else
             a column ``z``).
@@ -145,10 +146,8 @@ class Coreg:
         from xdem.points.read import is_points_source
 
         if is_points_source(ref) or is_points_source(tba):
-            if bias_vars:
-                raise InputError("bias_vars are not supported with points yet")
             pdata = prepare_points(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, z_column=z_column,
-                                   outlier_nmad=outlier_nmad)
+                                   outlier_nmad=outlier_nmad, bias_vars=bias_vars)
             return self.fit_points_prepared(pdata)
         data = prepare_pair(cast(DEMLike, ref), cast(DEMLike, tba), inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                             bias_vars=bias_vars)
@@ -168,6 +167,8 @@ class Coreg:
         if type(self)._fit_points is Coreg._fit_points:
             supported = ", ".join(sorted(n for n, c in METHODS.items() if c._fit_points is not Coreg._fit_points))
             raise InputError(f"{type(self).__name__} does not fit on points yet; methods that do: {supported}")
+        if self.needs_vars and not data.bias_vars:
+            raise InputError(f"{type(self).__name__} needs bias_vars on the DEM's grid, e.g. bias_vars={{'elevation': dem}}")
         self._reset()
         self._fit_points(data)
         self.crs_ = crs_key(data.dem.rio.crs)

@@ -33,6 +33,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._data import PointFitData
 from xdem.coreg.base import Coreg, FitData, as_dem, register
 from xdem.coreg.binning import (
     APPLY_METHODS,
@@ -46,6 +47,7 @@ from xdem.coreg.deramp import grid_normalisation, pixel_xy
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, dask_data, get_transform, same_grid
+from xdem.points.read import PointSet
 from xdem.sampling import sample_valid
 
 __all__ = ["BiasCorr", "DirectionalBias", "TerrainBias", "FIT_OR_BIN"]
@@ -115,6 +117,13 @@ def _along_track_kernel(block: np.ndarray, *, transform: Any, origin: tuple[floa
     x, y = block_xy(transform, row0, col0, block.shape)
     a = np.radians(angle)
     return (x[None, :] - origin[0]) * np.cos(a) + (y[:, None] - origin[1]) * np.sin(a)
+
+
+def _at_points(arr: da.Array, prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
+    """A gridded variable at fractional pixel positions (bilinear, NaN-aware), out of core."""
+    from xdem.points.bucket import dem_at_points
+
+    return dem_at_points(arr, prow, pcol, resampling="bilinear")[0]
 
 
 def _on_grid(var: Any, like: xr.DataArray, name: str, what: str) -> xr.DataArray:
@@ -230,6 +239,19 @@ class BiasCorr(Coreg):
     def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
         """Variables computed from the sampled pixel positions (none here)."""
         return {}
+
+    def _points_variables(self, data: PointFitData, pts: PointSet, prow: np.ndarray, pcol: np.ndarray
+                          ) -> tuple[dict[str, np.ndarray], int]:
+        """The variables at the points (fit on points) and the passes made to get them: the
+        gridded ``bias_vars`` interpolated bilinearly at the points (one pass each)."""
+        if not 1 <= len(data.bias_vars) <= 3:
+            raise InputError(f"{type(self).__name__} takes 1 to 3 bias variables, got {len(data.bias_vars)}")
+        return {k: _at_points(dask_data(v), prow, pcol) for k, v in data.bias_vars.items()}, len(data.bias_vars)
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_fit import fit_biascorr_points
+
+        fit_biascorr_points(self, data)
 
     def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
         """Lazy variables on ``dem``'s grid, in the order of ``var_names_``."""
@@ -479,6 +501,12 @@ class DirectionalBias(BiasCorr):
         a = np.radians(float(self.angle))
         return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
 
+    def _points_variables(self, data: PointFitData, pts: PointSet, prow: np.ndarray, pcol: np.ndarray
+                          ) -> tuple[dict[str, np.ndarray], int]:
+        self.origin_ = np.asarray(grid_normalisation(data.dem)[0])
+        a = np.radians(float(self.angle))
+        return {"along_track": (pts.x - self.origin_[0]) * np.cos(a) + (pts.y - self.origin_[1]) * np.sin(a)}, 0
+
     def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
         super()._fit_values(names, xs, dh)
         if self.fit_or_bin != "bin":
@@ -571,6 +599,13 @@ class TerrainBias(BiasCorr):
         if name in data.bias_vars:
             return {name: _on_grid(data.bias_vars[name], data.ref, name, "the reference").data}
         return {name: self._attribute(data.ref)}
+
+    def _points_variables(self, data: PointFitData, pts: PointSet, prow: np.ndarray, pcol: np.ndarray
+                          ) -> tuple[dict[str, np.ndarray], int]:
+        # with points there is no reference grid: the attribute is the DEM's (as in apply)
+        name = self.terrain_attribute
+        arr = dask_data(data.bias_vars[name]) if name in data.bias_vars else self._attribute(data.dem)
+        return {name: _at_points(arr, prow, pcol)}, 1
 
     def _frame_free(self) -> bool:
         # elevation is the same in any CRS; slopes and curvatures use the DEM's horizontal units

@@ -24,6 +24,7 @@ import dask.array as da
 import numpy as np
 from scipy.optimize import minimize
 
+from xdem.coreg._data import PointFitData
 from xdem.coreg._iterate import DIVERGENCE_FRACTION, divergence_message, initial_shift_of
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
@@ -186,6 +187,11 @@ class DhMinimize(RigidCoreg):
             self._fit_from(data, (float(m[0, 3]), float(m[1, 3]), float(m[2, 3])))
         self.crs_ = crs_key(data.ref.rio.crs)
         return self
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_rigid import fit_dhminimize_points
+
+        fit_dhminimize_points(self, data)
 
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, (0.0, 0.0, 0.0))

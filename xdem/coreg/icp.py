@@ -44,6 +44,7 @@ from affine import Affine
 from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
 
+from xdem.coreg._data import PointFitData
 from xdem.coreg._iterate import DIVERGENCE_FRACTION, initial_shift_of
 from xdem.coreg._shift import check_resampling
 from xdem.coreg._windows import gather_windows
@@ -123,8 +124,12 @@ class _Reference:
         (one pass over the data); returns the number of passes made (0 or 1)."""
         u, v = self.pixel_coords(points)
         fin = np.isfinite(u) & np.isfinite(v)
-        c, r = self.cols, self.rows
-        away = fin & ((u < c - _REACH_PX) | (u > c + 1 + _REACH_PX) | (v < r - _REACH_PX) | (v > r + 1 + _REACH_PX))
+        if len(self.rows) != len(points):  # no windows yet for these points (the point route)
+            c = r = np.zeros(len(points), dtype=np.int64)
+            away = np.ones(len(points), dtype=bool)
+        else:
+            c, r = self.cols, self.rows
+            away = fin & ((u < c - _REACH_PX) | (u > c + 1 + _REACH_PX) | (v < r - _REACH_PX) | (v > r + 1 + _REACH_PX))
         if not away.any():
             return 0
         rows = np.where(fin, np.floor(np.where(fin, v, 0.0)), r).astype(np.int64)
@@ -311,9 +316,19 @@ class ICP(RigidCoreg):
         centre = points.mean(axis=0)
         reference = _Reference(ref, transform, centre, shape[1])
         reference.use(s.pop("win_ref"), rows, cols)
-        shift = np.array([sx, sy, 0.0 if sz is None else sz])
+        self._solve(reference, points, np.array([sx, sy, 0.0 if sz is None else sz]), sz is None, pixel=pixel,
+                    shape=shape)
+        self.passes_ = int(s.passes + reference.reads)
+
+    def _solve(self, reference: _Reference, points: np.ndarray, shift: np.ndarray, vertical_start: bool, *,
+               pixel: float, shape: tuple[int, int]) -> np.ndarray:
+        """The fit of ``points`` onto ``reference`` from the translation ``shift`` (its vertical
+        part replaced by the median offset when ``vertical_start``); sets the learned attributes
+        (all but ``passes_``) and returns the point-to-plane distances at the result (NaN where
+        unmatched)."""
+        centre = reference.centre
         reference.follow(move_points(points, np.eye(3), shift, centre))
-        if sz is None:  # remove the vertical offset first: 3-D nearest neighbours need it
+        if vertical_start:  # remove the vertical offset first: 3-D nearest neighbours need it
             dz = reference.vertical_offsets(move_points(points, np.eye(3), shift, centre))
             dz = dz[np.isfinite(dz)]
             if len(dz) < self._min_points:
@@ -325,13 +340,18 @@ class ICP(RigidCoreg):
         q = move_points(points, rot, shift, centre)
         reference.follow(q)
         surf, normals, ok = reference.match(q)
-        dist = np.sum((q - surf) * normals, axis=1)[ok]
+        dist = np.where(ok, np.sum((q - surf) * normals, axis=1), np.nan)
         self._set_transform(rot, shift, centre)
         self.n_iterations_ = int(iterations)
         self.converged_ = bool(converged)
         self.count_ = int(count)
-        self.residual_nmad_ = float(nmad(dist)) if len(dist) else float("nan")
-        self.passes_ = int(s.passes + reference.reads)
+        self.residual_nmad_ = float(nmad(dist[ok])) if ok.any() else float("nan")
+        return dist
+
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_rigid import fit_icp_points
+
+        fit_icp_points(self, data)
 
     def _iterate(self, reference: _Reference, points: np.ndarray, centre: np.ndarray, shift: np.ndarray, *,
                  pixel: float, limit: float) -> tuple[np.ndarray, np.ndarray, int, bool, int]:

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from xdem.coreg._data import PointFitData
 from xdem.coreg._iterate import DIVERGENCE_FRACTION, check_divergence_params, initial_shift_of, not_converged
 from xdem.coreg._rigid_sample import RigidSample, rigid_fit_sample
 from xdem.coreg._shift import check_resampling
@@ -185,6 +186,11 @@ class LZD(RigidCoreg):
         return initial_shift_of(self.initial_shift)
 
     # --- fit ----------------------------------------------------------------------------------
+    def _fit_points(self, data: PointFitData) -> None:
+        from xdem.coreg._points_rigid import fit_lzd_points
+
+        fit_lzd_points(self, data)
+
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, np.eye(4))
 

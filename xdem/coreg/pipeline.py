@@ -162,6 +162,8 @@ class CoregPipeline(Coreg):
             current = data
             for k, step in enumerate(self.steps):
                 step.fit_points_prepared(current)
+                if k == len(self.steps) - 1:
+                    break  # nothing left to fit: the last step's correction need not be applied
                 done = CoregPipeline(self.steps[: k + 1])
                 if data.points_are_ref:
                     moved = done.apply(masked)

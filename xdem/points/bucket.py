@@ -158,7 +158,10 @@ def dem_at_points(
     The points are bucketed by chunk (:func:`bucket_points`); consecutive buckets are
     computed together until they hold ``batch_points`` points (one compute each: a chunk is
     read once, its neighbours' border strips once per batch they serve), so that the tasks'
-    arguments and results stay bounded whatever the number of points.
+    arguments and results stay bounded whatever the number of points. A chunk holding more
+    than ``batch_points`` points is split into several tasks (and computes) of at most that
+    many: a task's memory is one chunk, its halo and at most ``batch_points`` points (their
+    positions, values and windows), whatever the density of the points.
 
     Parameters
     ----------
@@ -180,7 +183,7 @@ def dem_at_points(
     windows : numpy.ndarray or None
         ``(n, 2 half + 2, 2 half + 2)`` float32 (NaN for points in no chunk).
     tasks : int
-        Chunk tasks run (chunks holding points).
+        Chunk tasks run (chunks holding points, a dense chunk counting once per batch).
 
     Examples
     --------
@@ -198,7 +201,11 @@ def dem_at_points(
                            ensure_minimum_chunksize(need_c, arr.chunks[1])))
     values = np.full(len(prow), np.nan)
     windows = None if half is None else np.full((len(prow), 2 * half + 2, 2 * half + 2), np.nan, dtype=np.float32)
-    buckets = bucket_points(arr.chunks, prow, pcol)
+    # a chunk holding more than a batch of points (a dense survey over one chunk) is served by
+    # several tasks of at most a batch each: a task never holds more than one chunk, its halo
+    # and one batch of points, however the points are distributed
+    buckets = [Bucket(b.i, b.j, b.ids[s:s + batch]) for b in bucket_points(arr.chunks, prow, pcol)
+               for s in range(0, len(b.ids), batch)]
     r_edges, c_edges = np.cumsum((0,) + arr.chunks[0]), np.cumsum((0,) + arr.chunks[1])
     blocks = arr.to_delayed(optimize_graph=False)  # shared keys: each block read once per compute
     k = 0

@@ -219,19 +219,13 @@ def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str,
     if not path.exists():
         raise ReadError(f"points file not found: '{path}'")
     suffix = path.suffix.lower()
-    name = str(path)
     try:
         if suffix in LAS_SUFFIXES:
             return _from_las(path, z_column, source_crs)
         if suffix in (".csv", ".txt"):
             return _from_csv(path, x_column, y_column, z_column, source_crs)
         if suffix in (".parquet", ".geoparquet", ".pq"):
-            _needs("pyarrow", "pyarrow", "Parquet files")
-            import pyarrow.parquet as pq
-
-            if b"geo" in (pq.read_schema(path).metadata or {}):
-                return _from_geodataframe(gpd.read_parquet(path), z_column, source_crs, name)
-            return _from_table(pd.read_parquet(path), x_column, y_column, z_column, source_crs, name)
+            return _from_parquet(path, x_column, y_column, z_column, source_crs)
         return _from_vector_file(path, z_column, source_crs)
     except (InputError, CRSError):
         raise
@@ -240,14 +234,118 @@ def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str,
 
 
 def _from_las(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
+    """A LAS/LAZ file read by chunks of :data:`BATCH_ROWS` points (``laspy``'s chunk
+    iterator) straight into preallocated coordinate arrays; LAZ needs a LAZ backend
+    (``lazrs``: ``pip install 'laspy[lazrs]'``)."""
     _needs("laspy", "laspy", "LAS/LAZ files")
     import laspy
 
-    las = laspy.read(path)
-    crs = las.header.parse_crs()
-    z = np.asarray(las.z if z_column in (None, "z") else las[z_column], dtype=np.float64)
-    return PointSet(np.asarray(las.x, dtype=np.float64), np.asarray(las.y, dtype=np.float64), z,
-                    crs=_crs_string(crs, source_crs, f"the points '{path}'"), name=str(path))
+    name = str(path)
+    if path.suffix.lower() == ".laz" and not laspy.LazBackend.detect_available():
+        raise InputError(f"reading the LAZ file '{name}' needs a LAZ backend: pip install 'laspy[lazrs]'")
+    with laspy.open(path) as reader:
+        header = reader.header
+        n = int(header.point_count)
+        dims = list(header.point_format.dimension_names)
+        zc = None if z_column in (None, "z", "Z") else z_column
+        if zc is not None and zc not in dims:
+            raise InputError(f"the points '{name}' have no dimension '{zc}' (dimensions: {', '.join(dims)})")
+        crs = _crs_string(header.parse_crs(), source_crs, f"the points '{name}'")
+        x, y, z = (np.empty(n, dtype=np.float64) for _ in range(3))
+        k = 0
+        for chunk in reader.chunk_iterator(BATCH_ROWS):
+            m = len(chunk)
+            x[k:k + m], y[k:k + m] = chunk.x, chunk.y
+            z[k:k + m] = chunk.z if zc is None else chunk[zc]
+            k += m
+    return PointSet(x[:k], y[:k], z[:k], crs=crs, name=name)
+
+
+def _from_parquet(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
+    """A Parquet table (``x, y, z`` columns) or GeoParquet file (point geometries, WKB or
+    GeoArrow-encoded) read by batches of :data:`BATCH_ROWS` rows
+    (:meth:`pyarrow.parquet.ParquetFile.iter_batches`, only the needed columns) straight into
+    preallocated coordinate arrays: no DataFrame of geometries is ever built."""
+    _needs("pyarrow", "pyarrow", "Parquet files")
+    import json
+
+    import pyarrow.parquet as pq
+
+    name = str(path)
+    what = f"the points '{name}'"
+    pf = pq.ParquetFile(path)
+    meta = pf.schema_arrow.metadata or {}
+    columns = list(pf.schema_arrow.names)
+    n = int(pf.metadata.num_rows)
+    x, y, z = (np.empty(n, dtype=np.float64) for _ in range(3))
+    geo = json.loads(meta[b"geo"]) if b"geo" in meta else None
+    if geo is None:
+        zc = z_column or "z"
+        for col in (x_column, y_column, zc):
+            if col not in columns:
+                raise InputError(f"{what} have no column '{col}' (columns: {', '.join(columns)})")
+        k = 0
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[x_column, y_column, zc]):
+            m = batch.num_rows
+            for out, col in zip((x, y, z), (x_column, y_column, zc)):
+                out[k:k + m] = _numeric(batch.column(col), col, what)
+            k += m
+        return PointSet(x[:k], y[:k], z[:k], crs=_crs_string(None, source_crs, what), name=name)
+    gcol = str(geo.get("primary_column", "geometry"))
+    info = geo.get("columns", {}).get(gcol, {})
+    if z_column is not None and z_column not in columns:
+        raise InputError(f"{what} have no column '{z_column}' (columns: {', '.join(columns)})")
+    crs_info = info.get("crs", "OGC:CRS84")  # GeoParquet: a missing crs means OGC:CRS84, null an unknown one
+    crs = _crs_string(None if crs_info is None else _projjson(crs_info), source_crs, what)
+    read = [gcol] if z_column is None else [gcol, z_column]
+    k = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=read):
+        m = batch.num_rows
+        bx, by, bz = _point_coords(batch.column(gcol), str(info.get("encoding", "WKB")), what)
+        x[k:k + m], y[k:k + m] = bx, by
+        if z_column is not None:
+            z[k:k + m] = _numeric(batch.column(z_column), z_column, what)
+        elif bz is not None:
+            z[k:k + m] = bz
+        else:
+            raise InputError(f"{what} have no elevation: give 3-D points or name the column with z_column= "
+                             f"(columns: {', '.join(c for c in columns if c != gcol)})")
+        k += m
+    return PointSet(x[:k], y[:k], z[:k], crs=crs, name=name)
+
+
+def _projjson(crs: Any) -> Any:
+    """A GeoParquet ``crs`` value (PROJJSON object or a string) as pyproj input."""
+    import json
+
+    return json.dumps(crs) if isinstance(crs, dict) else crs
+
+
+def _numeric(column: Any, name: str, what: str) -> np.ndarray:
+    try:
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"column '{name}' of {what} is not numeric ({exc})") from exc
+
+
+def _point_coords(column: Any, encoding: str, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``x, y`` (and ``z`` for 3-D points, else ``None``) of a batch of GeoParquet geometries."""
+    import shapely
+
+    if encoding.lower() == "wkb":
+        geoms = shapely.from_wkb(column.to_numpy(zero_copy_only=False))
+        types = shapely.get_type_id(geoms)
+        if len(geoms) and not bool(np.all(types == 0)):
+            raise InputError(f"{what} must hold Point geometries only (found type ids {sorted(set(types.tolist()))})")
+        coords = shapely.get_coordinates(geoms, include_z=True)
+        z = coords[:, 2] if len(coords) and bool(np.all(shapely.has_z(geoms))) else None
+        return coords[:, 0], coords[:, 1], z
+    if encoding.lower() == "point":  # GeoArrow: a struct of x, y(, z) per row
+        fields = [column.type.field(i).name for i in range(column.type.num_fields)]
+        xyz = [np.asarray(column.field(f).to_numpy(zero_copy_only=False), dtype=np.float64) for f in fields]
+        return xyz[0], xyz[1], (xyz[2] if len(xyz) > 2 else None)
+    raise InputError(f"{what}: GeoParquet geometry encoding '{encoding}' is not supported for points "
+                     "(use WKB or GeoArrow 'point')")
 
 
 def _from_csv(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
