@@ -102,7 +102,9 @@ def _kill_at_half(src: str, dst: Path) -> dict:
     if with_chunks is not None:
         total = len(with_chunks[0]) * len(with_chunks[1])
     shutil.rmtree(dst, ignore_errors=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # GDAL's block cache bounded as the CLI does (GDAL_CACHEMAX=64 MB, inherited by the cluster's workers;
+    # write_cog and write_zarr bound it themselves in the threaded process)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GDAL_CACHEMAX": os.environ.get("GDAL_CACHEMAX", "64")}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", WRITER, "zarr", "threads", src, str(dst)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
