@@ -110,6 +110,7 @@ def _register() -> None:
         ("xdem.cli.coreg", "coreg"),
         ("xdem.cli.terrain", "terrain"),
         ("xdem.cli.report", "report"),
+        ("xdem.cli.methods", "methods"),
     ]:
         try:
             mod = importlib.import_module(module)

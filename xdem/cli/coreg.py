@@ -36,6 +36,38 @@ ALIASES = {
     "bias": "biascorr",
     "blockwise": "blockwisecoreg",
 }
+#: Registry name -> the name the docs use for ``--method`` (others: the registry name itself).
+DOCUMENTED = {"verticalshift": "vshift", "nuthkaabderamp": "nuthkaab_deramp", "blockwisecoreg": "blockwise"}
+
+
+def documented_name(key: str) -> str:
+    """The ``--method`` name the docs use for a registry key.
+
+    Examples
+    --------
+    >>> documented_name("verticalshift"), documented_name("icp")
+    ('vshift', 'icp')
+    """
+    return DOCUMENTED.get(key, key)
+
+
+def did_you_mean(text: str, names: list[str]) -> str | None:
+    """The documented name closest to ``text`` (letters compared without ``_``/``-``), or None.
+
+    Examples
+    --------
+    >>> did_you_mean("nuthkab", ["vshift", "nuthkaab", "icp"])
+    'nuthkaab'
+    >>> did_you_mean("zzz", ["vshift", "nuthkaab"]) is None
+    True
+    """
+    import difflib
+
+    by_norm = {_norm(n): n for n in names}
+    hit = difflib.get_close_matches(_norm(text), list(by_norm), n=1, cutoff=0.6)
+    return by_norm[hit[0]] if hit else None
+
+
 #: Method options of the CLI -> constructor parameter names they may set (first found wins).
 METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "poly_order": ("poly_order",),
@@ -56,6 +88,9 @@ _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
 #: the pipeline begins; later steps start from the earlier steps' result, and the shift given
 #: again would be counted twice.
 FIRST_STEP_ONLY = frozenset({"initial_shift"})
+#: Suffixes ``-o`` (and ``--dh-out``, ``--stable-mask-out``) may end with when the output is a
+#: DEM: the COG writer writes GeoTIFFs.
+RASTER_OUTPUTS: tuple[str, ...] = (".tif", ".tiff")
 #: Registered but not offered as ``--method``: pipelines are built with ``+``; a RigidTransform is
 #: given (``RigidTransform.from_matrix``), not fitted.
 _HIDDEN = {"coregpipeline", "rigidtransform"}
@@ -108,16 +143,18 @@ def resolve_methods(text: str) -> list[Any]:
     registry = _registry()
     by_norm = {_norm(k): v for k, v in registry.items()}
     aliases = {_norm(k): _norm(v) for k, v in ALIASES.items() if _norm(v) in by_norm}
-    known = sorted(set(aliases) | set(by_norm))
+    documented = sorted(documented_name(k) for k in registry)
     classes = []
     for part in text.split("+"):
         key = _norm(part)
         key = aliases.get(key, key)
         if key not in by_norm:
             what = f"unknown method '{part.strip()}'" if part.strip() else f"empty method name in '{text}'"
+            guess = did_you_mean(part, documented) if part.strip() else None
             broken = "".join(f"; {m} failed to import ({e})" for m, e in _IMPORT_ERRORS.items())
             raise click.BadParameter(
-                f"{what}; known: {', '.join(known)} (join several with +, e.g. nuthkaab+vshift){broken}",
+                f"{what}{f'; did you mean {guess}?' if guess else ''} Methods: {', '.join(documented)} "
+                f"(join several with +, e.g. nuthkaab+vshift; `xdem methods` lists their options){broken}",
                 param_hint="'--method'",
             )
         cls = by_norm[key]
@@ -249,6 +286,47 @@ def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, 
                                  random_state=random_state, subsample=STATS_SUBSAMPLE)
 
 
+def check_raster_output(path: str | None, option: str) -> None:
+    """Refuse a DEM output whose suffix is not one of :data:`RASTER_OUTPUTS` (usage error).
+
+    Examples
+    --------
+    >>> check_raster_output("aligned.tif", "-o")
+    >>> check_raster_output("aligned.png", "-o")
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: must end in .tif or .tiff (a Cloud-Optimized GeoTIFF is written), got 'aligned.png'
+    """
+    if path is None:
+        return
+    from pathlib import Path
+
+    if Path(path).suffix.lower() not in RASTER_OUTPUTS:
+        raise click.BadParameter(
+            f"must end in {' or '.join(RASTER_OUTPUTS)} (a Cloud-Optimized GeoTIFF is written), got '{path}'",
+            param_hint=f"'{option}'")
+
+
+def _angle_note(classes: list[Any], angle: float | None) -> str | None:
+    """The line saying which track angle a directional bias step uses when ``--angle`` is not given."""
+    from xdem.coreg import DirectionalBias
+
+    flat: list[Any] = []
+    for c in classes:
+        flat += list(c.inner) if isinstance(c, Blockwise) else [c]
+    if angle is not None or DirectionalBias not in flat:
+        return None
+    default = _param_default(DirectionalBias, "angle")
+    return (f"directionalbias: no --angle given, using {default:g} degrees (counter-clockwise from east: the bias varies "
+            "with easting); give --angle, the satellite's along-track direction, e.g. --angle 90 for a north-south track")
+
+
+def _param_default(cls: type, name: str) -> Any:
+    import inspect
+
+    return inspect.signature(cls).parameters[name].default
+
+
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:
     if value is None:
         return None
@@ -333,8 +411,20 @@ def _print_summary(doc: dict) -> None:
              + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; fitted on {v['n_points']} stable sampled pixels)")
         if v.get("hint"):
             echo(f"  hint: {v['hint']}")
+    f = doc.get("filters")
+    if f:
+        limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
+                  f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
+                  (f"|dh - {f['dh_median']:.3f}| <= {f['nmad_filter']:g} x {f['dh_nmad']:.3f} m"
+                   if f["nmad_filter"] is not None else "")]
+        kept = f.get("kept_fraction_sampled")
+        echo(f"Filters (fit only): {', '.join(x for x in limits if x)}; "
+             + ("" if kept is None else f"{100 * kept:.1f} % of {f['sampled']} sampled stable pixels kept"))
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
+    for key, label in (("dh_output", "dh after"), ("stable_mask_output", "Stable mask")):
+        if doc.get(key):
+            echo(f"{label}: {doc[key]}")
     if doc.get("report"):
         echo(f"Report: {doc['report']}")
     echo(
@@ -369,7 +459,19 @@ def _print_points_summary(doc: dict) -> None:
 @click.argument("ref", type=click.Path(dir_okay=False))
 @click.argument("tba", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Aligned DEM to write (Cloud-Optimized GeoTIFF, on the grid of TBA unless --grid ref).")
+              help="Aligned DEM to write (Cloud-Optimized GeoTIFF: .tif or .tiff; on the grid of TBA unless --grid ref).")
+@click.option("--dh-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write dh after (aligned minus REF, metres, on the output's grid) as a COG, in the same pass.")
+@click.option("--stable-mask-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the pixels the fit could use (Byte COG on REF's grid: 1 = stable, valid in both DEMs "
+                   "and within the filters; 0 = not), in the same pass.")
+@click.option("--max-slope", type=click.FloatRange(0, 90), default=None,
+              help="Fit only on pixels whose slope of REF is at most this (degrees); every method.")
+@click.option("--min-slope", type=click.FloatRange(0, 90), default=None,
+              help="Fit only on pixels whose slope of REF is at least this (degrees); every method.")
+@click.option("--nmad-filter", type=click.FloatRange(min=0, min_open=True), default=None, metavar="K",
+              help="Fit only on pixels with |dh - median| <= K x NMAD (dh before, on stable pixels); every method. "
+                   "The statistics and the report still use every stable pixel.")
 @click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
                    "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
@@ -435,6 +537,8 @@ def coreg(
     chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None,
+    dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
+    min_slope: float | None = None, nmad_filter: float | None = None,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -451,25 +555,39 @@ def coreg(
     0 success, 1 error (nothing new left behind), 2 usage error, 143 SIGTERM.
     """
     from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
+    from xdem.points import is_points_source
     from xdem.workflows import CoregRequest, check_coreg_paths, run_coreg
+    from xdem.workflows.filters import OutlierFilters
 
     t_start = time.perf_counter()
     sched = check_scheduler(scheduler, workers)
     classes = resolve_methods(method)
+    if not is_points_source(tba):
+        check_raster_output(output, "-o")
+    check_raster_output(dh_out, "--dh-out")
+    check_raster_output(stable_mask_out, "--stable-mask-out")
+    if min_slope is not None and max_slope is not None and min_slope >= max_slope:
+        raise click.BadParameter(f"must be below --max-slope ({max_slope:g}), got {min_slope:g}",
+                                 param_hint="'--min-slope'")
+    note = _angle_note(classes, angle)
+    if note is not None:
+        click.echo(f"Note: {note}", err=True)
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
                "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
+    outputs: dict[str, Any] = dict(dh_out=dh_out, stable_mask_out=stable_mask_out)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
-    check_coreg_paths(**paths, overwrite=overwrite)
+    check_coreg_paths(**paths, **outputs, overwrite=overwrite)
     request = CoregRequest(
         **paths, coreg=build_coreg(classes, options), method=method, options=options,
         grid="ref" if out_grid == "ref" else "tba",
         random_state=random_state, chunks=chunks, overwrite=overwrite,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
-        z_column=z_column, points_crs=points_crs,
+        z_column=z_column, points_crs=points_crs, dh_out=dh_out, stable_mask_out=stable_mask_out,
+        filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
     )
 
     @contextlib.contextmanager

@@ -79,7 +79,8 @@ def _targets(names: list[str], output: Path) -> list[Path]:
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output .tif for one attribute, or a folder (created if missing) receiving <attribute>.tif files.")
 @click.option("-a", "--attribute", "attributes", multiple=True,
-              help="Default (into a folder): slope, aspect and hillshade. Attribute(s): slope, aspect, hillshade, curvature, profile_curvature, planform_curvature, "
+              help="Default (into a folder): slope, aspect and hillshade. Attribute(s): slope, aspect, hillshade, "
+                   "curvature, profile_curvature, planform_curvature, "
                    "maximum_curvature, terrain_ruggedness_index (tri), topographic_position_index (tpi), roughness. "
                    "Repeat the option or separate with commas.")
 @click.option("--method", type=click.Choice(["horn", "zevenbergthorne", "zevenbergen_thorne"]), default="horn",

@@ -144,6 +144,7 @@ class LZD(RigidCoreg):
 
     _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100
+    history_labels: ClassVar[tuple[str, ...]] = ("rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z")
 
     def __init__(
         self,

@@ -35,7 +35,8 @@ from pathlib import Path
 from xdem.errors import OutputError
 
 __all__ = ["check_output_path",
-           "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "default_file_mode", "write_text_atomic", "output_journal",
+           "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "default_file_mode",
+           "write_text_atomic", "output_journal",
            "OutputJournal"]
 
 #: Prefix of every temporary file xdem writes next to an output.

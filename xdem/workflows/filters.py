@@ -31,7 +31,7 @@ import xarray as xr
 
 from xdem.errors import InputError
 
-__all__ = ["OutlierFilters", "filter_mask", "FILTER_SUBSAMPLE"]
+__all__ = ["OutlierFilters", "filter_mask", "usable_mask", "FILTER_SUBSAMPLE"]
 
 #: Pixels of a fully valid grid drawn for the median and NMAD of ``dh`` before (the threshold
 #: of ``--nmad-filter``): enough for a relative error of the NMAD well under 1 %.
@@ -177,7 +177,34 @@ def filter_mask(
         keep = keep & (dh >= lo_dh) & (dh <= hi_dh)
         kept_sampled &= (values >= lo_dh) & (values <= hi_dh)
     record["kept_fraction_sampled"] = float(kept_sampled.mean()) if values.size else None
-    mask = xr.DataArray(keep, dims=("y", "x"), coords={"y": base["y"], "x": base["x"]}, name="fit_mask")
-    mask = mask.rio.write_crs(base.rio.crs).rio.write_transform(base.rio.transform())
-    return mask, record
+    return _on(keep, base), record
 
+
+
+def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None,
+                exclude_mask: Any = None) -> xr.DataArray:
+    """Lazy boolean mask on REF's fitting grid: stable (the masks) and valid in both DEMs,
+    the pixels a fit without filters may use (``xdem coreg --stable-mask-out``).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, _ = xdem.examples.example_pair()
+    >>> m = usable_mask(ref, tba)
+    >>> m.dtype.name, bool(m.any())
+    ('bool', True)
+    """
+    from xdem.io.grid import align_pair
+    from xdem.masks import stable_mask_like
+
+    base, moved = align_pair(_metric(ref), tba)
+    if moved.data.chunks != base.data.chunks:
+        moved = moved.chunk(dict(zip(("y", "x"), base.data.chunks)))
+    keep = stable_mask_like(base, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    keep = keep & da.isfinite(base.data) & da.isfinite(moved.data)
+    return _on(keep, base)
+
+
+def _on(keep: da.Array, base: xr.DataArray) -> xr.DataArray:
+    mask = xr.DataArray(keep, dims=("y", "x"), coords={"y": base["y"], "x": base["x"]}, name="fit_mask")
+    return mask.rio.write_crs(base.rio.crs).rio.write_transform(base.rio.transform())

@@ -1,0 +1,271 @@
+"""The small CLI features of issue 17: outlier filters, --dh-out / --stable-mask-out, output
+suffixes, file modes, `xdem methods`, did-you-mean, vertical CRSs, write-pair's names."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+import rasterio
+from click.testing import CliRunner
+from rasterio.crs import CRS
+
+import xdem
+from xdem.cli import main
+from xdem.examples import write_example_pair
+from xdem.io.atomic import default_file_mode
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return write_example_pair(tmp_path_factory.mktemp("pair"))
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def filtered_run(pair, runner, tmp_path_factory):
+    """One run with every new output and filter (--workers 1, so the text says '1 worker')."""
+    folder = tmp_path_factory.mktemp("filtered")
+    args = ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(folder / "aligned.tif"),
+            "--dh-out", str(folder / "dh.tif"), "--stable-mask-out", str(folder / "mask.tif"),
+            "--max-slope", "30", "--min-slope", "2", "--nmad-filter", "2", "--json-out", str(folder / "run.json"),
+            "--workers", "1"]
+    res = runner.invoke(main, args)
+    assert res.exit_code == 0, res.output
+    return res, folder, json.loads((folder / "run.json").read_text())
+
+
+def _read(path):
+    with rasterio.open(path) as src:
+        return src.read(1, masked=True).filled(np.nan).astype(np.float64), src.profile, src.units
+
+
+def test_stable_mask_out_is_the_filters_computed_independently(filtered_run, pair):
+    """The mask written equals slope limits and the NMAD window recomputed with numpy from the
+    files (the grid is 160 000 pixels, under the filter's subsample: median and NMAD are exact)."""
+    res, folder, doc = filtered_run
+    f = doc["filters"]
+    assert (f["min_slope_deg"], f["max_slope_deg"], f["nmad_filter"]) == (2.0, 30.0, 2.0)
+    ref = xdem.open_dem(pair["ref"]).values.astype(np.float64)
+    tba = xdem.open_dem(pair["tba"]).values.astype(np.float64)
+    dh = tba - ref
+    valid = np.isfinite(dh)
+    assert f["stable_pixels"] == int(valid.sum()) == f["sampled"]
+    med = np.median(dh[valid])
+    nmad = 1.4826 * np.median(np.abs(dh[valid] - med))
+    assert f["dh_median"] == pytest.approx(med, abs=1e-6) and f["dh_nmad"] == pytest.approx(nmad, rel=1e-6)
+    slope = xdem.terrain.slope(pair["ref"]).values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        in_slope = valid & (slope >= 2) & (slope <= 30)
+        want = in_slope & (np.abs(dh - med) <= 2 * nmad)
+    assert f["kept_by_slope"] == int(in_slope.sum())
+    mask, profile, _ = _read(folder / "mask.tif")
+    assert profile["dtype"] == "uint8"
+    # float32 dh on the sampled route vs float64 here: only pixels at the window's edge may differ
+    differ = (mask == 1) != want
+    assert differ.sum() <= 5, differ.sum()
+    assert 0.3 < want.mean() < 0.95  # the filters remove something and keep most
+    assert f["kept_fraction_sampled"] == pytest.approx(want.sum() / valid.sum(), abs=1e-4)
+
+
+def test_filtered_fit_recovers_the_shift_and_stats_keep_every_stable_pixel(filtered_run, pair):
+    res, folder, doc = filtered_run
+    step = doc["steps"][0]
+    for k in ("shift_x", "shift_y", "shift_z"):  # the filters leave enough terrain: same tolerance as unfiltered
+        assert abs(step[k] - pair["truth"][k]) < 0.01, (k, step[k])
+    assert doc["stats"]["before"]["count"] == doc["filters"]["stable_pixels"]  # statistics are not filtered
+    assert "Filters (fit only): slope >= 2°, slope <= 30°" in res.stderr
+
+
+def test_dh_out_equals_aligned_minus_ref(filtered_run, pair):
+    res, folder, doc = filtered_run
+    dh, profile, units = _read(folder / "dh.tif")
+    aligned, _, _ = _read(folder / "aligned.tif")
+    ref = xdem.open_dem(pair["ref"]).values.astype(np.float64)
+    np.testing.assert_allclose(dh, aligned - ref, atol=1e-4, equal_nan=True)
+    assert units == ("m",) and profile["nodata"] == -9999
+    assert doc["dh_output"] == str(folder / "dh.tif") and doc["stable_mask_output"] == str(folder / "mask.tif")
+    assert "writing" in res.stderr and "dh.tif" in res.stderr.split("writing", 1)[1].splitlines()[0]  # one pass
+
+
+def test_one_worker_and_input_facts(filtered_run):
+    res, folder, doc = filtered_run
+    assert "(1 worker)" in res.stderr
+    facts = doc["inputs"]["reference_facts"]
+    assert facts["size"] == [400, 400] and facts["resolution"] == [1.0, 1.0] and facts["vertical_crs"] is None
+    assert doc["inputs"]["vertical_warning"] is None
+
+
+def test_files_are_written_with_the_plain_file_mode(filtered_run, pair):
+    res, folder, doc = filtered_run
+    mode = default_file_mode()
+    for path in [pair["ref"], pair["tba"], pair["truth_path"], *folder.iterdir()]:
+        assert stat.S_IMODE(os.stat(path).st_mode) == mode, path
+    old = os.umask(0o022)
+    try:
+        assert default_file_mode() == 0o644
+    finally:
+        os.umask(old)
+
+
+def test_output_suffix_and_slope_limits_are_usage_errors(pair, runner, tmp_path):
+    base = ["coreg", str(pair["ref"]), str(pair["tba"])]
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "aligned.png")])
+    assert res.exit_code == 2 and "must end in .tif or .tiff" in res.stderr
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "a.tif"), "--dh-out", str(tmp_path / "dh.img")])
+    assert res.exit_code == 2 and "'--dh-out'" in res.stderr
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "a.TIFF"), "--min-slope", "30", "--max-slope", "10"])
+    assert res.exit_code == 2 and "must be below --max-slope" in res.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_unknown_method_did_you_mean_documented_names(pair, runner, tmp_path):
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "a.tif"),
+                               "--method", "nuthkab+vshift"])
+    assert res.exit_code == 2 and "did you mean nuthkaab?" in res.stderr
+    listed = res.stderr.split("Methods:")[1].split("(")[0]
+    assert "nuthkaab_deramp" in listed and "vshift" in listed and "blockwise" in listed
+    assert "verticalshift" not in listed and " nk" not in listed  # internal names and aliases are not offered
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "a.tif"),
+                               "--method", "vshfit"])
+    assert "did you mean vshift?" in res.stderr
+
+
+def test_methods_lists_registry_options_and_defaults(runner):
+    res = runner.invoke(main, ["methods", "--json"])
+    assert res.exit_code == 0, res.output
+    table = {m["name"]: m for m in json.loads(res.stdout)}
+    from xdem.cli.coreg import _registry, documented_name
+
+    assert set(table) == {documented_name(k) for k in _registry()}
+    nk = {o["name"]: o for o in table["nuthkaab"]["options"]}
+    assert nk["subsample"]["default"] == xdem.coreg.NuthKaab().subsample and nk["subsample"]["flag"] == "--subsample"
+    assert {o["name"]: o["default"] for o in table["deramp"]["options"]}["poly_order"] == xdem.coreg.Deramp().poly_order
+    text = runner.invoke(main, ["methods"]).output
+    assert "nuthkaab  (NuthKaab)" in text and "angle = 0.0  [--angle]" in text
+
+
+def test_directionalbias_says_which_angle_it_used(pair, runner, tmp_path):
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "a.tif"),
+                               "--method", "directionalbias", "--no-stats", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "no --angle given, using 0 degrees" in res.stderr
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "b.tif"),
+                               "--method", "directionalbias", "--angle", "90", "--no-stats", "-q"])
+    assert res.exit_code == 0 and "--angle" not in res.stderr
+
+
+def _retag(src, dst, crs):
+    with rasterio.open(src) as s:
+        profile, data = s.profile, s.read()
+    profile["crs"] = CRS.from_user_input(crs)
+    with rasterio.open(dst, "w", **profile) as d:
+        d.write(data)
+    return dst
+
+
+def test_vertical_crs_in_info_and_warned_by_coreg(pair, runner, tmp_path):
+    geoid = _retag(pair["ref"], tmp_path / "ref_geoid.tif", "EPSG:26915+5703")  # NAVD88 height
+    same = _retag(pair["tba"], tmp_path / "tba_same.tif", "EPSG:26915+5703")
+    res = runner.invoke(main, ["info", str(geoid), "--no-stats"])
+    assert res.exit_code == 0 and "Vertical CRS:  NAVD88 height (a geoid or datum, EPSG:5703)" in res.output
+    res = runner.invoke(main, ["info", str(pair["ref"]), "--no-stats"])
+    assert "Vertical CRS" not in res.output
+    # same vertical reference: no warning
+    res = runner.invoke(main, ["coreg", str(geoid), str(same), "-o", str(tmp_path / "a.tif"), "--no-stats", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "vertical references" not in res.stderr
+    other = _retag(pair["tba"], tmp_path / "tba_other.tif", "EPSG:26915+3855")  # EGM2008 height
+    res = runner.invoke(main, ["coreg", str(geoid), str(other), "-o", str(tmp_path / "b.tif"), "--no-stats", "-q",
+                               "--json"])
+    assert res.exit_code == 0, res.output
+    assert "Warning: REF and TBA have different vertical references: REF NAVD88 height" in res.stderr
+    doc = json.loads(res.stdout)
+    assert "EGM2008" in doc["inputs"]["vertical_warning"]
+    assert doc["inputs"]["to_be_aligned_facts"]["vertical_crs"]["epsg"] == 3855
+
+
+def test_write_pair_options_name_the_misalignment(runner, tmp_path):
+    res = runner.invoke(main, ["examples", "write-pair", str(tmp_path / "a"), "--dx", "2", "--dy", "-1", "--dz", "3"])
+    assert res.exit_code == 0, res.output
+    truth = json.loads((tmp_path / "a" / "truth.json").read_text())
+    assert (truth["shift_x"], truth["shift_y"], truth["shift_z"]) == (-2.0, 1.0, -3.0)
+    res = runner.invoke(main, ["examples", "write-pair", str(tmp_path / "b"), "--shift-x", "2"])  # deprecated alias
+    assert res.exit_code == 0 and "--shift-x is deprecated, use --dx" in res.stderr
+    assert json.loads((tmp_path / "b" / "truth.json").read_text())["shift_x"] == -2.0
+    assert "--shift-x" not in runner.invoke(main, ["examples", "write-pair", "--help"]).output
+
+
+def test_filters_refused_with_points(tmp_path):
+    from xdem.errors import InputError
+    from xdem.workflows import CoregRequest, run_coreg
+    from xdem.workflows.filters import OutlierFilters
+
+    with pytest.raises(InputError, match="apply to a pair of DEMs"):
+        run_coreg(CoregRequest(reference=tmp_path / "p.gpkg", to_be_aligned=tmp_path / "t.tif",
+                               output=tmp_path / "o.tif", coreg=xdem.coreg.NuthKaab(),
+                               filters=OutlierFilters(max_slope=30)))
+
+
+def test_dh_out_reads_no_more_than_the_aligned_write(pair, tmp_path, monkeypatch):
+    """--dh-out is written in the same pass: the blocks of REF and TBA are read as many times
+    with it as without it."""
+    import collections
+    from pathlib import Path
+
+    import xdem.io.open as io_open
+    from xdem.workflows import CoregRequest, run_coreg
+
+    reads: collections.Counter = collections.Counter()
+    real = io_open._NamedReader.__getitem__
+
+    def counting(self, key):
+        reads[Path(self.path).name] += 1
+        return real(self, key)
+
+    monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
+    counts = []
+    for dh in (None, tmp_path / "dh.tif"):
+        reads.clear()
+        run_coreg(CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / f"a{dh is None}.tif",
+                               dh_out=dh, coreg=xdem.coreg.NuthKaab(), chunks=128))
+        counts.append(dict(reads))
+    assert counts[0] == counts[1] and counts[0]["ref.tif"] > 0
+
+
+def test_info_prints_and_returns_units_and_labelled_history(capsys):
+    ref, tba, truth = xdem.examples.example_pair()
+    nk = xdem.coreg.NuthKaab()
+    assert "[fitted" not in repr(nk)
+    nk.fit(ref, tba)
+    text = nk.info()
+    assert capsys.readouterr().out.strip() == text.strip()  # printed as returned
+    lines = [line.strip() for line in text.splitlines()]
+    assert f"shift_x_ = {nk.shift_x_:.6g} m" in lines and f"shift_z_ = {nk.shift_z_:.6g} m (DEM height units)" in lines
+    assert "history_ (shift_x, shift_y after each iteration):" in lines
+    iterations = [line for line in lines if line.startswith("iteration ")]
+    assert len(iterations) == nk.n_iterations_ == len(nk.history_)
+    last = nk.history_[-1]
+    assert iterations[-1] == f"iteration {len(iterations)}: shift_x={last[0]:+.4f}, shift_y={last[1]:+.4f} (shift_x, shift_y: m)"
+    assert repr(nk) == (f"NuthKaab() [fitted: shift_x={nk.shift_x_:+.4f} m, shift_y={nk.shift_y_:+.4f} m, "
+                        f"shift_z={nk.shift_z_:+.4f} m]")
+    assert nk.info(echo=False) == text and capsys.readouterr().out == ""
+    lzd = xdem.coreg.LZD(subsample=20_000).fit(ref, tba)
+    assert repr(lzd).startswith("LZD(subsample=20000) [fitted: rotations x/y/z ") and " degrees, shift_x=" in repr(lzd)
+    lzd_text = lzd.info(echo=False)
+    assert "rotation_z_ = " in lzd_text and "history_ (rotation_x, rotation_y, rotation_z, shift_x" in lzd_text
+    pipe = (xdem.coreg.NuthKaab() + xdem.coreg.Deramp()).fit(ref, tba)
+    assert repr(pipe).endswith("Deramp() [fitted]") and pipe.info(echo=False).count("learned:") == 2
+
+
+def test_json_history_columns(filtered_run):
+    res, folder, doc = filtered_run
+    step = doc["steps"][0]
+    assert step["history_columns"] == ["shift_x", "shift_y"] and len(step["history"][0]) == 2
