@@ -269,3 +269,37 @@ def test_json_history_columns(filtered_run):
     res, folder, doc = filtered_run
     step = doc["steps"][0]
     assert step["history_columns"] == ["shift_x", "shift_y"] and len(step["history"][0]) == 2
+
+
+def _docs_json_block(page: str, marker: str) -> dict:
+    """The JSON block of ``docs/<page>`` starting with ``marker`` (a ``"key": {`` fragment)."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / page).read_text()
+    start = text.index(marker)
+    end = text.index("```", start)
+    return json.loads("{" + text[start:end].strip().rstrip(",") + "}")
+
+
+def _same_numbers(documented, real, path=""):
+    """Every documented value equals the real one (numbers to the digits shown)."""
+    if isinstance(documented, dict):
+        for k, v in documented.items():
+            _same_numbers(v, real[k], f"{path}.{k}")
+    elif isinstance(documented, list):
+        assert len(documented) == len(real), path
+        for i, (a, b) in enumerate(zip(documented, real)):
+            _same_numbers(a, b, f"{path}.{i}")
+    elif isinstance(documented, float):
+        digits = len(repr(documented).split(".")[1]) if "." in repr(documented) else 0
+        assert abs(documented - real) <= 0.5 * 10 ** -digits + 1e-12, (path, documented, real)
+    else:
+        assert documented == real, (path, documented, real)
+
+
+def test_docs_filters_json_is_that_of_a_real_run(filtered_run):
+    """docs/cli.md's `filters` example is the document of the run above (same options)."""
+    res, folder, doc = filtered_run
+    documented = _docs_json_block("cli.md", '"filters": {')["filters"]
+    assert set(documented) == set(doc["filters"])
+    _same_numbers(documented, doc["filters"])
