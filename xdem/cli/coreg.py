@@ -398,10 +398,14 @@ def _print_summary(doc: dict) -> None:
     if doc.get("stats"):
         b, a = doc["stats"]["before"], doc["stats"]["after"]
         how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
-        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}; exact counts):")
-        echo(f"  {'':8}{'median':>12}{'NMAD':>12}{'count':>12}")
+        more = [k for k in ("mean", "rmse", "le90") if isinstance(b.get(k), (int, float))]
+        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}{', mean, RMSE, LE90' if more else ''}; "
+             "exact counts):")
+        names = {"mean": "mean", "rmse": "RMSE", "le90": "LE90"}
+        echo(f"  {'':8}{'median':>12}{'NMAD':>12}" + "".join(f"{names[k]:>12}" for k in more) + f"{'count':>12}")
         for label, s in (("before", b), ("after", a)):
-            echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['count']:>12d}")
+            echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}" + "".join(f"{s[k]:>12.4f}" for k in more)
+                 + f"{s['count']:>12d}")
     v = doc.get("verdict")
     if v:
         amp = v.get("residual_amplitude_m")
@@ -470,7 +474,7 @@ def _print_points_summary(doc: dict) -> None:
 @click.option("--min-slope", type=click.FloatRange(0, 90), default=None,
               help="Fit only on pixels whose slope of REF is at least this (degrees); every method.")
 @click.option("--nmad-filter", type=click.FloatRange(min=0, min_open=True), default=None, metavar="K",
-              help="Fit only on pixels with |dh - median| <= K x NMAD (dh before, on stable pixels); every method. "
+              help="Fit only on pixels with abs(dh - median) <= K x NMAD (dh before, on stable pixels); every method. "
                    "The statistics and the report still use every stable pixel.")
 @click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "

@@ -174,8 +174,8 @@ STATS_SUBSAMPLE = 2_000_000
 
 def stats_method(subsample: int = STATS_SUBSAMPLE) -> str:
     """The ``method`` line of sampled statistics drawn on ``subsample`` pixels (JSON ``stats.method``)."""
-    return (f"median and NMAD on a reproducible subsample of about {subsample} x (valid fraction) stable "
-            "valid pixels (the same pixels before and after); exact counts")
+    return (f"median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample of about {subsample} x (valid "
+            "fraction) stable valid pixels (the same pixels before and after); exact counts, min and max")
 
 
 def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
