@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
+from xdem.cli.methods import _angle_note, did_you_mean, documented_name
 from xdem.workflows import _summary as S
 
 if TYPE_CHECKING:
@@ -36,38 +37,6 @@ ALIASES = {
     "bias": "biascorr",
     "blockwise": "blockwisecoreg",
 }
-#: Registry name -> the name the docs use for ``--method`` (others: the registry name itself).
-DOCUMENTED = {"verticalshift": "vshift", "nuthkaabderamp": "nuthkaab_deramp", "blockwisecoreg": "blockwise"}
-
-
-def documented_name(key: str) -> str:
-    """The ``--method`` name the docs use for a registry key.
-
-    Examples
-    --------
-    >>> documented_name("verticalshift"), documented_name("icp")
-    ('vshift', 'icp')
-    """
-    return DOCUMENTED.get(key, key)
-
-
-def did_you_mean(text: str, names: list[str]) -> str | None:
-    """The documented name closest to ``text`` (letters compared without ``_``/``-``), or None.
-
-    Examples
-    --------
-    >>> did_you_mean("nuthkab", ["vshift", "nuthkaab", "icp"])
-    'nuthkaab'
-    >>> did_you_mean("zzz", ["vshift", "nuthkaab"]) is None
-    True
-    """
-    import difflib
-
-    by_norm = {_norm(n): n for n in names}
-    hit = difflib.get_close_matches(_norm(text), list(by_norm), n=1, cutoff=0.6)
-    return by_norm[hit[0]] if hit else None
-
-
 #: Method options of the CLI -> constructor parameter names they may set (first found wins).
 METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "poly_order": ("poly_order",),
@@ -305,26 +274,6 @@ def check_raster_output(path: str | None, option: str) -> None:
         raise click.BadParameter(
             f"must end in {' or '.join(RASTER_OUTPUTS)} (a Cloud-Optimized GeoTIFF is written), got '{path}'",
             param_hint=f"'{option}'")
-
-
-def _angle_note(classes: list[Any], angle: float | None) -> str | None:
-    """The line saying which track angle a directional bias step uses when ``--angle`` is not given."""
-    from xdem.coreg import DirectionalBias
-
-    flat: list[Any] = []
-    for c in classes:
-        flat += list(c.inner) if isinstance(c, Blockwise) else [c]
-    if angle is not None or DirectionalBias not in flat:
-        return None
-    default = _param_default(DirectionalBias, "angle")
-    return (f"directionalbias: no --angle given, using {default:g} degrees (counter-clockwise from east: the bias varies "
-            "with easting); give --angle, the satellite's along-track direction, e.g. --angle 90 for a north-south track")
-
-
-def _param_default(cls: type, name: str) -> Any:
-    import inspect
-
-    return inspect.signature(cls).parameters[name].default
 
 
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:

@@ -12,7 +12,60 @@ from typing import Any
 
 import click
 
-__all__ = ["methods", "method_table"]
+__all__ = ["methods", "method_table", "documented_name", "did_you_mean", "DOCUMENTED"]
+
+
+#: Registry name -> the name the docs use for ``--method`` (others: the registry name itself).
+DOCUMENTED = {"verticalshift": "vshift", "nuthkaabderamp": "nuthkaab_deramp", "blockwisecoreg": "blockwise"}
+
+
+def documented_name(key: str) -> str:
+    """The ``--method`` name the docs use for a registry key.
+
+    Examples
+    --------
+    >>> documented_name("verticalshift"), documented_name("icp")
+    ('vshift', 'icp')
+    """
+    return DOCUMENTED.get(key, key)
+
+
+def did_you_mean(text: str, names: list[str]) -> str | None:
+    """The documented name closest to ``text`` (letters compared without ``_``/``-``), or None.
+
+    Examples
+    --------
+    >>> did_you_mean("nuthkab", ["vshift", "nuthkaab", "icp"])
+    'nuthkaab'
+    >>> did_you_mean("zzz", ["vshift", "nuthkaab"]) is None
+    True
+    """
+    import difflib
+
+    from xdem.cli.coreg import _norm
+
+    by_norm = {_norm(n): n for n in names}
+    hit = difflib.get_close_matches(_norm(text), list(by_norm), n=1, cutoff=0.6)
+    return by_norm[hit[0]] if hit else None
+
+
+def _angle_note(classes: list[Any], angle: float | None) -> str | None:
+    """The line saying which track angle a directional bias step uses when ``--angle`` is not given."""
+    from xdem.cli.coreg import Blockwise
+    from xdem.coreg import DirectionalBias
+
+    flat: list[Any] = []
+    for c in classes:
+        flat += list(c.inner) if isinstance(c, Blockwise) else [c]
+    if angle is not None or DirectionalBias not in flat:
+        return None
+    default = _param_default(DirectionalBias, "angle")
+    return (f"directionalbias: no --angle given, using {default:g} degrees (counter-clockwise from east: the bias varies "
+            "with easting); give --angle, the satellite's along-track direction, e.g. --angle 90 for a north-south track")
+
+
+def _param_default(cls: type, name: str) -> Any:
+    return inspect.signature(cls).parameters[name].default
 
 
 def _first_line(cls: type) -> str:
@@ -43,7 +96,7 @@ def method_table() -> list[dict[str, Any]]:
     >>> {o["name"]: o["flag"] for o in table["directionalbias"]["options"]}["angle"]
     '--angle'
     """
-    from xdem.cli.coreg import _OPTION_FLAGS, METHOD_OPTIONS, _registry, documented_name
+    from xdem.cli.coreg import _OPTION_FLAGS, METHOD_OPTIONS, _registry
 
     flag_of: dict[str, str] = {}
     for key, params in METHOD_OPTIONS.items():

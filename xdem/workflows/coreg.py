@@ -453,6 +453,7 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             "rotations_deg": rigid["rotations_deg"],
             "rotation_centre": rigid["centre"],
             "translation": rigid["translation"],
+            "translation_px": _in_pixels(rigid["translation"], ref_d),
             "frame": S.frame_summary(model, ref_d),
             "output_grid": r.grid,
             "stats": stats,
@@ -538,3 +539,13 @@ def _dh_after(ref: Any, aligned: Any) -> Any:
     ref_on = ref if same_grid(aligned, ref) else _reproject_like(ref, aligned, resampling="bilinear")
     dh = aligned.copy(data=aligned.data - ref_on.chunk(dict(zip(("y", "x"), aligned.data.chunks))).data)
     return dh.rename("dh").assign_attrs(units="m")
+
+
+def _in_pixels(translation: Any, ref: Any) -> list[float] | None:
+    """The merged horizontal translation in pixels of REF's grid (``None`` for a geographic REF,
+    whose correction is in metres of a UTM zone, or without a translation)."""
+    if not isinstance(translation, (list, tuple)) or len(translation) < 2 or ref.rio.crs is None \
+            or ref.rio.crs.is_geographic:
+        return None
+    rx, ry = (abs(float(v)) for v in ref.rio.resolution())
+    return [float(translation[0]) / rx, float(translation[1]) / ry]
