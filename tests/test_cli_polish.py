@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import numpy as np
@@ -303,3 +304,128 @@ def test_docs_filters_json_is_that_of_a_real_run(filtered_run):
     documented = _docs_json_block("cli.md", '"filters": {')["filters"]
     assert set(documented) == set(doc["filters"])
     _same_numbers(documented, doc["filters"])
+
+
+def _percents(stderr: str) -> list[int]:
+    return [int(m) for m in re.findall(r"^\[\s*(\d+)%\]", stderr, re.M)]
+
+
+def test_progress_bar_over_the_whole_run_quiet_and_verbose(pair, runner, tmp_path):
+    """Not a terminal: one line per tenth of the run, never going back, ending at 100 %;
+    --quiet: nothing; --verbose: one line per Nuth & Kääb iteration."""
+    base = ["coreg", str(pair["ref"]), str(pair["tba"])]
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "a.tif"), "--verbose", "--json"])
+    assert res.exit_code == 0, res.output
+    p = _percents(res.stderr)
+    assert p == sorted(p) and p[-1] == 100 and len(p) >= 5, p
+    assert re.search(r"^\[\s*\d+%\] writing, elapsed \d+ s, ETA \d+ s$", res.stderr, re.M)
+    doc = json.loads(res.stdout)
+    lines = re.findall(r"^  Nuth & Kääb: iteration (\d+): shift_x=", res.stderr, re.M)
+    assert [int(n) for n in lines] == list(range(1, doc["steps"][0]["n_iterations"] + 1))
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "b.tif"), "--quiet", "--verbose"])
+    assert res.exit_code == 0 and res.stderr == ""
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "c.tif")])
+    assert "iteration 1" not in res.stderr and _percents(res.stderr)[-1] == 100
+
+
+def test_cog_copy_reports_gdal_progress(tmp_path):
+    """write_cog forwards GDAL's own progress callback of the COG copy: increasing fractions up
+    to 1, several on the way for a multi-tile file, and the COG is the same as without."""
+    import dask.array as da
+    import xarray as xr
+    from rio_cogeo.cogeo import cog_validate
+
+    from xdem.io.cog import COPY_PROGRESS, write_cog
+
+    n = 2048
+    data = da.random.RandomState(0).random((n, n), chunks=512).astype("float32")
+    dem = xr.DataArray(data, dims=("y", "x"), coords={"y": np.arange(n)[::-1] + 0.5, "x": np.arange(n) + 0.5})
+    dem = dem.rio.write_crs("EPSG:32633").rio.write_transform(rasterio.Affine(1, 0, 0, 0, -1, n))
+    seen: list[float] = []
+    token = COPY_PROGRESS.set(seen.append)
+    try:
+        write_cog(dem, tmp_path / "with.tif")
+    finally:
+        COPY_PROGRESS.reset(token)
+    write_cog(dem, tmp_path / "without.tif")
+    assert len(seen) > 5 and seen == sorted(seen) and seen[-1] == 1.0 and 0 < seen[len(seen) // 2] < 1
+    assert cog_validate(str(tmp_path / "with.tif"), quiet=True)[0]
+    with rasterio.open(tmp_path / "with.tif") as a, rasterio.open(tmp_path / "without.tif") as b:
+        assert a.profile == b.profile and (a.read(1) == b.read(1)).all() and a.overviews(1) == b.overviews(1)
+
+
+def test_rio_plugin_through_the_declared_entry_point(pair, tmp_path):
+    """`rio xdem coreg ...` with rasterio's real `rio` program, which finds the plugin through the
+    `rasterio.rio_plugins` entry point declared in pyproject.toml (a distribution carrying that
+    declaration is put on the subprocess's path: the venv's xdem was installed from elsewhere)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    section = (root / "pyproject.toml").read_text().split('[project.entry-points."rasterio.rio_plugins"]\n', 1)[1]
+    declared = dict(re.findall(r'^(\w+) = "([^"]+)"$', section.split("\n[", 1)[0], re.M))  # no tomllib on 3.10
+    assert declared == {"xdem": "xdem.cli.rio:xdem"}
+    dist = tmp_path / "site" / "xdem_rio_plugin-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: xdem-rio-plugin\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[rasterio.rio_plugins]\n" + "".join(f"{k} = {v}\n" for k, v in declared.items()))
+    rio = Path(sys.executable).with_name("rio")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(root)])}
+    out = tmp_path / "aligned.tif"
+    proc = subprocess.run([str(rio), "xdem", "coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--json", "-q"],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    step = json.loads(proc.stdout)["steps"][0]
+    assert abs(step["shift_x"] - pair["truth"]["shift_x"]) < 0.01 and out.exists()
+    proc = subprocess.run([str(rio), "xdem", "coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 1 and "already exists" in proc.stderr  # xdem's one-line errors and exit codes
+
+
+#: Values of the documented JSON that depend on the machine or the folder: only their presence is checked.
+_VOLATILE = {"timing", "peak_rss_mb", "peak_rss_children_mb", "output", "workers", "inputs.reference",
+             "inputs.to_be_aligned"}
+
+
+def _same_except_volatile(documented, real, path=""):
+    if path.lstrip(".") in _VOLATILE:
+        return
+    if isinstance(documented, dict):
+        assert set(documented) == set(real), (path, set(documented) ^ set(real))
+        for k, v in documented.items():
+            _same_except_volatile(v, real[k], f"{path}.{k}")
+    else:
+        _same_numbers(documented, real, path)
+
+
+def test_docs_cli_json_document_is_that_of_a_real_run(runner, tmp_path):
+    """docs/cli.md's JSON document is what `xdem coreg pair/ref.tif pair/tba.tif -o pair/aligned.tif
+    --json` prints on the pair of `xdem examples write-pair pair/`: the same keys everywhere, the
+    same values to the digits shown (timings, memory, paths and the worker count excepted)."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    block = text[text.index("## JSON document"):]
+    block = block[block.index("```json") + 7:]
+    documented = json.loads(block[:block.index("```")])
+    folder = tmp_path / "pair"
+    assert runner.invoke(main, ["examples", "write-pair", str(folder)]).exit_code == 0
+    res = runner.invoke(main, ["coreg", str(folder / "ref.tif"), str(folder / "tba.tif"), "-o",
+                               str(folder / "aligned.tif"), "--json"])
+    assert res.exit_code == 0, res.output
+    _same_except_volatile(documented, json.loads(res.stdout))
+
+
+def test_docs_did_you_mean_message_is_the_real_one(pair, runner, tmp_path):
+    """The error shown in docs/cli.md ("Methods: `xdem methods`") is the one `--method nuthkab` gives."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    block = text[text.index("## Methods: `xdem methods`"):]
+    block = block[block.index("```text") + 7:]
+    documented = " ".join(block[:block.index("```")].split())
+    res = runner.invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "a.tif"),
+                               "--method", "nuthkab"])
+    assert res.exit_code == 2
+    assert " ".join(res.stderr.strip().splitlines()[-1].split()) == documented

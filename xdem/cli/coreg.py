@@ -276,6 +276,21 @@ def check_raster_output(path: str | None, option: str) -> None:
             param_hint=f"'{option}'")
 
 
+class _StderrProxy:
+    """stderr for the per-iteration lines, clearing the run's progress bar first."""
+
+    def __init__(self, made: list[Any]) -> None:
+        self.made = made
+
+    def write(self, text: str) -> None:
+        if self.made and self.made[-1].bar is not None:
+            self.made[-1].bar.clear()
+        click.echo(text, err=True, nl=False)
+
+    def flush(self) -> None:
+        pass
+
+
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:
     if value is None:
         return None
@@ -482,6 +497,8 @@ def _print_points_summary(doc: dict) -> None:
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
                    "(computed in the writing pass when REF and TBA share a grid, else one pass).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also one line per iteration of the iterative methods (nuthkaab, nuthkaab_deramp, lzd) on stderr.")
 def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
@@ -491,7 +508,7 @@ def coreg(
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None,
     dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
-    min_slope: float | None = None, nmad_filter: float | None = None,
+    min_slope: float | None = None, nmad_filter: float | None = None, verbose: bool = False,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -543,15 +560,30 @@ def coreg(
         filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
     )
 
+    # the stages of the run, for one progress bar over all of it (percent and ETA)
+    plan = [*(["outlier filters"] if request.filters is not None and request.filters.active else []), "fitting",
+            "writing", *(["statistics"] if exact_stats else []), *([] if no_stats else ["verdict"]),
+            *(["writing the report"] if report else [])]
+    made: list[Any] = []
+
+    def progress(sinfo: Any) -> Any:
+        made.append(Progress(quiet=quiet, client=sinfo["client"], plan=plan))
+        return made[-1]
+
     @contextlib.contextmanager
     def environment() -> Any:
         with contextlib.ExitStack() as stack:
             stack.enter_context(stdout_to_stderr())  # progress bars and stray prints never reach stdout
             stack.enter_context(one_line_warnings())
+            if verbose and not quiet:
+                from xdem.cli.progress import iteration_lines
+
+                stack.enter_context(iteration_lines(None, stream=_StderrProxy(made)))
             yield stack.enter_context(use_scheduler(sched, workers))
 
-    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats,
-                       progress=lambda sinfo: Progress(quiet=quiet, client=sinfo["client"]))
+    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats, progress=progress)
+    if made:
+        made[-1].finish()
     if not quiet:
         if "points" in result.document:
             _print_points_summary(result.document)

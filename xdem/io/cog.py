@@ -25,6 +25,7 @@ gets its own COG copy, validation and atomic move, with the same guarantees.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import shutil
@@ -251,8 +252,16 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     return out
 
 
-def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int) -> None:
-    """Pass 2: GDAL COG driver copy (compression, overviews) with a bounded cache."""
+#: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
+#: fraction done of all the copies of the current write (GDAL's own progress callback).
+COPY_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar("COPY_PROGRESS",
+                                                                                              default=None)
+
+
+def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int,
+                 progress: Callable[[float], None] | None = None) -> None:
+    """Pass 2: GDAL COG driver copy (compression, overviews) with a bounded cache; ``progress``
+    receives GDAL's completed fraction (:mod:`xdem.io._gdal_copy`)."""
     options = {
         "BLOCKSIZE": blocksize,
         "COMPRESS": compress.upper(),
@@ -264,7 +273,12 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         options["PREDICTOR"] = predictor
     with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
         try:
-            rasterio.shutil.copy(tmp, out, driver="COG", **options)
+            from xdem.io._gdal_copy import copy_with_progress
+
+            done = progress is not None and copy_with_progress(tmp, out, driver="COG", options=options,
+                                                               progress=progress)
+            if not done:
+                rasterio.shutil.copy(tmp, out, driver="COG", **options)
         except Exception:
             if "No space left on device" in captured.text():
                 raise OSError(errno.ENOSPC, "No space left on device", out) from None
@@ -436,10 +450,13 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         try:
             extra = _store_blocks(items, progress=progress)
             full = False
-            for plan, (tmp, tmp_cog) in zip(plans, tmps):
+            report = COPY_PROGRESS.get()
+            for i, (plan, (tmp, tmp_cog)) in enumerate(zip(plans, tmps)):
                 current = plan
                 _tag_units(tmp, plan.units)
-                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize)
+                step = None if report is None else (lambda f, i=i: report((i + f) / len(plans)))
+                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize,
+                             progress=step)
                 full = full or _disk_full(None, plan.out.parent)  # GDAL may "succeed" with a truncated COG
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)  # free the disk space before the next copy
