@@ -76,12 +76,21 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     opts = [f"{k}={v}".encode() for k, v in options.items()]
     arr = (ctypes.c_char_p * (len(opts) + 1))(*opts, None)
 
+    interrupted: list[BaseException] = []
+
     def report(fraction: float, _msg: bytes | None, _data: Any) -> int:
+        # Python runs signal handlers here: Ctrl-C (KeyboardInterrupt) or SIGTERM (the CLI's
+        # Terminated) raised in this callback would be swallowed by ctypes; keep it, make GDAL
+        # stop (a false return), and raise it once GDAL has returned.
         try:
-            progress(min(max(float(fraction), 0.0), 1.0))
-        except Exception:  # noqa: BLE001 - a display error must never break the copy
-            pass
-        return 1
+            try:
+                progress(min(max(float(fraction), 0.0), 1.0))
+            except Exception:  # noqa: BLE001 - a display error must never break the copy
+                pass
+            return 0 if interrupted else 1
+        except BaseException as exc:  # noqa: BLE001 - see above
+            interrupted.append(exc)
+            return 0
 
     callback = _PROGRESS(report)
     handle = lib.GDALOpen(src.encode(), 0)
@@ -89,6 +98,10 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
         raise OSError(f"cannot open '{src}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
     try:
         out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
+        if interrupted:
+            if out:
+                lib.GDALClose(out)
+            raise interrupted[0]
         if not out:
             raise OSError(f"cannot write '{dst}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
         if lib.GDALClose(out) != 0:
