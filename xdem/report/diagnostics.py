@@ -1,6 +1,6 @@
 """The report's diagnostic figures of issue 17, from small arrays (decimated maps, the
 subsample, the exact slope-class tables): dh over a hillshade on ONE shared colour scale,
-NMAD and median by slope class, dh against elevation, the CDF of |dh| and row/column profiles.
+NMAD and median by slope class, dh against elevation, the CDF of ``|dh|`` and row/column profiles.
 
 Colour convention of every dh map: negative (tba below ref, e.g. thinning) red, positive blue
 (:data:`xdem.report.figures.DH_CMAP`).
@@ -29,7 +29,7 @@ _TITLES = {"before": "dh before = tba − ref", "after": "dh after = aligned −
 def shared_scale_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[float], crs: str, units: str,
                         limit: float, stable_map: np.ndarray | None = None) -> str:
     """dh before and after over a hillshade of REF on ONE colour scale, symmetric at ``limit``
-    (the report passes the 98th percentile of |dh| before), so that the two panels compare
+    (the report passes the 98th percentile of ``|dh|`` before), so that the two panels compare
     directly; the mask outline (0.5 contour of ``stable_map``) in black."""
     names = [n for n in ("before", "after") if n in maps]
     fig = Figure(figsize=(5.4 * max(len(names), 1) + 0.8, 4.6), layout="constrained")
@@ -156,7 +156,7 @@ def elevation_figure(sample: Mapping[str, np.ndarray], *, units: str) -> str:
 
 
 def cdf_figure(sample: Mapping[str, np.ndarray], *, units: str) -> str:
-    """Cumulative distribution of |dh| before and after, with the LE90 (90 % quantile) marked."""
+    """Cumulative distribution of ``|dh|`` before and after, with the LE90 (90 % quantile) marked."""
     fig = Figure(figsize=(7.5, 3.8), layout="constrained")
     ax = fig.subplots()
     series = {n: np.sort(np.abs(np.asarray(sample[n], float)[np.isfinite(sample[n])])) for n in ("before", "after")
