@@ -76,7 +76,7 @@ def test_info_errors_and_usage(runner, tmp_path, make_tif):
 
 def test_examples_write_pair(runner, tmp_path):
     folder = tmp_path / "demo"
-    res = runner.invoke(main, ["examples", "write-pair", str(folder), "--shift-x", "1.5", "--tilt-y", "0.001"])
+    res = runner.invoke(main, ["examples", "write-pair", str(folder), "--dx", "1.5", "--tilt-y", "0.001"])
     assert res.exit_code == 0, res.output
     assert "shift_x=-1.5 m" in res.output and str(folder / "tba.tif") in res.output
     truth = json.loads((folder / "truth.json").read_text())

@@ -172,3 +172,24 @@ def test_sampled_dh_stats_subsample_is_chunk_independent_and_counts_exact():
     assert all(r == results[0] for r in results)
     assert results[0]["x"]["count"] == int(np.isfinite(other).sum())
     assert results[0]["x"]["sampled"] < 2000 and results[0]["x"]["median"] == pytest.approx(1.0, abs=0.15)
+
+
+def test_sampled_dh_stats_extra_statistics_are_those_of_numpy():
+    """mean, std, RMSE, LE90 of the sampled pixels (all of them here: the subsample exceeds the
+    grid) and the exact min and max equal numpy's on the valid dh; identical for any chunking."""
+    from xdem.stats import sampled_dh_stats
+
+    rng = np.random.default_rng(3)
+    ref = rng.normal(size=(90, 70))
+    other = ref + rng.normal(0.5, 1.5, size=ref.shape)
+    other[rng.random(ref.shape) < 0.1] = np.nan
+    dh = (other - ref)[np.isfinite(other)]
+    got = [sampled_dh_stats(da.from_array(ref, chunks=c), {"x": da.from_array(other, chunks=c)}, subsample=10**6)["x"]
+           for c in (17, 90)]
+    assert got[0] == got[1]
+    s = got[0]
+    assert s["sampled"] == s["count"] == dh.size
+    assert s["mean"] == pytest.approx(dh.mean(), rel=1e-12) and s["std"] == pytest.approx(dh.std(), rel=1e-12)
+    assert s["rmse"] == pytest.approx(np.sqrt(np.mean(dh**2)), rel=1e-12)
+    assert (s["min"], s["max"]) == (dh.min(), dh.max())
+    assert s["le90"] == pytest.approx(np.quantile(np.abs(dh), 0.9), rel=1e-12)

@@ -44,9 +44,12 @@ def test_several_attributes_into_folder(tmp_path):
     names = sorted(p.name for p in folder.iterdir())
     assert names == ["aspect.tif", "hillshade.tif", "slope.tif", "terrain_ruggedness_index.tif"]
     np.testing.assert_allclose(read(folder / "aspect.tif"), xdem.terrain.aspect(LIDAR).values, atol=1e-5, equal_nan=True)
-    np.testing.assert_allclose(
-        read(folder / "hillshade.tif"), xdem.terrain.hillshade(LIDAR, azimuth=90).values, atol=1e-5, equal_nan=True
-    )
+    with rasterio.open(folder / "hillshade.tif") as src:  # Byte, shades 1-255, nodata 0 (as gdaldem's)
+        assert src.dtypes == ("uint8",) and src.nodata == 0
+        shade = src.read(1)
+    want = xdem.terrain.hillshade(LIDAR, azimuth=90).values
+    assert ((shade == 0) == np.isnan(want)).all()
+    assert np.abs(shade[shade > 0] - want[shade > 0]).max() <= 0.5 + 1e-6  # rounded to the nearest shade
     assert np.isnan(read(folder / "slope.tif")[0]).all()
 
 
@@ -117,7 +120,31 @@ def test_several_attributes_read_the_dem_once(tmp_path, monkeypatch):
     assert n_blocks > 4 and len(reads) == n_blocks  # every block read...
     assert set(reads.values()) == {1}  # ...exactly once, for the three attributes
     assert result.output.split() == [str(folder / f"{n}.tif") for n in names]
-    for name in names:
+    for name in names[:2]:
         want = xdem.terrain.get_terrain_attribute(LIDAR, name).values
         np.testing.assert_allclose(read(folder / f"{name}.tif"), want, atol=1e-5, equal_nan=True)
+    with rasterio.open(folder / "hillshade.tif") as src:  # Byte: the rounded shades
+        want = xdem.terrain.hillshade(LIDAR).values
+        np.testing.assert_array_equal(src.read(1), np.where(np.isnan(want), 0, np.clip(np.round(want), 1, 255)))
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}.tif" for n in names)
+
+
+def test_default_attributes_with_units(tmp_path):
+    """Without -a: slope, aspect and hillshade into the folder, each with its unit tag."""
+    folder = tmp_path / "defaults"
+    result = CliRunner().invoke(main, ["terrain", LIDAR, "-o", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["aspect.tif", "hillshade.tif", "slope.tif"]
+    units = {}
+    for p in folder.iterdir():
+        with rasterio.open(p) as src:
+            units[p.stem] = src.units[0]
+    assert units == {"slope": "degrees", "aspect": "degrees", "hillshade": "1-255"}
+    np.testing.assert_allclose(read(folder / "slope.tif"), xdem.terrain.slope(LIDAR).values, atol=1e-5, equal_nan=True)
+    percent = tmp_path / "slope_pct.tif"
+    result = CliRunner().invoke(main, ["terrain", LIDAR, "-o", str(percent), "-a", "slope", "--slope-units", "percent"])
+    assert result.exit_code == 0, result.output
+    with rasterio.open(percent) as src:
+        assert src.units == ("percent",)
+    result = CliRunner().invoke(main, ["terrain", LIDAR, "-o", str(tmp_path / "one.tif")])
+    assert result.exit_code == 2 and "FOLDER" in result.output

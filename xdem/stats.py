@@ -304,6 +304,12 @@ def _dh_block(
 
     valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
     out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
+    # exact extremes of each dh (min and max are exact whatever the blocks: chunk-independent)
+    extremes = np.empty((len(others), 2))
+    for i, o in enumerate(others):
+        d = (np.asarray(o, dtype=np.float64) - ref)[valid & np.isfinite(o)]
+        extremes[i] = (d.min(), d.max()) if d.size else (np.inf, -np.inf)
+    out["extremes"] = extremes
     keep = valid & below(_pixel_hash(row0, col0, ref.shape, ncols, random_state), limit)
     r, c = np.nonzero(keep)
     out["values"] = np.stack([np.asarray(a)[r, c].astype(np.float64) for a in (ref, *others)])
@@ -373,15 +379,26 @@ def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: fl
 
 
 def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:
+    extremes = np.empty((len(names), 2))
+    extremes[:, 0], extremes[:, 1] = np.inf, -np.inf
+    for p in parts:
+        e = p.get("extremes")
+        if e is not None:
+            extremes[:, 0] = np.minimum(extremes[:, 0], e[:, 0])
+            extremes[:, 1] = np.maximum(extremes[:, 1], e[:, 1])
     return {
         "names": names,
         "counts": np.sum([p["counts"] for p in parts], axis=0) if parts else np.zeros(len(names), dtype=np.int64),
         "values": np.concatenate([p["values"] for p in parts], axis=1),
+        "extremes": extremes,
     }
 
 
 def dh_stats_finish(merged: dict) -> dict[str, dict]:
-    """Statistics from the result of :func:`dh_stats_tasks`."""
+    """Statistics from the result of :func:`dh_stats_tasks`: per name ``count``, ``min`` and
+    ``max`` (exact: stable pixels valid in both), ``median``, ``nmad``, ``mean``, ``std``,
+    ``rmse`` and ``le90`` (90 % quantile of ``|dh|``) on the ``sampled`` pixels (summed in
+    sorted order, so that they are identical whatever the chunking)."""
     out = {}
     vals = merged["values"]
     for k, name in enumerate(merged["names"]):
@@ -390,11 +407,20 @@ def dh_stats_finish(merged: dict) -> dict[str, dict]:
         if dh.size == 0:
             raise NotEnoughDataError(f"no valid elevation difference for '{name}' on the stable pixels of the reference")
         m = float(np.median(dh))
+        ordered = np.sort(dh)  # the same values in the same order for any chunking: identical sums
+        mean = float(ordered.mean())
+        lo, hi = (float(v) for v in merged["extremes"][k]) if "extremes" in merged else (float("nan"),) * 2
         out[name] = {
             "median": m,
             "nmad": _nmad_in_memory(dh, center=m),
             "count": int(merged["counts"][k]),
             "sampled": int(dh.size),
+            "mean": mean,
+            "std": float(np.sqrt(np.mean((ordered - mean) ** 2))),
+            "rmse": float(np.sqrt(np.mean(ordered * ordered))),
+            "min": lo,
+            "max": hi,
+            "le90": float(np.quantile(np.abs(dh), 0.9)),
         }
     return out
 
@@ -435,7 +461,8 @@ def sampled_dh_stats(
     Returns
     -------
     dict
-        Name -> ``{"median", "nmad", "count", "sampled"}``.
+        Name -> ``{"median", "nmad", "count", "sampled", "mean", "std", "rmse", "min", "max", "le90"}``
+        (see :func:`dh_stats_finish`).
 
     Examples
     --------

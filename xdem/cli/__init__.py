@@ -113,6 +113,7 @@ def _register() -> None:
         ("xdem.cli.terrain", "terrain"),
         ("xdem.cli.report", "report"),
         ("xdem.cli.convert", "convert"),
+        ("xdem.cli.methods", "methods"),
     ]:
         try:
             mod = importlib.import_module(module)

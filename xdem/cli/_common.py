@@ -214,12 +214,24 @@ class Progress:
     ...     pass
     """
 
-    def __init__(self, *, quiet: bool = False, client: Any = None, minimum: float = 1.0, interval: float = 10.0):
+    def __init__(self, *, quiet: bool = False, client: Any = None, minimum: float = 1.0, interval: float = 10.0,
+                 plan: list[str] | None = None):
         self.quiet = quiet
         self.client = client
         self.minimum = minimum
         self.interval = interval
         self.t0 = time.perf_counter()
+        # one bar over the whole run (percent and ETA) when the stages are known, on local schedulers
+        self.bar: Any = None
+        if plan is not None and not quiet and client is None:
+            from xdem.cli.progress import RunBar
+
+            self.bar = RunBar(plan)
+
+    def finish(self) -> None:
+        """End the run's bar (100 % and the total time), if any."""
+        if self.bar is not None:
+            self.bar.finish()
 
     def elapsed(self) -> float:
         """Seconds since this object was created."""
@@ -228,6 +240,8 @@ class Progress:
     def echo(self, text: str = "") -> None:
         """Print ``text`` on stderr unless quiet."""
         if not self.quiet:
+            if self.bar is not None:
+                self.bar.clear()
             click.echo(text, err=True)
 
     @contextlib.contextmanager
@@ -237,6 +251,11 @@ class Progress:
             yield
             return
         self.echo(f"[{self.elapsed():7.1f} s] {text}")
+        if self.bar is not None:
+            self.bar.begin(text)
+            with self.bar.tracking():
+                yield
+            return
         if self.client is not None:
             with self._heartbeat(text):
                 yield

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
+from xdem.cli.methods import _angle_note, did_you_mean, documented_name
 from xdem.workflows import _summary as S
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ _OPTION_FLAGS["on_divergence"] = "--allow-divergence"
 #: the pipeline begins; later steps start from the earlier steps' result, and the shift given
 #: again would be counted twice.
 FIRST_STEP_ONLY = frozenset({"initial_shift"})
+#: Suffixes ``-o`` (and ``--dh-out``, ``--stable-mask-out``) may end with when the output is a
+#: DEM: the COG writer writes GeoTIFFs.
+RASTER_OUTPUTS: tuple[str, ...] = (".tif", ".tiff")
 #: Registered but not offered as ``--method``: pipelines are built with ``+``; a RigidTransform is
 #: given (``RigidTransform.from_matrix``), not fitted.
 _HIDDEN = {"coregpipeline", "rigidtransform"}
@@ -108,16 +112,18 @@ def resolve_methods(text: str) -> list[Any]:
     registry = _registry()
     by_norm = {_norm(k): v for k, v in registry.items()}
     aliases = {_norm(k): _norm(v) for k, v in ALIASES.items() if _norm(v) in by_norm}
-    known = sorted(set(aliases) | set(by_norm))
+    documented = sorted(documented_name(k) for k in registry)
     classes = []
     for part in text.split("+"):
         key = _norm(part)
         key = aliases.get(key, key)
         if key not in by_norm:
             what = f"unknown method '{part.strip()}'" if part.strip() else f"empty method name in '{text}'"
+            guess = did_you_mean(part, documented) if part.strip() else None
             broken = "".join(f"; {m} failed to import ({e})" for m, e in _IMPORT_ERRORS.items())
             raise click.BadParameter(
-                f"{what}; known: {', '.join(known)} (join several with +, e.g. nuthkaab+vshift){broken}",
+                f"{what}{f'; did you mean {guess}?' if guess else ''} Methods: {', '.join(documented)} "
+                f"(join several with +, e.g. nuthkaab+vshift; `xdem methods` lists their options){broken}",
                 param_hint="'--method'",
             )
         cls = by_norm[key]
@@ -249,6 +255,47 @@ def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, 
                                  random_state=random_state, subsample=STATS_SUBSAMPLE)
 
 
+def check_raster_output(path: str | None, option: str, *, zarr: bool = False) -> None:
+    """Refuse a DEM output whose suffix is not one of :data:`RASTER_OUTPUTS` (or ``.zarr`` where
+    a Zarr store may be written) (usage error).
+
+    Examples
+    --------
+    >>> check_raster_output("aligned.tif", "-o")
+    >>> check_raster_output("aligned.zarr", "-o", zarr=True)
+    >>> check_raster_output("aligned.png", "-o")
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: must end in .tif or .tiff (a Cloud-Optimized GeoTIFF is written), got 'aligned.png'
+    """
+    if path is None:
+        return
+    from pathlib import Path
+
+    suffix = Path(path).suffix.lower()
+    if suffix in RASTER_OUTPUTS or (zarr and suffix == ".zarr"):
+        return
+    store = " or .zarr (a Zarr store)" if zarr else ""
+    raise click.BadParameter(
+        f"must end in {' or '.join(RASTER_OUTPUTS)} (a Cloud-Optimized GeoTIFF is written){store}, got '{path}'",
+        param_hint=f"'{option}'")
+
+
+class _StderrProxy:
+    """stderr for the per-iteration lines, clearing the run's progress bar first."""
+
+    def __init__(self, made: list[Any]) -> None:
+        self.made = made
+
+    def write(self, text: str) -> None:
+        if self.made and self.made[-1].bar is not None:
+            self.made[-1].bar.clear()
+        click.echo(text, err=True, nl=False)
+
+    def flush(self) -> None:
+        pass
+
+
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:
     if value is None:
         return None
@@ -320,10 +367,14 @@ def _print_summary(doc: dict) -> None:
     if doc.get("stats"):
         b, a = doc["stats"]["before"], doc["stats"]["after"]
         how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
-        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}; exact counts):")
-        echo(f"  {'':8}{'median':>12}{'NMAD':>12}{'count':>12}")
+        more = [k for k in ("mean", "rmse", "le90") if isinstance(b.get(k), (int, float))]
+        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}{', mean, RMSE, LE90' if more else ''}; "
+             "exact counts):")
+        names = {"mean": "mean", "rmse": "RMSE", "le90": "LE90"}
+        echo(f"  {'':8}{'median':>12}{'NMAD':>12}" + "".join(f"{names[k]:>12}" for k in more) + f"{'count':>12}")
         for label, s in (("before", b), ("after", a)):
-            echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['count']:>12d}")
+            echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}" + "".join(f"{s[k]:>12.4f}" for k in more)
+                 + f"{s['count']:>12d}")
     v = doc.get("verdict")
     if v:
         amp = v.get("residual_amplitude_m")
@@ -333,8 +384,20 @@ def _print_summary(doc: dict) -> None:
              + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; fitted on {v['n_points']} stable sampled pixels)")
         if v.get("hint"):
             echo(f"  hint: {v['hint']}")
+    f = doc.get("filters")
+    if f:
+        limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
+                  f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
+                  (f"|dh - {f['dh_median']:.3f}| <= {f['nmad_filter']:g} x {f['dh_nmad']:.3f} m"
+                   if f["nmad_filter"] is not None else "")]
+        kept = f.get("kept_fraction_sampled")
+        echo(f"Filters (fit only): {', '.join(x for x in limits if x)}; "
+             + ("" if kept is None else f"{100 * kept:.1f} % of {f['sampled']} sampled stable pixels kept"))
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
+    for key, label in (("dh_output", "dh after"), ("stable_mask_output", "Stable mask")):
+        if doc.get(key):
+            echo(f"{label}: {doc[key]}")
     if doc.get("report"):
         echo(f"Report: {doc['report']}")
     echo(
@@ -369,8 +432,20 @@ def _print_points_summary(doc: dict) -> None:
 @click.argument("ref", type=click.Path())
 @click.argument("tba", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(),
-              help="Aligned DEM to write, on the grid of TBA unless --grid ref: a Cloud-Optimized GeoTIFF, or a Zarr "
-                   "store if it ends with .zarr (lock-free writes on clusters, resumable with --resume).")
+              help="Aligned DEM to write, on the grid of TBA unless --grid ref: a Cloud-Optimized GeoTIFF (.tif, .tiff), "
+                   "or a Zarr store (.zarr: lock-free writes on clusters, resumable with --resume).")
+@click.option("--dh-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write dh after (aligned minus REF, metres, on the output's grid) as a COG, in the same pass.")
+@click.option("--stable-mask-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the pixels the fit could use (Byte COG on REF's grid: 1 = stable, valid in both DEMs "
+                   "and within the filters; 0 = not), in the same pass.")
+@click.option("--max-slope", type=click.FloatRange(0, 90), default=None,
+              help="Fit only on pixels whose slope of REF is at most this (degrees); every method.")
+@click.option("--min-slope", type=click.FloatRange(0, 90), default=None,
+              help="Fit only on pixels whose slope of REF is at least this (degrees); every method.")
+@click.option("--nmad-filter", type=click.FloatRange(min=0, min_open=True), default=None, metavar="K",
+              help="Fit only on pixels with abs(dh - median) <= K x NMAD (dh before, on stable pixels); every method. "
+                   "The statistics and the report still use every stable pixel.")
 @click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
                    "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
@@ -431,6 +506,8 @@ def _print_points_summary(doc: dict) -> None:
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
                    "(computed in the writing pass when REF and TBA share a grid, else one pass).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also one line per iteration of the iterative methods (nuthkaab, nuthkaab_deramp, lzd) on stderr.")
 def coreg(
     ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
     terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
@@ -439,6 +516,8 @@ def coreg(
     chunks: int | None, overwrite: bool, as_json: bool,
     json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
     out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None, resume: bool = False,
+    dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
+    min_slope: float | None = None, nmad_filter: float | None = None, verbose: bool = False,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -457,36 +536,65 @@ def coreg(
     error, 143 SIGTERM.
     """
     from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
+    from xdem.points import is_points_source
     from xdem.workflows import CoregRequest, check_coreg_paths, run_coreg
+    from xdem.workflows.filters import OutlierFilters
 
     t_start = time.perf_counter()
     sched = check_scheduler(scheduler, workers)
     classes = resolve_methods(method)
+    if not is_points_source(tba):
+        check_raster_output(output, "-o", zarr=True)
+    check_raster_output(dh_out, "--dh-out")
+    check_raster_output(stable_mask_out, "--stable-mask-out")
+    if min_slope is not None and max_slope is not None and min_slope >= max_slope:
+        raise click.BadParameter(f"must be below --max-slope ({max_slope:g}), got {min_slope:g}",
+                                 param_hint="'--min-slope'")
+    note = _angle_note(classes, angle)
+    if note is not None:
+        click.echo(f"Note: {note}", err=True)
     options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
                "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
                "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
                "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
     paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
                                  exclude_mask=exclude_mask, json_out=json_out, report=report)
+    outputs: dict[str, Any] = dict(dh_out=dh_out, stable_mask_out=stable_mask_out)
     # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
-    check_coreg_paths(**paths, overwrite=overwrite, resume=resume)
+    check_coreg_paths(**paths, **outputs, overwrite=overwrite, resume=resume)
     request = CoregRequest(
         **paths, coreg=build_coreg(classes, options), method=method, options=options,
         grid="ref" if out_grid == "ref" else "tba",
         random_state=random_state, chunks=chunks, overwrite=overwrite, resume=resume,
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
-        z_column=z_column, points_crs=points_crs,
+        z_column=z_column, points_crs=points_crs, dh_out=dh_out, stable_mask_out=stable_mask_out,
+        filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
     )
+
+    # the stages of the run, for one progress bar over all of it (percent and ETA)
+    plan = [*(["outlier filters"] if request.filters is not None and request.filters.active else []), "fitting",
+            "writing", *(["statistics"] if exact_stats else []), *([] if no_stats else ["verdict"]),
+            *(["writing the report"] if report else [])]
+    made: list[Any] = []
+
+    def progress(sinfo: Any) -> Any:
+        made.append(Progress(quiet=quiet, client=sinfo["client"], plan=plan))
+        return made[-1]
 
     @contextlib.contextmanager
     def environment() -> Any:
         with contextlib.ExitStack() as stack:
             stack.enter_context(stdout_to_stderr())  # progress bars and stray prints never reach stdout
             stack.enter_context(one_line_warnings())
+            if verbose and not quiet:
+                from xdem.cli.progress import iteration_lines
+
+                stack.enter_context(iteration_lines(None, stream=_StderrProxy(made)))
             yield stack.enter_context(use_scheduler(sched, workers))
 
-    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats,
-                       progress=lambda sinfo: Progress(quiet=quiet, client=sinfo["client"]))
+    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats, progress=progress)
+    if made:
+        made[-1].finish()
     if not quiet:
         if "points" in result.document:
             _print_points_summary(result.document)

@@ -85,6 +85,9 @@ def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto",
             "compression": src.compression.value if src.compression else None,
         }
         meta.update(_crs_text(src.crs))
+    from xdem.io.vertical import file_crs, vertical_crs
+
+    meta["vertical_crs"] = vertical_crs(file_crs(path))
     if stats:
         meta["stats"] = robust_summary(dem.data)
     return meta
@@ -142,6 +145,8 @@ def _print_meta(m: dict) -> None:
     lines = [
         ("File", f"{m['path']} ({m['driver']}, band {m['band']} of {m['bands']})"),
         ("CRS", crs),
+        *([("Vertical CRS", f"{v['name']} ({'heights above the ellipsoid' if v['kind'] == 'ellipsoidal' else 'a geoid or datum'}"
+                            + (f", EPSG:{v['epsg']})" if v["epsg"] else ")"))] if (v := m.get("vertical_crs")) else []),
         ("Size", f"{m['size'][0]} x {m['size'][1]} pixels (columns x rows)"),
         ("Resolution", f"{_fmt(m['resolution'][0])} x {_fmt(m['resolution'][1])}"),
         ("Nodata", f"{nodata} in the file; NaN once opened"),

@@ -5,10 +5,39 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import numpy as np
+import xarray as xr
 
 __all__ = ["terrain"]
 
 _SUFFIXES = (".tif", ".tiff")
+#: Attributes written when no ``-a`` is given (into a folder).
+DEFAULT_ATTRIBUTES = ("slope", "aspect", "hillshade")
+#: Nodata of the Byte hillshade (its values are 1 to 255, as gdaldem's).
+HILLSHADE_NODATA = 0
+
+
+def _byte_block(block: np.ndarray) -> np.ndarray:
+    out = np.clip(np.round(np.nan_to_num(block, nan=HILLSHADE_NODATA)), 0, 255).astype(np.uint8)
+    out[np.isfinite(block) & (out == HILLSHADE_NODATA)] = 1  # a valid shade is never the nodata
+    return out
+
+
+def as_byte(hillshade: xr.DataArray) -> xr.DataArray:
+    """A float hillshade (1 to 255, NaN where unknown) as Byte, nodata :data:`HILLSHADE_NODATA`.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> as_byte(xr.DataArray(np.array([[np.nan, 0.6, 254.7]]), dims=("y", "x"))).values.tolist()
+    [[0, 1, 255]]
+    """
+    import dask.array as da
+
+    data = hillshade.data
+    out = (da.map_blocks(_byte_block, data, dtype=np.uint8) if isinstance(data, da.Array)
+           else _byte_block(np.asarray(data)))
+    return hillshade.copy(data=out)
 
 
 def _split_attributes(values: tuple[str, ...]) -> list[str]:
@@ -49,8 +78,9 @@ def _targets(names: list[str], output: Path) -> list[Path]:
 @click.argument("dem", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output .tif for one attribute, or a folder (created if missing) receiving <attribute>.tif files.")
-@click.option("-a", "--attribute", "attributes", multiple=True, required=True,
-              help="Attribute(s): slope, aspect, hillshade, curvature, profile_curvature, planform_curvature, "
+@click.option("-a", "--attribute", "attributes", multiple=True,
+              help="Default (into a folder): slope, aspect and hillshade. Attribute(s): slope, aspect, hillshade, "
+                   "curvature, profile_curvature, planform_curvature, "
                    "maximum_curvature, terrain_ruggedness_index (tri), topographic_position_index (tpi), roughness. "
                    "Repeat the option or separate with commas.")
 @click.option("--method", type=click.Choice(["horn", "zevenbergthorne", "zevenbergen_thorne"]), default="horn",
@@ -78,9 +108,12 @@ def terrain(
       xdem terrain dem.tif -o slope.tif -a slope
       xdem terrain dem.tif -o attrs/ -a slope,aspect,hillshade --method zevenbergthorne
 
-    Edges and cells next to nodata are nodata (-9999 in the files). All attributes are
-    computed in ONE pass over DEM (one read, one halo pass per block), then each file is
-    compressed into a COG. Paths written are printed, one per line.
+      xdem terrain dem.tif -o attrs/            # slope.tif, aspect.tif, hillshade.tif
+
+    Edges and cells next to nodata are nodata (-9999 in the files; 0 in the hillshade, written
+    as Byte with shades 1 to 255). Every file carries its unit (GDAL's band unit: degrees,
+    m...). All attributes are computed in ONE pass over DEM (one read, one halo pass per
+    block), then each file is compressed into a COG. Paths written are printed, one per line.
     """
     from xdem.errors import OutputError
     from xdem.io.cog import write_cogs
@@ -88,8 +121,12 @@ def terrain(
     from xdem.terrain.attributes import get_terrain_attribute
     from xdem.terrain.options import TerrainOptions
 
-    names = _split_attributes(attributes)
     out = Path(output)
+    if not attributes and out.suffix.lower() in _SUFFIXES and not out.is_dir():
+        raise click.BadParameter(
+            f"without -a, {', '.join(DEFAULT_ATTRIBUTES)} are written into a FOLDER; give a folder, or one attribute "
+            "with -a for a single file", param_hint="'-a' / '--attribute'")
+    names = _split_attributes(attributes or DEFAULT_ATTRIBUTES)
     targets = _targets(names, out)
     existing = [str(t) for t in targets if t.exists()]
     if existing and not overwrite:
@@ -100,5 +137,7 @@ def terrain(
     # one map_overlap graph for all attributes (validates them all before writing)
     attrs = get_terrain_attribute(source, names, **opts.kwargs())
     targets[0].parent.mkdir(parents=True, exist_ok=True)
-    for written in write_cogs(list(zip(attrs, targets)), overwrite=overwrite, progress=progress):
+    items: list = [(as_byte(a), t, HILLSHADE_NODATA) if n == "hillshade" else (a, t)
+                   for n, a, t in zip(names, attrs, targets)]
+    for written in write_cogs(items, overwrite=overwrite, progress=progress):
         click.echo(str(written.path))

@@ -14,6 +14,7 @@ step is below ``tolerance`` pixels, and decides what a diverging or unusable run
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable
@@ -29,6 +30,9 @@ __all__ = ["Iterations", "iterate_shift", "check_divergence_params", "initial_sh
 
 #: A run diverges when the shift moves more than this fraction of the DEM's larger side from its start.
 DIVERGENCE_FRACTION = 0.25
+#: One INFO record per iteration of the iterative methods (``xdem coreg --verbose`` prints them;
+#: silent otherwise, as every logger without a handler below WARNING).
+ITERATION_LOG = logging.getLogger("xdem.iterations")
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ def iterate_shift(
         sx, sy = sx + inc[0], sy + inc[1]
         history.append([sx, sy])
         last = math.hypot(inc[0] / dx, inc[1] / dy)
+        ITERATION_LOG.info("%s: iteration %d: shift_x=%+.4f, shift_y=%+.4f (step %.4f pixel)", what, iterations, sx, sy,
+                           last)
         if math.hypot((sx - start[0]) / dx, (sy - start[1]) / dy) > limit:
             message = divergence_message(what, sx, sy, iterations, start)
             if on_divergence == "raise":

@@ -260,6 +260,7 @@ class NuthKaab(AffineCoreg):
     _callable_params = ("vshift_reduc_func",)
     _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100
+    history_labels: ClassVar[tuple[str, ...]] = ("shift_x", "shift_y")
 
     def __init__(
         self,

@@ -58,6 +58,9 @@ class Coreg:
     needs_vars: ClassVar[bool] = False
     #: Names of hyper-parameters that are callables (stored by name in JSON).
     _callable_params: ClassVar[tuple[str, ...]] = ()
+    #: What each entry of ``history_`` holds, in order (labels of :meth:`info` and of the
+    #: JSON document's ``history_columns``); empty for methods without a history.
+    history_labels: ClassVar[tuple[str, ...]] = ()
 
     # --- scikit-learn style parameters -------------------------------------------------
     @classmethod
@@ -272,18 +275,48 @@ class Coreg:
         defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
         changed = {k: v for k, v in self.get_params(deep=False).items() if not _same_value(v, defaults.get(k, _NO_DEFAULT))}
         params = ", ".join(f"{k}={_short(v)}" for k, v in changed.items())
-        return f"{type(self).__name__}({params})"
+        text = f"{type(self).__name__}({params})"
+        if self.is_fitted:  # what was learned, in one line: the translation and rotation if any
+            from xdem.coreg._describe import fitted_motion, horizontal_unit
 
-    def info(self) -> str:
-        """Readable summary of the hyper-parameters and learned values."""
+            motion = fitted_motion(self.learned(), horizontal_unit(getattr(self, "crs_", None)))
+            text += f" [fitted: {motion}]" if motion else " [fitted]"
+        return text
+
+    def info(self, *, echo: bool = True) -> str:
+        """Print (unless ``echo=False``) and return a readable summary: the hyper-parameters,
+        then the learned values with their units and ``history_`` one labelled line per iteration.
+
+        Examples
+        --------
+        >>> from xdem.examples import example_pair
+        >>> ref, tba, _ = example_pair()
+        >>> import xdem
+        >>> text = xdem.coreg.NuthKaab().fit(ref, tba).info(echo=False)
+        >>> [line.strip() for line in text.splitlines() if line.strip().startswith(("shift_x_", "iteration 1"))]
+        ['shift_x_ = -3.26996 m', 'iteration 1: shift_x=-3.1207, shift_y=+1.5488 (shift_x, shift_y: m)']
+        """
+        from xdem.coreg._describe import history_lines, horizontal_unit, unit_of
+
         lines = [f"{type(self).__name__}", "  parameters:"]
         lines += [f"    {k} = {_short(v)}" for k, v in self.get_params().items()]
         if self.is_fitted:
+            unit = horizontal_unit(getattr(self, "crs_", None))
             lines.append("  learned:")
-            lines += [f"    {k} = {_short(v)}" for k, v in self.learned().items()]
+            for k, v in self.learned().items():
+                if k == "history_":
+                    what = f" ({', '.join(self.history_labels)} after each iteration)" if self.history_labels else ""
+                    lines.append(f"    history_{what}:")
+                    lines += history_lines(v, self.history_labels, unit)
+                    continue
+                u = unit_of(k, unit)
+                lines.append(f"    {k} = {_short(v)}" + (f" {u}" if u else ""))
         else:
             lines.append("  not fitted")
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        if echo:
+            print(text)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description: method name, parameters, learned values."""

@@ -10,7 +10,13 @@ from typing import ClassVar
 import numpy as np
 
 from xdem.coreg._data import PointFitData
-from xdem.coreg._iterate import DIVERGENCE_FRACTION, check_divergence_params, initial_shift_of, not_converged
+from xdem.coreg._iterate import (
+    DIVERGENCE_FRACTION,
+    ITERATION_LOG,
+    check_divergence_params,
+    initial_shift_of,
+    not_converged,
+)
 from xdem.coreg._rigid_sample import RigidSample, rigid_fit_sample
 from xdem.coreg._shift import check_resampling
 from xdem.coreg.base import FitData, register
@@ -145,6 +151,7 @@ class LZD(RigidCoreg):
 
     _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100
+    history_labels: ClassVar[tuple[str, ...]] = ("rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z")
 
     def __init__(
         self,
@@ -297,6 +304,8 @@ class _Run:
             fin = np.isfinite(r)
             last = float(np.max(step_motion(step.increment, d[:, fin]))) / self.pixel
             self.history.append(_summary(matrix @ self.after_prior, ss.centre))
+            ITERATION_LOG.info("LZD: iteration %d: rotations %+.6f/%+.6f/%+.6f degrees, shift %+.4f/%+.4f/%+.4f "
+                               "(step %.4f pixel)", len(self.history), *self.history[-1], last)
             moved = self.moved_px(matrix)
             if moved > limit:
                 return self._give_up(_divergence(moved, self.iterations))

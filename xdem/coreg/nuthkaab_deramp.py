@@ -145,6 +145,7 @@ class NuthKaabDeramp(Coreg):
 
     _half: ClassVar[int] = 2
     _min_points: ClassVar[int] = 100
+    history_labels: ClassVar[tuple[str, ...]] = ("shift_x", "shift_y")
 
     def __init__(
         self,

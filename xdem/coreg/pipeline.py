@@ -259,8 +259,12 @@ class CoregPipeline(Coreg):
     def __repr__(self) -> str:
         return " + ".join(repr(s) for s in self.steps) if self.steps else "CoregPipeline([])"
 
-    def info(self) -> str:
-        return "\n".join([f"CoregPipeline of {len(self.steps)} steps"] + [s.info() for s in self.steps])
+    def info(self, *, echo: bool = True) -> str:
+        """Print (unless ``echo=False``) and return each step's :meth:`Coreg.info`, in order."""
+        text = "\n".join([f"CoregPipeline of {len(self.steps)} steps"] + [s.info(echo=False) for s in self.steps])
+        if echo:
+            print(text)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -35,7 +35,8 @@ from pathlib import Path
 from xdem.errors import OutputError
 
 __all__ = ["check_output_path",
-           "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "write_text_atomic", "output_journal",
+           "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "default_file_mode",
+           "write_text_atomic", "output_journal",
            "OutputJournal"]
 
 #: Prefix of every temporary file xdem writes next to an output.
@@ -275,6 +276,26 @@ def output_journal() -> Iterator[OutputJournal]:
         _JOURNALS.remove(journal)
 
 
+def default_file_mode() -> int:
+    """The mode ``open()`` gives a new file: ``0o666`` less the process umask (``0o644`` with
+    the usual umask 022). Outputs get it whatever temp file they were written through.
+
+    Examples
+    --------
+    >>> oct(default_file_mode() & 0o600)
+    '0o600'
+    """
+    umask = None
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+    if umask is None:  # not Linux: read it by setting it (and put it back at once)
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
 def move_into_place(tmp: str | os.PathLike, path: str | os.PathLike, *, overwrite: bool) -> None:
     """Move the finished ``tmp`` onto ``path`` (same folder), atomically.
 
@@ -284,6 +305,8 @@ def move_into_place(tmp: str | os.PathLike, path: str | os.PathLike, *, overwrit
     :func:`output_journal`, the move is recorded so that a later failure undoes it.
     """
     tmp, path = os.fspath(tmp), Path(path)
+    with contextlib.suppress(OSError):  # temp files (mkstemp) are 0600: give the output a plain file's mode
+        os.chmod(tmp, default_file_mode())
     journal = _JOURNALS[-1] if _JOURNALS else None
     backup = journal.backup(path) if journal is not None and overwrite else None
     try:

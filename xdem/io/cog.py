@@ -25,6 +25,7 @@ gets its own COG copy, validation and atomic move, with the same guarantees.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import shutil
@@ -251,8 +252,16 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     return out
 
 
-def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int) -> None:
-    """Pass 2: GDAL COG driver copy (compression, overviews) with a bounded cache."""
+#: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
+#: fraction done of all the copies of the current write (GDAL's own progress callback).
+COPY_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar("COPY_PROGRESS",
+                                                                                              default=None)
+
+
+def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int,
+                 progress: Callable[[float], None] | None = None) -> None:
+    """Pass 2: GDAL COG driver copy (compression, overviews) with a bounded cache; ``progress``
+    receives GDAL's completed fraction (:mod:`xdem.io._gdal_copy`)."""
     options = {
         "BLOCKSIZE": blocksize,
         "COMPRESS": compress.upper(),
@@ -264,7 +273,12 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         options["PREDICTOR"] = predictor
     with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
         try:
-            rasterio.shutil.copy(tmp, out, driver="COG", **options)
+            from xdem.io._gdal_copy import copy_with_progress
+
+            done = progress is not None and copy_with_progress(tmp, out, driver="COG", options=options,
+                                                               progress=progress)
+            if not done:
+                rasterio.shutil.copy(tmp, out, driver="COG", **options)
         except Exception:
             if "No space left on device" in captured.text():
                 raise OSError(errno.ENOSPC, "No space left on device", out) from None
@@ -358,6 +372,7 @@ class _Plan:
     predictor: int | None
     profile: dict
     shape: tuple[int, int]
+    units: str | None = None
 
 
 def _checked_options(compress: str, blocksize: int) -> str:
@@ -394,7 +409,18 @@ def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, 
         "blockxsize": blocksize,
         "blockysize": blocksize,
     }
-    return _Plan(out=out, data=data, dtype=dtype, predictor=predictor, profile=profile, shape=tuple(dem.shape))
+    units = dem.attrs.get("units")
+    return _Plan(out=out, data=data, dtype=dtype, predictor=predictor, profile=profile, shape=tuple(dem.shape),
+                 units=units if isinstance(units, str) and units else None)
+
+
+def _tag_units(tmp: str, units: str | None) -> None:
+    """The band's unit (GDAL unit type, which the COG copy keeps) from the DataArray's
+    ``attrs["units"]`` (e.g. ``"degrees"``, ``"m"``)."""
+    if units is None:
+        return
+    with rasterio.open(tmp, "r+") as dst:
+        dst.units = (units,)
 
 
 def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize: int, progress: bool,
@@ -424,9 +450,13 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         try:
             extra = _store_blocks(items, progress=progress)
             full = False
-            for plan, (tmp, tmp_cog) in zip(plans, tmps):
+            report = COPY_PROGRESS.get()
+            for i, (plan, (tmp, tmp_cog)) in enumerate(zip(plans, tmps)):
                 current = plan
-                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize)
+                _tag_units(tmp, plan.units)
+                step = None if report is None else (lambda f, i=i: report((i + f) / len(plans)))
+                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize,
+                             progress=step)
                 full = full or _disk_full(None, plan.out.parent)  # GDAL may "succeed" with a truncated COG
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)  # free the disk space before the next copy
@@ -533,13 +563,14 @@ def write_cog(
 
 
 def write_cogs(
-    items: Sequence[tuple[xr.DataArray, str | os.PathLike]],
+    items: Sequence[tuple[xr.DataArray, str | os.PathLike] | tuple[xr.DataArray, str | os.PathLike, float | None]],
     *,
     overwrite: bool = False,
     compress: str = "deflate",
     blocksize: int = 512,
     nodata: float | None = -9999,
     progress: bool = False,
+    also: Sequence[Sequence[BlockStats]] | None = None,
 ) -> list[CogResult]:
     """Write several 2-D DataArrays to Cloud-Optimized GeoTIFFs in ONE pass over their inputs.
 
@@ -555,9 +586,13 @@ def write_cogs(
     Parameters
     ----------
     items
-        ``(array, path)`` pairs; the paths must be distinct.
+        ``(array, path)`` pairs, or ``(array, path, nodata)`` for an output with its own nodata
+        (e.g. ``None`` for a Byte mask); the paths must be distinct.
     overwrite, compress, blocksize, nodata, progress
         As for :func:`write_cog`, for every output.
+    also
+        For each item, the :class:`BlockStats` computed in the task writing each of its blocks
+        (as :func:`write_cog`'s ``also``); results in each ``CogResult.also``.
 
     Returns
     -------
@@ -584,14 +619,16 @@ def write_cogs(
     items = list(items)
     if not items:
         raise InputError("write_cogs needs at least one (array, path) pair")
-    plans = [_plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata,
-                   who="write_cogs") for dem, path in items]
+    if also is not None and len(also) != len(items):
+        raise InputError(f"write_cogs: also has {len(also)} entries for {len(items)} items; give one per item")
+    plans = [_plan(item[0], item[1], overwrite=overwrite, compress=compress, blocksize=blocksize,
+                   nodata=item[2] if len(item) > 2 else nodata, who="write_cogs") for item in items]
     seen: dict[Path, int] = {}
     for i, plan in enumerate(plans):
         if plan.out in seen:
             raise OutputError(f"'{plan.out}' is given for outputs {seen[plan.out]} and {i}; give each output its own path")
         seen[plan.out] = i
-    sources = {src for dem, _ in items for src in find_sources(dem)}
+    sources = {src for item in items for src in find_sources(item[0])}
     for plan in plans:  # an output must not be an input of ANY of the arrays
         if plan.out.resolve() in sources:
             raise OutputError(
@@ -599,4 +636,4 @@ def write_cogs(
                 "(even overwrite=True cannot replace a file that is still being read)"
             )
     return _write(plans, overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
-                  also=[() for _ in plans])
+                  also=[tuple(a) for a in also] if also is not None else [() for _ in plans])

@@ -281,6 +281,7 @@ def collect(
     except CRSError as exc:
         note = f"slope and aspect need a projected CRS ({exc})"
     arrays = dict(dhs)
+    arrays["elevation"] = ref.data  # dh against elevation (hypsometric bias)
     if slope is not None and aspect is not None:  # both set by the same call
         arrays.update(slope=slope.data, aspect=aspect.data)
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)

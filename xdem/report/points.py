@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from xdem.report.figures import DH_CMAP, _hist_panel, symmetric_limit, to_png_base64
-from xdem.report.html import document, img, key_value_rows, note, table
+from xdem.report.html import cell, document, img, key_value_rows, label_cell, note, table
 
 __all__ = ["tracks_figure", "points_histogram_figure", "points_report_html", "write_points_report", "MAX_MAP_POINTS"]
 
@@ -58,8 +58,9 @@ def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, afte
     crs = str(summary.get("inputs", {}).get("crs") or "")
     dh = {"before": before, "after": after}
     stats = summary.get("stats", {})
-    rows = [[name, *(f"{s[k]:.4f}" if isinstance(s.get(k), float) else str(s.get(k)) for k in
-                     ("median", "nmad", "mean", "rmse", "count"))]
+    # cells tagged with their JSON path (data-key), as in the DEM report
+    rows = [[label_cell(name), *(cell(s.get(k), f"stats.{name}.{k}" if k in s else None) for k in
+                                 ("median", "nmad", "mean", "rmse", "count"))]
             for name, s in ((k, stats.get(k, {})) for k in ("before", "after", "after_without_outliers"))]
     sections = [
         ("stats", "dh at the points", table(["", "median", "NMAD", "mean", "RMSE", "count"], rows)

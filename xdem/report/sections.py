@@ -7,17 +7,21 @@ from typing import Any
 
 import numpy as np
 
+from xdem.report import diagnostics as D
 from xdem.report import figures as F
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 
 __all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
-_STAT_ORDER = ("count", "median", "nmad", "mean", "std", "rmse", "min", "max", "valid_fraction")
+_STAT_ORDER = ("count", "mean", "median", "std", "nmad", "rmse", "min", "max", "le90", "valid_fraction")
 #: What each count counts, as shown next to it.
 _STAT_LABELS = {
     "count": "count (valid stable pixels, exact)",
-    "sampled": "sampled (stable pixels of the median/NMAD subsample)",
+    "sampled": "sampled (stable pixels of the subsample)",
+    "le90": "LE90 (90 % quantile of |dh|)",
+    "nmad": "NMAD",
+    "rmse": "RMSE",
 }
 _STEP_LABELS = {
     "count": "count (sampled points in the final fit)",
@@ -147,7 +151,80 @@ def _stats_section(data: ReportData, summary: dict | None) -> str:
     header = ["dh = tba − ref / aligned − ref (" + data.units + ")"] + names
     where = (" Stable pixels only: inside the inlier mask and outside the exclude mask." if data.masked
              else " Every valid pixel (no mask given).")
-    return table(header, rows) + note(src + where + " NMAD = 1.4826 · median(|dh − median(dh)|).")
+    first = cols[names[0]][1]
+    counted = ""
+    if isinstance(first.get("count"), int) and isinstance(first.get("sampled"), int):
+        exact = first["count"] == first["sampled"]
+        counted = (f" count = {first['count']} {names[0]}: the stable pixels valid in both DEMs on the reference grid, "
+                   "counted exactly; the statistics of the sampled pixels ("
+                   + ("all of them here, so they are exact" if exact else f"{first['sampled']} of them, a reproducible "
+                      "subsample, the same pixels before and after") + ") as said above.")
+    return table(header, rows) + note(src + where + counted + " NMAD = 1.4826 · median(|dh − median(dh)|); "
+                                      "RMSE = sqrt(mean(dh²)); LE90 = 90 % quantile of |dh|.")
+
+
+_FACT_LABELS = {"crs": "CRS", "resolution": "resolution (x, y)", "size": "size (columns, rows)", "nodata": "nodata",
+                "dtype": "data type", "vertical_crs": "vertical CRS"}
+
+
+def _inputs_section(summary: dict | None) -> str | None:
+    """Each input's own CRS, resolution, size, nodata and vertical CRS (``inputs.*_facts`` of
+    the JSON), and what was done to it."""
+    inputs = _get(summary, "inputs")
+    if not isinstance(inputs, dict) or not isinstance(inputs.get("reference_facts"), dict):
+        return None
+    ref_f, tba_f = inputs.get("reference_facts") or {}, inputs.get("to_be_aligned_facts") or {}
+    cols = [("reference", "inputs.reference_facts", ref_f), ("to be aligned", "inputs.to_be_aligned_facts", tba_f)]
+    rows = [[label_cell("file")] + [cell(inputs.get(k), f"inputs.{k}", cls="l") for k in ("reference", "to_be_aligned")]]
+    for key, label in _FACT_LABELS.items():
+        row = [label_cell(label)]
+        for _, prefix, facts in cols:
+            v = facts.get(key)
+            if key == "vertical_crs":
+                v = "not tagged" if v is None else f"{v.get('name')} ({v.get('kind')})"
+                row.append(cell(v, None, cls="l"))
+            else:
+                row.append(cell(v, f"{prefix}.{key}" if key in facts else None, cls="l"))
+        rows.append(row)
+    done = []
+    if tba_f and ref_f:
+        if tba_f.get("crs") != ref_f.get("crs"):
+            done.append(f"TBA reprojected from {tba_f.get('crs')} to REF's {ref_f.get('crs')} (bilinear, lazily) for the "
+                        "fit and the statistics")
+        elif tba_f.get("resolution") != ref_f.get("resolution") or tba_f.get("size") != ref_f.get("size"):
+            done.append(f"TBA resampled from its {tba_f.get('size')} grid of {tba_f.get('resolution')} onto REF's "
+                        f"{ref_f.get('size')} grid of {ref_f.get('resolution')} for the fit and the statistics")
+        else:
+            done.append("REF and TBA share a grid: nothing was resampled before the fit")
+    grid = _get(summary, "output_grid")
+    if grid:
+        done.append(f"the aligned DEM is written on the grid of {str(grid).upper()}, resampled once")
+    warn = inputs.get("vertical_warning")
+    text = "; ".join(done) + "." + (f" <b>Warning:</b> <span data-key=\"inputs.vertical_warning\">{_esc(warn)}</span>"
+                                    if warn else "")
+    return table(["", "reference (REF)", "to be aligned (TBA)"], rows) + note(text)
+
+
+def _pixels_part(summary: dict | None, steps: tuple[list[str], list[dict]]) -> str:
+    """The merged translation in pixels of the reference grid, and each step's tilt (m/km and
+    direction), from the JSON."""
+    rows = []
+    px = _get(summary, "translation_px")
+    if isinstance(px, list):
+        rows.append([label_cell("translation in pixels of the reference grid (x, y)")]
+                    + [cell(v, f"translation_px.{i}") for i, v in enumerate(px)])
+    for key, doc in zip(*steps):
+        learned = _learned(doc)
+        tilt = learned.get("tilt_m_per_km")
+        if isinstance(tilt, (int, float)):
+            tkey = f"{key}.tilt_m_per_km" if "tilt_m_per_km" in doc else f"{key}.learned.tilt_m_per_km"
+            dkey = tkey.replace("tilt_m_per_km", "tilt_direction_deg")
+            rows.append([label_cell(f"{_method(doc)}: tilt (m/km) and the direction dh descends towards "
+                                    "(degrees clockwise from north)"),
+                         cell(tilt, tkey), cell(learned.get("tilt_direction_deg"), dkey)])
+    if not rows:
+        return ""
+    return "<h3>Translation in pixels, tilt</h3>" + table(["", "", ""], rows)
 
 
 def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dict | None, coreg: Any) -> str:
@@ -187,6 +264,9 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
     rigid = _rotations_part(steps, summary, coreg)
     if rigid:
         parts.append(rigid)
+    pixels = _pixels_part(summary, steps)
+    if pixels:
+        parts.append(pixels)
     parts.append(note("Shifts are the translation APPLIED to the to-be-aligned DEM: aligned(x, y) = "
                       "tba(x − shift_x, y − shift_y) + shift_z."))
     return "".join(parts)
@@ -357,12 +437,21 @@ def build_sections(
         ("verdict", "Verdict", _verdict_section(data, summary, steps)),
         ("statistics", "Statistics of elevation differences", _stats_section(data, summary)),
     ]
+    inputs = _inputs_section(summary)
+    if inputs is not None:
+        sec.append(("inputs", "Inputs", inputs))
     inside = _inside_section(data, random_state)
     if inside is not None:
         sec.append(("inside-mask", "Inside the mask", inside))
     sec += [
         ("maps", "Maps of elevation differences",
-         img(maps, "maps of dh before and after") +
+         img(D.shared_scale_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units,
+                                   limit=max(limits.values()) if limits else 1.0, stable_map=data.stable_map),
+             "dh before and after on one shared colour scale over a hillshade of the reference")
+         + note("Before and after on ONE colour scale (symmetric at the 98th percentile of |dh| before, on the sampled "
+                "stable pixels), over a hillshade of the reference: the two panels compare directly. Below, each on "
+                "its own scale." + outline)
+         + img(maps, "maps of dh before and after") +
          note(("Full resolution" if data.factor == 1 else f"Block means of {data.factor} × {data.factor} pixels")
               + f" on the reference grid ({data.crs}). dh colours: negative (tba below ref, e.g. thinning) red, positive "
               "blue. Each dh colour scale is centred on zero and symmetric at the 98th percentile of |dh| on the "
@@ -382,12 +471,31 @@ def build_sections(
     else:
         nk = note(data.slope_note or "Slope and aspect are not available.")
     sec.append(("nuth-kaab", "Nuth & Kääb diagnostic", nk))
+    sec.append(("diagnostics", "Diagnostics: slope, elevation, distribution, profiles", _diagnostics(data)))
     blockwise = _blockwise_section(data, steps)
     if blockwise is not None:
         sec.append(("blockwise", "Blockwise coregistration: tiles and field", blockwise))
     sec.append(("parameters", "Fitted parameters", _parameters_section(steps, summary, coreg)))
     sec.append(("slope-classes", "Statistics by slope class", _slope_section(data)))
     return sec
+
+
+def _diagnostics(data: ReportData) -> str:
+    """NMAD/median by slope class (exact tables), dh against elevation and the CDF of |dh| (the
+    subsample), row/column profiles (the decimated maps)."""
+    which = "stable pixels" if data.masked else "valid pixels"
+    parts = []
+    if data.slope_classes:
+        parts.append(img(D.slope_class_figure(data.slope_classes, units=data.units), "NMAD and median by slope class"))
+    parts.append(img(D.elevation_figure(data.sample, units=data.units), "dh against elevation"))
+    parts.append(img(D.cdf_figure(data.sample, units=data.units), "CDF of |dh|"))
+    parts.append(img(D.profiles_figure(data.maps, extent=data.extent, units=data.units, stable_map=data.stable_map),
+                     "row and column profiles of dh"))
+    return "".join(parts) + note(
+        f"By slope class: the exact tables of the next sections. Elevation and CDF: the subsample of {which}. Profiles: "
+        "the median of each row and column of the decimated maps" + (" (stable cells only)" if data.masked else "")
+        + ". A trend against elevation is a hypsometric bias (e.g. a curvature or resolution effect on glaciers); "
+        "a trend along rows or columns is a tilt or an along-track bias.")
 
 
 #: Rows of the tile table shown in the report (all are in the JSON document).

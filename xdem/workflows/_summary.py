@@ -34,7 +34,8 @@ def steps_of(coreg: Any) -> list[Any]:
 
 def steps_summary(coreg: Any) -> list[dict]:
     """One flat dict per fitted step: ``method``, learned values without the trailing ``_``
-    (``shift_x_`` -> ``shift_x``), and ``params``."""
+    (``shift_x_`` -> ``shift_x``), ``history_columns`` (what each ``history`` entry holds) when
+    there is a history, and ``params``."""
     doc = coreg.to_dict()
     docs = doc["steps"] if doc["method"] == "CoregPipeline" else [doc]
     out = []
@@ -43,6 +44,11 @@ def steps_summary(coreg: Any) -> list[dict]:
         for k, v in d.get("learned", {}).items():
             key = k[:-1] if k.endswith("_") else k
             flat[f"learned_{key}" if key in ("method", "params") else key] = v
+        if "history" in flat:  # what each history entry holds (Coreg.history_labels)
+            from xdem.coreg import METHODS
+
+            labels = getattr(METHODS.get(d["method"].lower()), "history_labels", ())
+            flat["history_columns"] = list(labels) if labels else None
         flat["params"] = d.get("params", {})
         out.append(flat)
     return out
@@ -168,8 +174,8 @@ STATS_SUBSAMPLE = 2_000_000
 
 def stats_method(subsample: int = STATS_SUBSAMPLE) -> str:
     """The ``method`` line of sampled statistics drawn on ``subsample`` pixels (JSON ``stats.method``)."""
-    return (f"median and NMAD on a reproducible subsample of about {subsample} x (valid fraction) stable "
-            "valid pixels (the same pixels before and after); exact counts")
+    return (f"median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample of about {subsample} x (valid "
+            "fraction) stable valid pixels (the same pixels before and after); exact counts, min and max")
 
 
 def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,

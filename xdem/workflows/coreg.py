@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,16 @@ class CoregRequest:
         :func:`xdem.workflows.points.run_points_coreg`): the column of their elevation.
     points_crs
         CRS of a points table that has none (CSV, plain Parquet).
+    filters
+        Outlier filters applied before the fit, whatever the method
+        (:class:`xdem.workflows.filters.OutlierFilters`: slope limits, NMAD filter on ``dh``
+        before); recorded in the document's ``filters``. ``None``: none.
+    dh_out
+        Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
+        pass as the aligned DEM.
+    stable_mask_out
+        Also write the pixels the fit could use (Byte: 1 = stable, valid in both DEMs and
+        within the filters; 0 = not) on the grid the fit works on, in the same pass.
     """
 
     reference: str | os.PathLike
@@ -99,6 +110,9 @@ class CoregRequest:
     stats_subsample: int = S.STATS_SUBSAMPLE
     z_column: str | None = None
     points_crs: str | None = None
+    filters: Any = None
+    dh_out: str | os.PathLike | None = None
+    stable_mask_out: str | os.PathLike | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,13 +151,15 @@ class CheckedPaths:
     json_out: Path | None
     report: Path | None
     write_report: Callable[..., Any] | None
+    dh_out: Path | None = None
+    stable_mask_out: Path | None = None
 
 
 def check_coreg_paths(
     *, reference: str | os.PathLike, to_be_aligned: str | os.PathLike, output: str | os.PathLike,
     inlier_mask: str | os.PathLike | None = None, exclude_mask: str | os.PathLike | None = None,
     json_out: str | os.PathLike | None = None, report: str | os.PathLike | None = None, overwrite: bool = False,
-    resume: bool = False,
+    resume: bool = False, dh_out: str | os.PathLike | None = None, stable_mask_out: str | os.PathLike | None = None,
 ) -> CheckedPaths:
     """The cheap checks run before any computation, so that nobody waits for a fit that cannot
     be saved: inputs exist; outputs are new (or ``overwrite``), distinct from the inputs and
@@ -178,6 +194,10 @@ def check_coreg_paths(
     if is_zarr_path(output):
         from xdem.io.zarr import check_store_path
 
+        if dh_out or stable_mask_out:
+            raise InputError(f"--dh-out and --stable-mask-out are written in the same pass as a COG output; with the "
+                             f"Zarr store '{output}' write the aligned DEM first, then e.g. a dh COG from it")
+
         out = check_store_path(output, overwrite=overwrite, resume=resume,
                                inputs=[(f"the {k}", v) for k, v in inputs.items() if v is not None])
     else:
@@ -190,11 +210,18 @@ def check_coreg_paths(
     if json_out:
         json_path = S.check_new_output(json_out, overwrite=overwrite, inputs=taken, what="--json-out file")
         taken["--json-out file"] = str(json_path)
+    extra: dict[str, Path | None] = {}
+    for what, wanted in (("--dh-out file", dh_out), ("--stable-mask-out file", stable_mask_out)):
+        extra[what] = None
+        if wanted:
+            extra[what] = S.check_new_output(wanted, overwrite=overwrite, inputs=taken, what=what)
+            taken[what] = str(extra[what])
     report_path = write_report = None
     if report:
         report_path = S.check_new_output(report, overwrite=overwrite, inputs=taken, what="--report file")
         write_report = S.report_writer()
-    return CheckedPaths(output=out, json_out=json_path, report=report_path, write_report=write_report)
+    return CheckedPaths(output=out, json_out=json_path, report=report_path, write_report=write_report,
+                        dh_out=extra["--dh-out file"], stable_mask_out=extra["--stable-mask-out file"])
 
 
 class ProgressLike(Protocol):
@@ -309,7 +336,15 @@ def run_coreg(
 
     with output_journal():
         if is_points_source(request.reference) or is_points_source(request.to_be_aligned):
+            from xdem.errors import InputError
             from xdem.workflows.points import run_points_coreg
+
+            unsupported = [name for name, given in (("filters", request.filters is not None and request.filters.active),
+                                                    ("dh_out", request.dh_out), ("stable_mask_out",
+                                                                                 request.stable_mask_out)) if given]
+            if unsupported:
+                raise InputError(f"{', '.join(unsupported)} apply to a pair of DEMs, not to points (points have their "
+                                 "own outlier rejection, outlier_nmad)")
 
             return run_points_coreg(request, environment=environment if environment is not None else current_scheduler(),
                                     progress=progress, t_start=t_start)
@@ -338,7 +373,8 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         raise InputError(f"stats must be 'sampled', 'exact' or 'none', got {r.stats!r}")
     paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
                               inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
-                              report=r.report, overwrite=r.overwrite, resume=r.resume)
+                              report=r.report, overwrite=r.overwrite, resume=r.resume, dh_out=r.dh_out,
+                              stable_mask_out=r.stable_mask_out)
     ref, tba = os.fspath(r.reference), os.fspath(r.to_be_aligned)
     inlier_mask = None if r.inlier_mask is None else os.fspath(r.inlier_mask)
     exclude_mask = None if r.exclude_mask is None else os.fspath(r.exclude_mask)
@@ -349,7 +385,7 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
     doc: dict[str, Any] = {}
     with environment as sinfo:
         prog = progress(sinfo) if progress is not None else _Silent()
-        from xdem.io.cog import write_cog
+        from xdem.io.cog import write_cogs
         from xdem.io.grid import same_grid
         from xdem.io.open import open_dem
         from xdem.io.zarr_store import is_zarr_path
@@ -359,10 +395,24 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         where = sinfo["address"] or sinfo["scheduler"]
         prog.echo(f"xdem coreg: {model!r}")
         chunk_shape = grid_chunks(ref_d)
-        prog.echo(f"  scheduler {where} ({sinfo['workers']} workers), chunks {chunk_shape[0]} x {chunk_shape[1]}")
+        n_workers = sinfo["workers"]
+        prog.echo(f"  scheduler {where} ({n_workers} worker{'' if n_workers == 1 else 's'}), "
+                  f"chunks {chunk_shape[0]} x {chunk_shape[1]}")
+        vertical = _vertical_warning(ref, tba)
+        if vertical:
+            warnings.warn(vertical, UserWarning, stacklevel=2)
         t0 = time.perf_counter()
+        fit_masks, filters_record, fit_mask = dict(masks), None, None
+        filters = r.filters
+        if filters is not None and filters.active:
+            from xdem.workflows.filters import filter_mask
+
+            with prog.stage("outlier filters (slope of REF, NMAD of dh before)"):
+                fit_mask, filters_record = filter_mask(ref_d, tba_d, filters=filters, inlier_mask=inlier_mask,
+                                                       exclude_mask=exclude_mask, random_state=r.random_state)
+            fit_masks = {"inlier_mask": fit_mask, "exclude_mask": None}
         with prog.stage("fitting"):
-            model.fit(ref_d, tba_d, **masks)
+            model.fit(ref_d, tba_d, **fit_masks)
         t_fit = time.perf_counter() - t0
         aligned = model.apply(tba_d, grid=ref_d if r.grid == "ref" else None)
         t0 = time.perf_counter()
@@ -380,15 +430,30 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             finish_verdict = finishers[0]
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
         # block-writing pass; distributed: write_cog shows distributed.progress itself.
-        with prog.stage(f"writing {out}" + (" (and the statistics of dh)" if fused else "")):
-            if to_zarr:
+        if to_zarr:
+            with prog.stage(f"writing {out}"):
                 from xdem.io.zarr import write_zarr
 
                 write_zarr(aligned, out, overwrite=r.overwrite, resume=r.resume, fingerprint=_fit_record(model, r.grid),
                            progress=not prog.quiet and sinfo["client"] is not None)
-            else:
-                written_cog = write_cog(aligned, out, overwrite=r.overwrite,
-                                        progress=not prog.quiet and sinfo["client"] is not None, also=also)
+        else:
+            items: list[tuple[Any, ...]] = [(aligned, out)]
+            alsos = [also]
+            if paths.dh_out is not None:
+                items.append((_dh_after(ref_d, aligned), paths.dh_out))
+                alsos.append([])
+            if paths.stable_mask_out is not None:
+                if fit_mask is None:
+                    from xdem.workflows.filters import usable_mask
+
+                    fit_mask = usable_mask(ref_d, tba_d, **masks)
+                items.append((fit_mask.astype("uint8").assign_attrs(units="1 = used by the fit"),
+                              paths.stable_mask_out, None))
+                alsos.append([])
+            with prog.stage(f"writing {', '.join(str(i[1]) for i in items)}"
+                            + (" (and the statistics of dh)" if fused else "")):
+                written_cog = write_cogs(items, overwrite=r.overwrite,
+                                         progress=not prog.quiet and sinfo["client"] is not None, also=alsos)[0]
         t_write = time.perf_counter() - t0
         t0 = time.perf_counter()
         stats = None
@@ -427,17 +492,23 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             "rotations_deg": rigid["rotations_deg"],
             "rotation_centre": rigid["centre"],
             "translation": rigid["translation"],
+            "translation_px": _in_pixels(rigid["translation"], ref_d),
             "frame": S.frame_summary(model, ref_d),
             "output_grid": r.grid,
             "stats": stats,
             "verdict": verdict,
             "output": str(out),
+            "dh_output": None if paths.dh_out is None else str(paths.dh_out),
+            "stable_mask_output": None if paths.stable_mask_out is None else str(paths.stable_mask_out),
+            "filters": filters_record,
             "report": None if paths.report is None else str(paths.report),
             "inputs": {
                 "reference": abspath(ref), "to_be_aligned": abspath(tba),
                 "inlier_mask": abspath(inlier_mask), "exclude_mask": abspath(exclude_mask),
                 "reference_shape": list(ref_d.shape), "to_be_aligned_shape": list(tba_d.shape),
                 "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
+                "reference_facts": _facts(ref), "to_be_aligned_facts": _facts(tba),
+                "vertical_warning": vertical,
                 "method": method, "options": {k: v for k, v in r.options.items() if v is not None},
             },
             "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
@@ -466,3 +537,54 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
     text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
     return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
                        timings=dict(doc["timing"]), coreg=model)
+
+
+def _vertical_warning(ref: str, tba: str) -> str | None:
+    """The warning line when REF's and TBA's CRSs name different vertical references."""
+    from xdem.io.vertical import compare_vertical, file_crs
+
+    return compare_vertical(file_crs(ref), file_crs(tba))
+
+
+def _facts(path: str) -> dict[str, Any] | None:
+    """What the JSON and the report say of one input file: CRS, resolution, size, nodata,
+    data type and vertical CRS (metadata only; ``None`` for a file GDAL cannot open)."""
+    import math
+
+    import rasterio
+
+    from xdem.io.vertical import vertical_crs
+
+    try:
+        with rasterio.Env(GTIFF_REPORT_COMPD_CS=True), rasterio.open(path) as src:
+            nodata = src.nodata
+            return {
+                "crs": src.crs.to_string() if src.crs else None,
+                "resolution": [abs(src.transform.a), abs(src.transform.e)],
+                "size": [src.width, src.height],
+                "nodata": None if nodata is None or math.isnan(nodata) else float(nodata),
+                "dtype": src.dtypes[0],
+                "vertical_crs": vertical_crs(src.crs),
+            }
+    except Exception:  # noqa: BLE001 - not a raster (points): described elsewhere
+        return None
+
+
+def _dh_after(ref: Any, aligned: Any) -> Any:
+    """``aligned - ref`` on the aligned DEM's grid (REF brought onto it lazily if needed), in metres."""
+    from xdem.io.grid import _reproject_like, same_grid
+
+    # NaN where REF does not cover the output
+    ref_on = ref if same_grid(aligned, ref) else _reproject_like(ref, aligned, resampling="bilinear")
+    dh = aligned.copy(data=aligned.data - ref_on.chunk(dict(zip(("y", "x"), aligned.data.chunks))).data)
+    return dh.rename("dh").assign_attrs(units="m")
+
+
+def _in_pixels(translation: Any, ref: Any) -> list[float] | None:
+    """The merged horizontal translation in pixels of REF's grid (``None`` for a geographic REF,
+    whose correction is in metres of a UTM zone, or without a translation)."""
+    if not isinstance(translation, (list, tuple)) or len(translation) < 2 or ref.rio.crs is None \
+            or ref.rio.crs.is_geographic:
+        return None
+    rx, ry = (abs(float(v)) for v in ref.rio.resolution())
+    return [float(translation[0]) / rx, float(translation[1]) / ry]

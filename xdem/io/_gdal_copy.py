@@ -1,0 +1,111 @@
+"""GDAL's ``CreateCopy`` with its progress callback, through the libgdal rasterio loaded.
+
+rasterio's :func:`rasterio.shutil.copy` passes no progress function to GDAL, so the COG pass
+(compression and overviews, often a third of a run) would be a silent wait. This module calls
+``GDALCreateCopy`` of the very same libgdal (found among the process's mapped libraries, so
+the drivers rasterio registered and the configuration its ``rasterio.Env`` set apply) with a
+``GDALProgressFunc`` that forwards GDAL's completed fraction. Where that library cannot be
+found (not Linux, a GDAL built without the symbol), :func:`copy_with_progress` returns False
+and the caller copies with rasterio instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["copy_with_progress"]
+
+_PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p)
+
+
+@functools.lru_cache(maxsize=1)
+def _libgdal() -> Any:
+    """The libgdal rasterio uses, with the signatures needed here, or None."""
+    import rasterio  # noqa: F401 - loads (and registers the drivers of) its libgdal
+
+    path = None
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                name = line.split()[-1] if line.split() else ""
+                if os.path.basename(name).startswith("libgdal"):
+                    path = name
+                    break
+    except OSError:
+        return None
+    if path is None:
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+        lib.GDALOpen.restype = ctypes.c_void_p
+        lib.GDALOpen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        lib.GDALGetDriverByName.restype = ctypes.c_void_p
+        lib.GDALGetDriverByName.argtypes = [ctypes.c_char_p]
+        lib.GDALCreateCopy.restype = ctypes.c_void_p
+        lib.GDALCreateCopy.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int,
+                                       ctypes.POINTER(ctypes.c_char_p), _PROGRESS, ctypes.c_void_p]
+        lib.GDALClose.restype = ctypes.c_int
+        lib.GDALClose.argtypes = [ctypes.c_void_p]
+        lib.CPLGetLastErrorMsg.restype = ctypes.c_char_p
+        lib.CPLGetLastErrorMsg.argtypes = []
+    except (OSError, AttributeError):
+        return None
+    return lib
+
+
+def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str, Any],
+                       progress: Callable[[float], None]) -> bool:
+    """``GDALCreateCopy(driver, dst, src, options)`` calling ``progress(fraction)`` as GDAL
+    advances. Returns False (nothing done) when libgdal cannot be reached this way.
+
+    Raises
+    ------
+    OSError
+        GDAL failed (its last error message).
+    """
+    lib = _libgdal()
+    if lib is None:
+        return False
+    drv = lib.GDALGetDriverByName(driver.encode())
+    if not drv:
+        return False
+    opts = [f"{k}={v}".encode() for k, v in options.items()]
+    arr = (ctypes.c_char_p * (len(opts) + 1))(*opts, None)
+
+    interrupted: list[BaseException] = []
+
+    def report(fraction: float, _msg: bytes | None, _data: Any) -> int:
+        # Python runs signal handlers here: Ctrl-C (KeyboardInterrupt) or SIGTERM (the CLI's
+        # Terminated) raised in this callback would be swallowed by ctypes; keep it, make GDAL
+        # stop (a false return), and raise it once GDAL has returned.
+        try:
+            try:
+                progress(min(max(float(fraction), 0.0), 1.0))
+            except Exception:  # noqa: BLE001 - a display error must never break the copy
+                pass
+            return 0 if interrupted else 1
+        except BaseException as exc:  # noqa: BLE001 - see above
+            interrupted.append(exc)
+            return 0
+
+    callback = _PROGRESS(report)
+    handle = lib.GDALOpen(src.encode(), 0)
+    if not handle:
+        raise OSError(f"cannot open '{src}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
+    try:
+        out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
+        if interrupted:
+            if out:
+                lib.GDALClose(out)
+            raise interrupted[0]
+        if not out:
+            raise OSError(f"cannot write '{dst}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
+        if lib.GDALClose(out) != 0:
+            raise OSError(f"cannot finish '{dst}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
+    finally:
+        lib.GDALClose(handle)
+    return True

@@ -1,0 +1,210 @@
+"""Outlier filters applied before any fit: slope limits and an NMAD filter on ``dh`` before.
+
+``xdem coreg --min-slope / --max-slope / --nmad-filter K`` build, with :func:`filter_mask`, one
+lazy boolean mask on the reference grid: the stable mask (``inlier_mask`` and ``exclude_mask``)
+AND the slope of REF within the limits AND ``|dh - median(dh)| <= K * NMAD(dh)``, where
+``dh = tba - ref`` before the coregistration. That mask is what the method fits on, whatever the
+method (it is passed as the fit's ``inlier_mask``); the statistics, the verdict and the report
+keep the stable mask alone, so that "before" and "after" describe the same terrain as without
+filters. The median and NMAD of ``dh`` come from one reproducible subsample of the stable pixels
+(one pass, which also counts exactly the stable pixels and those within the slope limits).
+
+Examples
+--------
+>>> import xdem
+>>> ref, tba, _ = xdem.examples.example_pair()
+>>> mask, record = filter_mask(ref, tba, filters=OutlierFilters(max_slope=40.0, nmad_filter=3.0))
+>>> mask.shape == ref.shape, record["max_slope_deg"], record["nmad_filter"]
+(True, 40.0, 3.0)
+>>> 0 < record["kept_by_slope"] < record["stable_pixels"]
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from xdem.errors import InputError
+
+__all__ = ["OutlierFilters", "filter_mask", "usable_mask", "FILTER_SUBSAMPLE"]
+
+#: Pixels of a fully valid grid drawn for the median and NMAD of ``dh`` before (the threshold
+#: of ``--nmad-filter``): enough for a relative error of the NMAD well under 1 %.
+FILTER_SUBSAMPLE = 500_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutlierFilters:
+    """Which pixels to leave out of the fit, besides the masks.
+
+    Parameters
+    ----------
+    min_slope, max_slope
+        Keep pixels whose slope of REF (degrees, Horn) is within these limits (``None``: no
+        limit). Pixels whose slope is unknown (the DEM's edges, next to nodata) are left out
+        when a limit is given.
+    nmad_filter
+        Keep pixels with ``|dh - median(dh)| <= nmad_filter * NMAD(dh)``, ``dh = tba - ref``
+        before the coregistration (``None``: no filter). Must be > 0.
+
+    Examples
+    --------
+    >>> OutlierFilters(max_slope=40).active, OutlierFilters().active
+    (True, False)
+    """
+
+    min_slope: float | None = None
+    max_slope: float | None = None
+    nmad_filter: float | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter is set."""
+        return any(v is not None for v in (self.min_slope, self.max_slope, self.nmad_filter))
+
+    def check(self) -> None:
+        """Raise :class:`~xdem.errors.InputError` for limits that keep nothing or are not numbers."""
+        for name, v in (("min_slope", self.min_slope), ("max_slope", self.max_slope)):
+            if v is not None and not 0 <= float(v) <= 90:
+                raise InputError(f"{name} must be a slope in degrees between 0 and 90, got {v}")
+        if self.min_slope is not None and self.max_slope is not None and self.min_slope >= self.max_slope:
+            raise InputError(f"min_slope ({self.min_slope}) must be below max_slope ({self.max_slope})")
+        if self.nmad_filter is not None and not float(self.nmad_filter) > 0:
+            raise InputError(f"nmad_filter must be > 0 (a number of NMADs), got {self.nmad_filter}")
+
+
+def _metric(ref: xr.DataArray) -> xr.DataArray:
+    """``ref`` on the grid the fit works on (a geographic REF: the UTM zone of its centre), as
+    :func:`xdem.coreg._data.prepare_pair` brings it, so that the mask is on that grid."""
+    from xdem.io.grid import local_metric_crs, reproject_to_crs
+
+    if ref.rio.crs is not None and ref.rio.crs.is_geographic:
+        return reproject_to_crs(ref, local_metric_crs(ref))
+    return ref
+
+
+def filter_mask(
+    ref: xr.DataArray,
+    tba: xr.DataArray,
+    *,
+    filters: OutlierFilters,
+    inlier_mask: Any = None,
+    exclude_mask: Any = None,
+    random_state: int | None = None,
+    subsample: int = FILTER_SUBSAMPLE,
+) -> tuple[xr.DataArray, dict[str, Any]]:
+    """The mask a fit uses with ``filters`` (lazy, on REF's fitting grid) and what it did.
+
+    Parameters
+    ----------
+    ref, tba
+        The opened DEMs (:func:`xdem.open_dem`); ``tba`` is brought onto ``ref``'s grid lazily.
+    filters
+        The limits (:class:`OutlierFilters`).
+    inlier_mask, exclude_mask
+        The stable terrain, as for :meth:`xdem.coreg.Coreg.fit`.
+    random_state
+        Seed of the subsample giving the median and NMAD of ``dh``.
+    subsample
+        Pixels of a fully valid grid drawn for them.
+
+    Returns
+    -------
+    mask : xarray.DataArray
+        Boolean, lazy, True where the fit may use a pixel; pass it as the fit's ``inlier_mask``.
+    record : dict
+        For the JSON document: the limits, ``stable_pixels`` (exact count of stable pixels
+        valid in both DEMs), ``kept_by_slope`` (exact, of those), ``dh_median``, ``dh_nmad`` and
+        the kept ``dh_range`` of the NMAD filter (on ``sampled`` pixels), ``kept_fraction_sampled``
+        (fraction of the sampled pixels every filter keeps).
+
+    Raises
+    ------
+    xdem.errors.InputError
+        Invalid limits (:meth:`OutlierFilters.check`).
+    xdem.errors.NotEnoughDataError
+        No stable pixel valid in both DEMs.
+    """
+    from xdem.io.grid import align_pair
+    from xdem.kernels.robust import nmad
+    from xdem.masks import stable_mask_like
+    from xdem.sampling import sample_valid
+    from xdem.terrain.attributes import get_terrain_attribute
+
+    filters.check()
+    base = _metric(ref)
+    base, moved = align_pair(base, tba)
+    if moved.data.chunks != base.data.chunks:
+        moved = moved.chunk(dict(zip(("y", "x"), base.data.chunks)))
+    stable = stable_mask_like(base, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    dh = moved.data - base.data
+    valid = stable & da.isfinite(dh)
+    keep = valid
+    slope = None
+    if filters.min_slope is not None or filters.max_slope is not None:
+        slope = get_terrain_attribute(base, "slope").data
+        lo = -np.inf if filters.min_slope is None else float(filters.min_slope)
+        hi = np.inf if filters.max_slope is None else float(filters.max_slope)
+        keep = keep & (slope >= lo) & (slope <= hi)  # NaN slope: False, left out
+    arrays = {"dh": dh} if slope is None else {"dh": dh, "slope": slope}
+    sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state,
+                          what="the outlier filters", extra_counts={"kept_by_slope": keep})
+    values = sample["dh"]
+    record: dict[str, Any] = {
+        "min_slope_deg": None if filters.min_slope is None else float(filters.min_slope),
+        "max_slope_deg": None if filters.max_slope is None else float(filters.max_slope),
+        "nmad_filter": None if filters.nmad_filter is None else float(filters.nmad_filter),
+        "applied_to": "the fit only (statistics, verdict and report use the stable mask)",
+        "stable_pixels": int(sample.n_valid),
+        "kept_by_slope": int(sample.counts["kept_by_slope"]),
+        "sampled": int(values.size),
+        "dh_median": float(np.median(values)) if values.size else None,
+        "dh_nmad": float(nmad(values)) if values.size else None,
+        "dh_range": None,
+    }
+    kept_sampled = np.ones(values.size, dtype=bool)
+    if slope is not None and values.size:
+        kept_sampled &= (sample["slope"] >= lo) & (sample["slope"] <= hi)
+    if filters.nmad_filter is not None and values.size:
+        k, med, spread = float(filters.nmad_filter), record["dh_median"], record["dh_nmad"]
+        lo_dh, hi_dh = med - k * spread, med + k * spread
+        record["dh_range"] = [lo_dh, hi_dh]
+        keep = keep & (dh >= lo_dh) & (dh <= hi_dh)
+        kept_sampled &= (values >= lo_dh) & (values <= hi_dh)
+    record["kept_fraction_sampled"] = float(kept_sampled.mean()) if values.size else None
+    return _on(keep, base), record
+
+
+
+def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None,
+                exclude_mask: Any = None) -> xr.DataArray:
+    """Lazy boolean mask on REF's fitting grid: stable (the masks) and valid in both DEMs,
+    the pixels a fit without filters may use (``xdem coreg --stable-mask-out``).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> ref, tba, _ = xdem.examples.example_pair()
+    >>> m = usable_mask(ref, tba)
+    >>> m.dtype.name, bool(m.any())
+    ('bool', True)
+    """
+    from xdem.io.grid import align_pair
+    from xdem.masks import stable_mask_like
+
+    base, moved = align_pair(_metric(ref), tba)
+    if moved.data.chunks != base.data.chunks:
+        moved = moved.chunk(dict(zip(("y", "x"), base.data.chunks)))
+    keep = stable_mask_like(base, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
+    keep = keep & da.isfinite(base.data) & da.isfinite(moved.data)
+    return _on(keep, base)
+
+
+def _on(keep: da.Array, base: xr.DataArray) -> xr.DataArray:
+    mask = xr.DataArray(keep, dims=("y", "x"), coords={"y": base["y"], "x": base["x"]}, name="fit_mask")
+    return mask.rio.write_crs(base.rio.crs).rio.write_transform(base.rio.transform())
