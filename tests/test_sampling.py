@@ -129,3 +129,15 @@ def test_sample_is_a_dataclass_read_like_a_dict():
     assert "dh" in a and "x" not in a and list(a.keys()) == ["row", "dh"] and a.get("x") is None
     assert a["dh"].tolist() == [1.0, 1.0, 1.0] and set(dict(a)) == {"row", "dh"}
     assert [k for k, _ in a.items()] == ["row", "dh"]
+
+
+def test_compiled_pixel_hash_is_splitmix64_of_the_global_index():
+    """The compiled block hash equals the numpy SplitMix64 of ``row * ncols + col ^ seed key``
+    bit for bit, for blocks anywhere in the grid (offsets, large indices) and any seed."""
+    from xdem.sampling import _pixel_hash, _seed_key, _splitmix64
+
+    for row0, col0, shape, ncols, seed in [(0, 0, (4, 5), 5, None), (123, 77, (300, 257), 1000, 3),
+                                           (2**20, 5, (3, 4), 2**21, 7), (9, 0, (1, 1), 10, 2**40)]:
+        index = (np.arange(row0, row0 + shape[0], dtype=np.uint64)[:, None] * np.uint64(ncols)
+                 + np.arange(col0, col0 + shape[1], dtype=np.uint64)[None, :])
+        np.testing.assert_array_equal(_pixel_hash(row0, col0, shape, ncols, seed), _splitmix64(index ^ _seed_key(seed)))

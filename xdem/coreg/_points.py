@@ -2,13 +2,14 @@
 
 Each point goes to the correction's frame (the reference CRS), is moved by every step's rigid
 transform in turn (``P -> M P``), loses the step's ramps at its new position, and goes back to
-the points' CRS. Only steps defined in the frame (translations, rotations, ramps) can move
-points; a correction of elevation values by bias variables given on a grid cannot.
+the points' CRS. Only steps defined in the frame (translations, rotations, ramps) move points;
+a bias correction (:class:`~xdem.coreg.BiasCorr` and its kinds) changes their elevation by its
+bias at the variables' values there (grids interpolated at the points, or values per point).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import numpy as np
@@ -16,7 +17,7 @@ from shapely import points as make_points
 
 from xdem.errors import CRSError, InputError
 from xdem.kernels.rigid import transform_points
-from xdem.warp import crs_key
+from xdem.warp import FrameOp, crs_key
 
 if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
     from xdem.coreg.base import Coreg
@@ -34,30 +35,41 @@ def _elevations(points: gpd.GeoDataFrame, z_name: str) -> np.ndarray:
                      f"(columns: {', '.join(map(str, points.columns))}), or name it with z_name=")
 
 
-def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z") -> gpd.GeoDataFrame:
+def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z",
+                    bias_vars: dict[str, Any] | None = None) -> gpd.GeoDataFrame:
     """A copy of ``points`` moved by the fitted ``coreg`` (see the module notes).
 
     The elevation comes from 3-D geometries or, for 2-D ones, from the column ``z_name``; the
-    copy has both updated where they exist. The input is not modified.
+    copy has both updated where they exist. The input is not modified. A bias correction
+    subtracts its bias at the points' variables (``bias_vars``: grids interpolated at the
+    points, or a value per point; the along-track coordinate and the elevation come from the
+    points themselves).
     """
     if points.crs is None:
         raise CRSError("the points have no CRS; set one with points.set_crs('EPSG:XXXX')")
     if not (points.geom_type == "Point").all():
         raise InputError("only Point geometries can be moved; explode multi-part geometries first")
     steps = list(getattr(coreg, "steps", None) or [coreg])
-    ops = []
+    ops: list[Any] = []
     for step in steps:
         op = step._frame_op()
-        if op is None:
+        if op is None and not hasattr(step, "_values_at_points"):
             raise InputError(f"{type(step).__name__} corrects elevation values from gridded variables; it cannot "
                              "move points: apply it to a DEM, or leave it out of the pipeline for points")
-        ops.append(op)
+        ops.append(op if op is not None else step)
     z = _elevations(points, z_name)
     own = crs_key(points.crs)
     out = points.copy()
     x, y = np.asarray(points.geometry.x, dtype=np.float64), np.asarray(points.geometry.y, dtype=np.float64)
     current = own
     for op in ops:
+        if not isinstance(op, FrameOp):  # a bias correction: its variables at the points, subtracted
+            frame = str(vars(op).get("crs_") or current)
+            if frame != current:
+                x, y = _reproject(current, frame, x, y)
+                current = frame
+            z = z - op.bias(op._values_at_points(x, y, z, current, dict(bias_vars or {})))
+            continue
         frame = op.frame or own
         if frame != current:
             x, y = _reproject(current, frame, x, y)

@@ -218,11 +218,15 @@ class Coreg:
             return apply_in_frame(self, d, bv, target)
         return self._apply(d, bv, resample)
 
-    def apply_points(self, points: gpd.GeoDataFrame, *, z_name: str = "z") -> gpd.GeoDataFrame:
+    def apply_points(self, points: gpd.GeoDataFrame, *, z_name: str = "z",
+                     bias_vars: dict[str, Any] | None = None) -> gpd.GeoDataFrame:
         """Move points (a GeoDataFrame in any CRS) by the fitted correction, exactly (no
         resampling): translations, rotations and ramps, in the correction's frame. The
         elevation is the geometries' z, or the column ``z_name`` for 2-D geometries; a moved
-        copy is returned.
+        copy is returned. Bias corrections subtract their bias at the points: ``bias_vars``
+        gives their variables (name -> a grid, interpolated bilinearly at the points, or an
+        array with one value per point); ``DirectionalBias`` takes the along-track coordinate
+        of the points and ``TerrainBias("elevation")`` their own elevation.
 
         Examples
         --------
@@ -235,7 +239,7 @@ class Coreg:
         from xdem.coreg._points import apply_to_points
 
         self._check_fitted()
-        return apply_to_points(self, points, z_name=z_name)
+        return apply_to_points(self, points, z_name=z_name, bias_vars=bias_vars)
 
     def pop_shared_points(self) -> SharedPoints | None:
         """The subsample this step drew in its last fit, if a pipeline asked it to keep it

@@ -126,6 +126,23 @@ def _at_points(arr: da.Array, prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
     return dem_at_points(arr, prow, pcol, resampling="bilinear")[0]
 
 
+def _values_of(var: Any, name: str, x: np.ndarray, y: np.ndarray, crs: str) -> np.ndarray:
+    """Bias variable ``name`` at points ``(x, y)`` in ``crs``: a 1-D array of one value per point
+    as it is, else a grid (anything :func:`xdem.open_dem` opens) interpolated bilinearly there
+    (NaN outside it), the points taken to its CRS."""
+    if isinstance(var, (np.ndarray, list, tuple)) or (hasattr(var, "ndim") and getattr(var, "ndim", 0) == 1):
+        values = np.asarray(var, dtype=np.float64)
+        if values.shape != np.shape(x):
+            raise InputError(f"bias variable '{name}' has {values.size} values for {np.size(x)} points")
+        return values
+    from xdem.points.bucket import pixel_positions
+    from xdem.warp import _to, crs_key
+
+    grid = as_dem(var)
+    gx, gy = _to(crs, crs_key(grid.rio.crs), np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    return _at_points(dask_data(grid), *pixel_positions(grid, gx, gy))
+
+
 def _on_grid(var: Any, like: xr.DataArray, name: str, what: str) -> xr.DataArray:
     """``var`` on the grid of ``like`` (aligned lazily if it covers it), else a clear error."""
     v = as_dem(var)
@@ -247,6 +264,17 @@ class BiasCorr(Coreg):
         if not 1 <= len(data.bias_vars) <= 3:
             raise InputError(f"{type(self).__name__} takes 1 to 3 bias variables, got {len(data.bias_vars)}")
         return {k: _at_points(dask_data(v), prow, pcol) for k, v in data.bias_vars.items()}, len(data.bias_vars)
+
+    def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,
+                          bias_vars: dict[str, Any]) -> dict[str, np.ndarray]:
+        """The variables at points ``(x, y, z)`` in ``crs`` (applying to points): each of
+        ``var_names_`` from ``bias_vars``, a grid interpolated bilinearly at the points or an
+        array with a value per point."""
+        missing = [k for k in self.var_names_ if k not in bias_vars]
+        if missing:
+            raise InputError(f"{type(self).__name__} was fitted with bias variables {self.var_names_}; apply_points() "
+                             f"needs them at the points too, missing {missing} (bias_vars={{name: grid or values}})")
+        return {k: _values_of(bias_vars[k], k, x, y, crs) for k in self.var_names_}
 
     def _fit_points(self, data: PointFitData) -> None:
         from xdem.coreg._points_fit import fit_biascorr_points
@@ -507,6 +535,12 @@ class DirectionalBias(BiasCorr):
         a = np.radians(float(self.angle))
         return {"along_track": (pts.x - self.origin_[0]) * np.cos(a) + (pts.y - self.origin_[1]) * np.sin(a)}, 0
 
+    def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,
+                          bias_vars: dict[str, Any]) -> dict[str, np.ndarray]:
+        """The along-track coordinate of the points (``x, y`` in the frame, the fit's CRS)."""
+        a = np.radians(float(self.angle))
+        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
+
     def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
         super()._fit_values(names, xs, dh)
         if self.fit_or_bin != "bin":
@@ -606,6 +640,19 @@ class TerrainBias(BiasCorr):
         name = self.terrain_attribute
         arr = dask_data(data.bias_vars[name]) if name in data.bias_vars else self._attribute(data.dem)
         return {name: _at_points(arr, prow, pcol)}, 1
+
+    def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,
+                          bias_vars: dict[str, Any]) -> dict[str, np.ndarray]:
+        """The attribute at the points: the points' own elevation for ``"elevation"``, else the
+        attribute given in ``bias_vars`` (a grid, e.g. the slope of the reference, interpolated
+        bilinearly at the points, or a value per point)."""
+        name = self.terrain_attribute
+        if name in bias_vars:
+            return {name: _values_of(bias_vars[name], name, x, y, crs)}
+        if name == "elevation":
+            return {name: np.asarray(z, dtype=np.float64)}
+        raise InputError(f"TerrainBias({name!r}) needs the {name} at the points: apply_points(..., bias_vars={{{name!r}: "
+                         f"grid}}), e.g. the {name} of the reference DEM (xdem.terrain)")
 
     def _frame_free(self) -> bool:
         # elevation is the same in any CRS; slopes and curvatures use the DEM's horizontal units

@@ -166,10 +166,10 @@ class CoregPipeline(Coreg):
                     break  # nothing left to fit: the last step's correction need not be applied
                 done = CoregPipeline(self.steps[: k + 1])
                 if data.points_are_ref:
-                    moved = done.apply(masked)
+                    moved = done.apply(masked, bias_vars=data.bias_vars or None)
                     current = replace(data, dem=moved, values=moved.data)
                 else:
-                    gdf = done.apply_points(data.points.to_geodataframe())
+                    gdf = done.apply_points(data.points.to_geodataframe(), bias_vars=data.bias_vars)
                     current = replace(data, points=read_points(gdf))
         return self
 
