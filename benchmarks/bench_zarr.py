@@ -82,7 +82,9 @@ def _size_of(path: Path) -> int:
 
 
 def _run(name: str, fmt: str, scheduler: str, src: str, dst: Path, *extra: str) -> dict:
-    r = measure([sys.executable, "-c", WRITER, fmt, scheduler, src, str(dst), *extra], env={"PYTHONPATH": str(REPO)})
+    # GDAL's block cache bounded as the CLI does (GDAL_CACHEMAX=64 MB), which the cluster's workers inherit
+    r = measure([sys.executable, "-c", WRITER, fmt, scheduler, src, str(dst), *extra],
+                env={"PYTHONPATH": str(REPO), "GDAL_CACHEMAX": os.environ.get("GDAL_CACHEMAX", "64")})
     if r["returncode"] != 0:
         raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
     r.update(json.loads(r["stdout"].strip().splitlines()[-1]))

@@ -256,10 +256,10 @@ def test_chunk_independent_fit_and_apply(ref):
 
 def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
     """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per tile (the
-    draw, which also counts the tile), a later round one per tile (the windows of tba at the
-    positions the field reads): no counting pass, no warp of the DEM. Without room to keep the
-    samples (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute per tile) and
-    gives the same numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
+    draw, which also counts the tile), a later round none (the field moves the positions read by
+    well under 2 pixels here: the draw's windows of tba hold them): no counting pass, no warp of
+    the DEM. Without room to keep the samples (SAMPLE_CACHE_BYTES) a later round draws them
+    again (one compute per tile) and gives the same numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
     fitted lazily on the warped DEM) agrees: round 1 to 1e-4 m (the slope kept as float32),
     the total field to 0.02 m (it interpolates twice)."""
     import xdem.coreg.blockwise as bw_module
@@ -269,11 +269,11 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
     tiles = (N // BLOCK) ** 2
     with count_computes() as c, dask.config.set(scheduler="synchronous"):  # tiles one after the other: all counted
         fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == 2 * tiles
+    assert c.count == tiles
     monkeypatch.setattr(bw_module, "SAMPLE_CACHE_BYTES", 0)
     with count_computes() as c, dask.config.set(scheduler="synchronous"):
         redrawn = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == 3 * tiles
+    assert c.count == 2 * tiles
     np.testing.assert_array_equal(_learned_numbers(redrawn), _learned_numbers(fast))
     general = BlockwiseCoreg(CoregPipeline([NuthKaab(subsample=4000)]), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     a, b = fast.tile_table(), general.tile_table()

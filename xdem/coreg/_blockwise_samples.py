@@ -6,12 +6,14 @@ so far (a warp of the whole DEM, read again). For Nuth & Kääb (the default ste
 needed: its fit is a draw of a subsample with small windows around it (one pass over the
 tile, which also counts the tile's valid pixels exactly), then iterations on those windows
 (:mod:`xdem.coreg._windows`). A later round needs ``tba`` warped by the field at the sampled
-pixels only, moved by the shift being estimated: :class:`FieldSampler` evaluates it from
-windows of ``tba`` cut around the positions the field reads (one pass over ``tba`` alone), and
-the reference's values, slope and aspect at the pixels are those of the first round's draw,
-kept in memory (:class:`TileSample`) while they fit in :data:`SAMPLE_CACHE_BYTES`, drawn
-again otherwise (the draw is reproducible: the same pixels, the same values, so both give the
-same result).
+pixels only, moved by the shift being estimated: :class:`FieldSampler` evaluates it from the
+first round's windows of ``tba`` (6 x 6 pixels around each sampled pixel, cut by the draw from
+the tile) while the positions the fields read stay inside them (displacements up to about 2
+pixels: no pass at all), else from windows cut again around those positions (one pass over
+``tba`` alone). The reference's values, slope and aspect at the pixels and the windows are
+those of the first round's draw, kept in memory (:class:`TileSample`) while all tiles' fit in
+:data:`SAMPLE_CACHE_BYTES`, drawn again otherwise (the draw is reproducible: the same pixels,
+the same values and windows, so both give the same result).
 
 Each round interpolates ``tba`` once (at the composed position) where the general route
 interpolates twice (the warp, then Nuth & Kääb's shift of the warped DEM).
@@ -60,9 +62,11 @@ class TileSample:
     slope: np.ndarray
     aspect: np.ndarray
     n_valid: int
+    win_tba: np.ndarray | None = None
 
-    #: Bytes kept per sampled pixel at most (indices int32, values float32, the reference up to float64).
-    BYTES_PER_POINT: ClassVar[int] = 24
+    #: Bytes kept per sampled pixel at most: indices int32, values float32, the reference up to
+    #: float64, and the 6 x 6 float32 window of tba cut by the draw around the pixel.
+    BYTES_PER_POINT: ClassVar[int] = 24 + 144
 
     @property
     def nbytes(self) -> int:
@@ -84,7 +88,7 @@ class FieldSampler:
     """
 
     def __init__(self, tba: Any, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
-                 resampling: str, half: int = 2) -> None:
+                 resampling: str, half: int = 2, windows: np.ndarray | None = None) -> None:
         self.arr = tba.data
         t = get_transform(tba)
         self.inverse = ~t
@@ -97,6 +101,9 @@ class FieldSampler:
         self.before, self.after = footprint(resampling)
         self.base: tuple[np.ndarray, np.ndarray] | None = None
         self.win: np.ndarray | None = None
+        if windows is not None:  # the draw's windows, centred on the pixels: used while the positions stay in them
+            self.base = (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
+            self.win = windows
         self.reads = 0
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
@@ -138,7 +145,7 @@ def _draw(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileS
                              half=type(step)._half, initial_shift=step.initial_shift)
     s = ss.sample
     kept = TileSample(rows=(s["row"] + rec["row0"]).astype(np.int32), cols=(s["col"] + rec["col0"]).astype(np.int32),
-                      ref=s["ref"],
+                      ref=s["ref"], win_tba=ss.sampler.win,
                       slope=ss.slope.astype(np.float32), aspect=ss.aspect.astype(np.float32), n_valid=int(s.n_valid))
     return ss, kept
 
@@ -197,7 +204,8 @@ def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept:
     try:
         if kept is None:
             _, kept = _draw(step, sub, rec)
-        sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half)
+        sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half,
+                               windows=kept.win_tba)
         step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=get_resolution(data.ref),
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=(0.0, 0.0))
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:

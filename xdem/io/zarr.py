@@ -195,6 +195,7 @@ def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> A
         if old == fp:
             if status == "complete":
                 return None
+            _drop_partials(path / fp["variable"])
             return zs.done_chunks(path, fp["variable"])
         if not overwrite:
             differ = sorted(k for k in set(fp) | set(old or {}) if (old or {}).get(k) != fp.get(k))
@@ -217,6 +218,15 @@ def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> A
     else:
         path.unlink()
     return _FRESH
+
+
+def _drop_partials(variable_dir: Path) -> None:
+    """Remove the temporary files of chunk writes cut short by a kill (zarr's local store writes
+    ``<chunk>.<id>.partial`` and renames it): never part of a chunk, they would stay in the
+    store forever."""
+    if variable_dir.is_dir():
+        for stale in variable_dir.rglob("*.partial"):
+            stale.unlink(missing_ok=True)
 
 
 #: "Nothing to keep, create the store" (a resume keeping no chunk returns a plain empty set).
