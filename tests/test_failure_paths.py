@@ -99,6 +99,28 @@ def _big_coreg(big_pair, out: Path, *extra: str) -> subprocess.Popen:
                   "--no-stats", *extra)
 
 
+def _signal_mid_write(big_pair, folder: Path, out: Path, sig: int, *extra: str,
+                      phase: str = "blocks.tif") -> subprocess.Popen:
+    """Start a big coreg and deliver ``sig`` while it is verifiably mid-write: the child is
+    stopped (SIGSTOP) once the phase's temp file appears, and the signal is sent only if that
+    temp is still there and the output not yet in place, then the child continues. On a loaded
+    machine the test process may notice the temp late, when the child has already finished:
+    such a run proves nothing and is repeated (at most three times)."""
+    for _ in range(3):
+        proc = _big_coreg(big_pair, out, *extra)
+        _wait_for_temp(proc, folder, name=phase)
+        proc.send_signal(signal.SIGSTOP)
+        mid = any(n.endswith(phase) for n in _temps(folder)) and not out.exists()
+        if mid:
+            proc.send_signal(sig)
+        proc.send_signal(signal.SIGCONT)
+        if mid:
+            return proc
+        proc.communicate(timeout=60)
+        out.unlink(missing_ok=True)
+    raise AssertionError(f"no run could be interrupted while writing ({phase})")
+
+
 # ---------------------------------------------------------------------------- damaged inputs
 
 
@@ -367,9 +389,8 @@ def test_cli_two_concurrent_runs(tmp_path, pair):
 def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, scheduler, phase):
     """SIGTERM in the block-writing pass (dask) or in GDAL's COG copy (handled when it returns)."""
     out = tmp_path / "out.tif"
-    proc = _big_coreg(big_pair, out, "--scheduler", scheduler, *(["--workers", "2"] if scheduler == "processes" else []))
-    _wait_for_temp(proc, tmp_path, name=phase)
-    proc.send_signal(signal.SIGTERM)
+    proc = _signal_mid_write(big_pair, tmp_path, out, signal.SIGTERM, "--scheduler", scheduler,
+                             *(["--workers", "2"] if scheduler == "processes" else []), phase=phase)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     _one_line_error(stderr, "terminated by SIGTERM")
@@ -378,11 +399,9 @@ def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, schedule
 
 def test_sigint_during_write_cleans_up(tmp_path, big_pair):
     out = tmp_path / "out.tif"
-    proc = _big_coreg(big_pair, out)
-    _wait_for_temp(proc, tmp_path)
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
-    assert proc.returncode != 0 and list(tmp_path.iterdir()) == []
+    proc = _signal_mid_write(big_pair, tmp_path, out, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and list(tmp_path.iterdir()) == [], stderr
 
 
 _WRITER = """
