@@ -76,6 +76,13 @@ def track_points() -> gpd.GeoDataFrame:
     return gpd.GeoDataFrame({"h": z, "h_noisy": noisy(z)}, geometry=gpd.points_from_xy(x, y), crs=CRS)
 
 
+def track_gdf() -> gpd.GeoDataFrame:
+    """The tracks' points as a GeoDataFrame: ``h`` exact, ``h_noisy`` the noisy copy."""
+    x, y = tracks()
+    z = TERRAIN(x, y)
+    return gpd.GeoDataFrame({"h": z, "h_noisy": noisy(z)}, geometry=gpd.points_from_xy(x, y), crs=CRS)
+
+
 def shifted(move: tuple[float, float, float], chunks: int = 256) -> xr.DataArray:
     return dem_of(TERRAIN, crs=CRS, transform=TRANSFORM, shape=(SIZE, SIZE), move=move, chunks=chunks)
 

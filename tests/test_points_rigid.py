@@ -37,9 +37,7 @@ RIGID = (xdem.coreg.LZD, xdem.coreg.ICP)
 
 @pytest.fixture(scope="module")
 def pts() -> gpd.GeoDataFrame:
-    x, y = tp.tracks()
-    z = tp.TERRAIN(x, y)
-    return gpd.GeoDataFrame({"h": z, "h_noisy": tp.noisy(z)}, geometry=gpd.points_from_xy(x, y), crs=tp.CRS)
+    return tp.track_gdf()
 
 
 @pytest.fixture(scope="module")
