@@ -423,3 +423,19 @@ def test_apply_points_follows_the_field(fitted):
     np.testing.assert_allclose(moved.geometry.x, qx, atol=1e-6)
     np.testing.assert_allclose(moved.geometry.y, qy, atol=1e-6)
     np.testing.assert_allclose(moved.geometry.z, 100.0 + dz, atol=1e-9)
+
+
+def test_field_of_four_tiles_on_two_columns_does_not_explode():
+    """Four tile centroids on two columns whose x differ by centimetres (the drawn pixels' means)
+    do not determine x^2 or y^2: those monomials are dropped (a well-conditioned design), so
+    equal tile translations give that translation everywhere, far beyond the tiles (with x^2
+    kept, 1-iteration fields of the example pair were metres off at the DEM's centre)."""
+    from xdem.kernels.field import fit_thin_plate
+
+    x = np.array([429352.934, 429550.697, 429352.919, 429550.634])
+    y = np.array([5150784.1, 5150784.0, 5150585.2, 5150585.3])
+    values = np.tile([-3.27, 1.64, -2.5], (4, 1))
+    f = fit_thin_plate(x, y, values, centre=(429452.3, 5150685.4), scale=200.0, degree=2)
+    assert (2, 0) not in f.terms and (0, 2) not in f.terms
+    far = f(np.array([429452.3, 430500.0, 428000.0]), np.array([5150685.4, 5152000.0, 5149000.0]))
+    np.testing.assert_allclose(far, np.tile([-3.27, 1.64, -2.5], (3, 1)), atol=1e-6)

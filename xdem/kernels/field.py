@@ -113,6 +113,37 @@ def compose(fields: tuple[ThinPlateField, ...] | list[ThinPlateField], x: np.nda
     return x, y, vz
 
 
+#: Smallest singular value, relative to the largest, of the design with unit-norm columns for a
+#: monomial to count as determined by the points: 4 tile centroids on two columns whose x differ by
+#: a few centimetres do not determine x^2 (it would be nearly the constant, with huge opposite
+#: coefficients that explode away from the points).
+CONDITION_FLOOR = 1e-3
+
+
+def determined_terms(u: np.ndarray, v: np.ndarray, degree: int) -> list[tuple[int, int]]:
+    """The monomials of :func:`monomials` ``(degree)`` that the points ``u, v`` determine well,
+    in order: each is kept if the design of the kept ones plus it stays well conditioned
+    (:data:`CONDITION_FLOOR`).
+
+    Examples
+    --------
+    >>> u = np.array([-0.5, 0.5, -0.5001, 0.5001]); v = np.array([-0.5, -0.5, 0.5, 0.5])
+    >>> determined_terms(u, v, 2)  # two columns of points: no x^2, y^2 (x y is)
+    [(0, 0), (1, 0), (0, 1), (1, 1)]
+    """
+    terms: list[tuple[int, int]] = []
+    for t in monomials(degree):
+        trial = terms + [t]
+        d = _design(u, v, trial)
+        norms = np.linalg.norm(d, axis=0)
+        if np.any(norms == 0):
+            continue
+        sv = np.linalg.svd(d / norms, compute_uv=False)
+        if len(sv) == len(trial) and sv[-1] > CONDITION_FLOOR * sv[0]:
+            terms = trial
+    return terms
+
+
 def fit_thin_plate(
     x: np.ndarray, y: np.ndarray, values: np.ndarray, *, centre: tuple[float, float], scale: float,
     smoothing: float | np.ndarray = 0.0, degree: int = 1,
@@ -146,11 +177,7 @@ def fit_thin_plate(
     n = u.size
     if n == 0:
         raise ValueError("a field needs at least one point")
-    terms: list[tuple[int, int]] = []
-    for t in monomials(degree):  # keep a monomial only if the points determine it
-        trial = terms + [t]
-        if np.linalg.matrix_rank(_design(u, v, trial), tol=1e-9 * n) == len(trial):
-            terms = trial
+    terms = determined_terms(u, v, degree)
     p = _design(u, v, terms)
     k = _phi((u[:, None] - u[None, :]) ** 2 + (v[:, None] - v[None, :]) ** 2)
     k[np.diag_indices(n)] += np.broadcast_to(np.asarray(smoothing, dtype=np.float64), (n,))
@@ -169,11 +196,7 @@ def fit_thin_plate(
 
 def _trend(u: np.ndarray, v: np.ndarray, values: np.ndarray, keep: np.ndarray, degree: int) -> np.ndarray:
     """Least-squares polynomial (the monomials the kept points determine) evaluated at every point."""
-    terms: list[tuple[int, int]] = []
-    for t in monomials(degree):
-        trial = terms + [t]
-        if np.linalg.matrix_rank(_design(u[keep], v[keep], trial), tol=1e-9 * max(int(keep.sum()), 1)) == len(trial):
-            terms = trial
+    terms = determined_terms(u[keep], v[keep], degree)
     coefs = np.linalg.lstsq(_design(u[keep], v[keep], terms), values[keep], rcond=None)[0]
     return np.asarray(_design(u, v, terms) @ coefs)
 

@@ -10,7 +10,7 @@ Examples
 --------
 >>> from xdem.workflows import CoregRequest, run_coreg
 >>> sorted(f for f in CoregRequest.__dataclass_fields__)[:3]
-['chunks', 'coreg', 'exclude_mask']
+['chunks', 'coreg', 'dh_out']
 """
 
 from xdem.workflows.coreg import CheckedPaths, CoregRequest, CoregResult, check_coreg_paths, current_scheduler, run_coreg

@@ -7,7 +7,7 @@ Used by :func:`xdem.workflows.run_coreg`; ``xdem.cli.coreg`` re-exports the publ
 
 Examples
 --------
->>> stats_method(1000).startswith("median and NMAD on a reproducible subsample of about 1000")
+>>> stats_method(1000).startswith("median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample of about 1000")
 True
 """
 
