@@ -1,0 +1,252 @@
+"""Every example in docs/ (and README.md) is a real run or says it is not (issue 17).
+
+Three kinds of fenced block are in the pages:
+
+- commands (``console``: every line ``$ ...``; ``sh``/``bash``: every line a command): shown
+  without their output. Each ``xdem`` command line must parse with the real CLI (its
+  sub-command, options and argument count) and name methods that exist;
+- code (``python``): no printed session output (no ``>>>`` prompt); the values their comments
+  name (keys of a summary, columns of a table, the example pair's truth) are checked below on
+  the shipped example pair;
+- anything else (``json``, ``text``, untagged) shows output: it is either compared with a real
+  run by the test registered in :data:`CHECKED` (page, first line -> test module and function),
+  or the line before its fence is a MyST comment starting ``% not a recorded run`` (illustrative
+  output, a synopsis, an equation).
+
+The outputs quoted in prose (the JSON keys of docs/rigid.md and docs/points.md) are checked by
+real runs on small data: the example pair (``xdem examples write-pair``) and points drawn from
+its reference DEM.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from xdem.cli import main
+from xdem.cli.coreg import resolve_methods
+
+ROOT = Path(__file__).parents[1]
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+MARK = "% not a recorded run"
+COMMAND_BLOCKS = {"console", "sh", "bash"}
+FIRST_WORDS = {"xdem", "python", "make", "dask", "conda", "rio"}
+
+# output blocks compared with a real run: (page, start of the block's first line) -> test
+CHECKED = {
+    ("cli.md", "{"): ("test_cli_polish.py", "test_docs_cli_json_document_is_that_of_a_real_run"),
+    ("cli.md", '"filters": {'): ("test_cli_polish.py", "test_docs_filters_json_is_that_of_a_real_run"),
+    ("cli.md", "Error: Invalid value for '--method'"): ("test_cli_polish.py",
+                                                        "test_docs_did_you_mean_message_is_the_real_one"),
+}
+
+
+def _md_blocks(path: Path) -> list[tuple[str, list[str], str, int]]:
+    """(language, lines, line before the fence, line number) of each fenced block of a page."""
+    lines = path.read_text().splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)```(\S*)", lines[i])
+        if m:
+            j = i + 1
+            while not lines[j].strip().startswith("```"):
+                j += 1
+            before = lines[i - 1].strip() if i else ""
+            out.append((m.group(2), [s[len(m.group(1)):] for s in lines[i + 1:j]], before, i + 1))
+            i = j
+        i += 1
+    return out
+
+
+def _rst_blocks(path: Path) -> list[tuple[str, list[str], str, int]]:
+    """(language, lines, "", line number) of each ``.. code-block::`` of an rst page."""
+    lines = path.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^\.\. code-block:: (\S+)", line)
+        if m:
+            body, j = [], i + 1
+            while j < len(lines) and (not lines[j].strip() or lines[j].startswith("   ")):
+                body.append(lines[j][3:])
+                j += 1
+            out.append((m.group(1), [b for b in body if b.strip()], "", i + 1))
+    return out
+
+
+def _all_blocks() -> list[tuple[str, str, list[str], str, int]]:
+    blocks = [(p.name, *b) for p in PAGES for b in _md_blocks(p)]
+    blocks += [(p.name, *b) for p in sorted((ROOT / "docs").glob("*.rst")) for b in _rst_blocks(p)]
+    return [b for b in blocks if not b[1].startswith("{")]  # MyST directives ({include})
+
+
+def _command_lines(lang: str, body: list[str]) -> list[str]:
+    """The command lines of a command block (continuations joined, prompts removed)."""
+    cmds, cur = [], ""
+    for line in body:
+        if not line.strip():
+            continue
+        text = line[2:] if lang == "console" else line
+        cur += text.rstrip().removesuffix("\\") + " "
+        if not text.rstrip().endswith("\\"):
+            cmds.append(cur.strip())
+            cur = ""
+    return cmds
+
+
+def test_every_block_is_a_command_code_or_a_checked_or_marked_output():
+    """The inventory above: commands and code show no output; any other block is checked by a
+    registered test that exists, or marked as not a recorded run."""
+    seen_checked, problems = set(), []
+    for page, lang, body, before, line in _all_blocks():
+        where = f"{page}:{line}"
+        if lang == "console":
+            bad = [s for s in body if s.strip() and not s.startswith("$ ")]
+            problems += [f"{where}: console output line {s!r}" for s in bad]
+        elif lang in COMMAND_BLOCKS:
+            for cmd in _command_lines(lang, body):
+                if cmd.split()[0] not in FIRST_WORDS:
+                    problems.append(f"{where}: {cmd!r} is not a command")
+        elif lang == "python":
+            problems += [f"{where}: session output {s!r}" for s in body if s.lstrip().startswith(">>>")]
+            ast.parse("\n".join(body))  # code that parses, not a transcript
+        else:
+            key = next((k for k in CHECKED if k[0] == page and body and body[0].startswith(k[1])), None)
+            if key is not None:
+                seen_checked.add(key)
+            elif not before.startswith(MARK):
+                problems.append(f"{where}: a ```{lang} block neither checked (CHECKED) nor marked {MARK!r}")
+    assert not problems, "\n".join(problems)
+    assert seen_checked == set(CHECKED), set(CHECKED) - seen_checked
+    for module, name in CHECKED.values():
+        assert re.search(rf"^def {name}\(", (ROOT / "tests" / module).read_text(), re.M), (module, name)
+
+
+def _rest(ctx: click.Context) -> list[str]:
+    """The tokens a context left unparsed (click keeps the sub-command's name apart)."""
+    return [*getattr(ctx, "_protected_args", []), *ctx.args]
+
+
+def _parse(argv: list[str]) -> click.Context:
+    """Parse ``xdem ARGV`` as the CLI would (names of commands and options, argument count),
+    without running it nor checking that the files exist."""
+    cmd: click.Command = main
+    ctx = cmd.make_context("xdem", list(argv), resilient_parsing=True)
+    while isinstance(cmd, click.Group) and _rest(ctx):
+        name, *rest = _rest(ctx)
+        sub = cmd.get_command(ctx, name)
+        assert sub is not None, f"no command {name!r}"
+        cmd = sub
+        ctx = cmd.make_context(name, rest, parent=ctx, resilient_parsing=True)
+    assert not _rest(ctx), f"extra arguments {_rest(ctx)}"
+    missing = [p.name for p in cmd.params if p.required and ctx.params.get(p.name) is None]
+    assert not missing, f"missing {missing}"
+    return ctx
+
+
+def test_every_documented_xdem_command_line_parses():
+    """Each ``xdem ...`` line of a command block names a real sub-command and real options,
+    with the right number of arguments, and its ``--method`` names resolve."""
+    n = 0
+    for page, lang, body, _before, line in _all_blocks():
+        if lang not in COMMAND_BLOCKS:
+            continue
+        for cmd in _command_lines(lang, body):
+            argv = shlex.split(cmd.split(" | ")[0], comments=True)
+            if argv[0] != "xdem" or "[options]" in cmd:
+                continue
+            try:
+                ctx = _parse(argv[1:])
+                if argv[1] == "coreg" and ctx.params.get("method"):
+                    resolve_methods(str(ctx.params["method"]))
+            except (click.ClickException, AssertionError) as e:
+                pytest.fail(f"{page}:{line}: {cmd!r}: {e}")
+            n += 1
+    assert n >= 40, n  # the pages hold that many: a broken parser would check none
+
+
+# --- values named in the comments and prose, on real runs -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("docs") / "pair"
+    res = CliRunner().invoke(main, ["examples", "write-pair", str(folder)])
+    assert res.exit_code == 0, res.output
+    return folder
+
+
+def test_example_pair_truth_is_the_one_the_pages_state(pair_folder):
+    """README.md and quickstart.rst: "moved by a known 3.27 m east, -1.64 m north and +2.5 m up";
+    README.md: ``truth["shift_x"] == -3.27`` (the shifts to apply are the opposite motion)."""
+    truth = json.loads((pair_folder / "truth.json").read_text())
+    from xdem.examples import example_pair
+
+    assert example_pair()[2] == pytest.approx(truth)
+    for page in ("README.md", "docs/quickstart.rst"):
+        text = " ".join((ROOT / page).read_text().split())
+        m = re.search(r"moved by a known ([-+\d.]+) m east, ([-+\d.]+) m north and ([-+\d.]+) m up", text)
+        assert m, page
+        east, north, up = (float(g) for g in m.groups())
+        # the digits shown: 2 decimals
+        assert (round(-truth["shift_x"], 2), round(-truth["shift_y"], 2), round(-truth["shift_z"], 2)) == (
+            east, north, up), page
+    m = re.search(r'truth\["shift_x"\] == ([-\d.]+)', (ROOT / "README.md").read_text())
+    assert m and round(truth["shift_x"], 2) == float(m.group(1))
+
+
+def test_summary_keys_are_the_ones_the_comments_list():
+    """README.md's ``robust_summary`` comment (count, valid fraction, min, max, median, NMAD) and
+    docs/spatialstats.md's (count, median, nmad, mean, std, rmse, min, max, p2.5 ... p97.5;
+    slope classes 0-5, 5-10, 10-20, ... 40-90), on the example pair."""
+    from xdem import spatialstats as ss
+    from xdem.examples import example_pair
+    from xdem.stats import robust_summary
+    from xdem.terrain import slope
+
+    ref, tba, _ = example_pair()
+    dh = tba - ref
+    s = robust_summary(dh)
+    assert {"count", "valid_fraction", "min", "max", "median", "nmad"} <= set(s), sorted(s)
+    text = (ROOT / "docs" / "spatialstats.md").read_text()
+    listed = re.search(r"# exact: (.*)", text).group(1).replace("...", "").replace(",", " ").split()
+    s2 = ss.robust_summary(dh)
+    percentiles = [k for k in s2 if k.startswith("p")]
+    assert set(listed) <= set(s2) and percentiles[0] == listed[-2] and percentiles[-1] == listed[-1], (listed, list(s2))
+    with pytest.warns(UserWarning, match="hold no valid pixel"):  # no slope above 40 degrees here
+        table = ss.stats_by_slope_class(dh, slope(ref))
+    got = list(zip(table["slope_lower"], table["slope_upper"]))
+    shown = re.search(r"one row per class (.*) degrees", text).group(1).replace("...", "").replace(",", " ").split()
+    shown_pairs = [tuple(float(v) for v in c.split("-")) for c in shown]
+    assert got[:3] == shown_pairs[:3] and got[-1] == shown_pairs[-1], (got, shown)
+
+
+@pytest.fixture(scope="module")
+def rigid_doc(pair_folder):
+    """The JSON of docs/cli.md's "rotations too" line on the example pair."""
+    res = CliRunner().invoke(main, ["coreg", str(pair_folder / "ref.tif"), str(pair_folder / "tba.tif"), "-o",
+                                    str(pair_folder / "lzd.tif"), "--method", "nuthkaab+lzd", "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_rigid_json_keys_are_those_docs_rigid_md_names(rigid_doc):
+    """docs/rigid.md, "The CLI's JSON document gives ...": the merged transform's keys and the
+    rigid step's own."""
+    doc = rigid_doc
+    text = " ".join((ROOT / "docs" / "rigid.md").read_text().split())
+    para = text[text.index("The CLI's JSON document gives"):]
+    para = para[:para.index("The summary on stderr")]
+    for key in ("matrix", "matrix_is_complete", "rotations_deg", "rotation_centre", "translation"):
+        assert f"`{key}" in para and key in doc, key
+    assert np.asarray(doc["matrix"]).shape == (4, 4) and doc["matrix_is_complete"] is True
+    step = doc["steps"][-1]
+    for key in ("matrix", "centroid", "rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z"):
+        assert key in step, (key, sorted(step))
