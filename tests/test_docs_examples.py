@@ -250,3 +250,88 @@ def test_rigid_json_keys_are_those_docs_rigid_md_names(rigid_doc):
     step = doc["steps"][-1]
     for key in ("matrix", "centroid", "rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z"):
         assert key in step, (key, sorted(step))
+
+
+def test_stats_and_inputs_keys_are_those_docs_report_md_and_readme_name(rigid_doc):
+    """docs/report.md's main table (count, mean, median, std, NMAD, RMSE, min, max, LE90; count,
+    min and max exact, the rest on the subsample of `sampled` pixels, all of them under 2 million
+    pixels), its inputs block (CRS, resolution, size, nodata, data type, vertical CRS), and README's
+    "2-million-pixel reproducible subsample", on the example pair's JSON document."""
+    stats = rigid_doc["stats"]
+    for side in ("before", "after"):
+        assert set(stats[side]) == {"count", "sampled", "mean", "median", "std", "nmad", "rmse", "min", "max", "le90"}
+        assert stats[side]["sampled"] == stats[side]["count"]  # 400 x 400 pixels: all of them
+    assert "about 2000000" in stats["method"] and "exact counts, min and max" in stats["method"]
+    assert "2-million-pixel reproducible subsample" in " ".join((ROOT / "README.md").read_text().split())
+    for facts in ("reference_facts", "to_be_aligned_facts"):
+        assert set(rigid_doc["inputs"][facts]) == {"crs", "resolution", "size", "nodata", "dtype", "vertical_crs"}
+
+
+def test_blockwise_tile_table_has_what_docs_blockwise_md_says(pair_folder):
+    """docs/blockwise.md: ``tile_table()`` has one row per tile and round, with the centre,
+    translation, count, NMAD and status; ``field(x, y)`` takes coordinates in REF's CRS."""
+    import xdem
+    from xdem.coreg import BlockwiseCoreg, NuthKaab
+
+    ref, tba = xdem.open_dem(pair_folder / "ref.tif"), xdem.open_dem(pair_folder / "tba.tif")
+    bw = BlockwiseCoreg(NuthKaab(), block_size=128).fit(ref, tba)  # 3 x 3 tiles of the 400 x 400 pair
+    table = bw.tile_table()
+    assert {"x", "y", "dx", "dy", "dz", "count", "nmad_before", "nmad_after", "status"} <= set(table.columns)
+    assert len(table) == 9 * bw.n_iterations and set(table["iteration"]) == set(range(bw.n_iterations))
+    x, y = float(ref.x.mean()), float(ref.y.mean())
+    d = [float(np.ravel(v)[0]) for v in bw.field(np.array([x]), np.array([y]))]
+    truth = json.loads((pair_folder / "truth.json").read_text())
+    np.testing.assert_allclose(d, [truth["shift_x"], truth["shift_y"], truth["shift_z"]], atol=0.1)
+
+
+@pytest.fixture(scope="module")
+def tracks(pair_folder):
+    """docs/points.md's ``atl06_tracks.gpkg``: 3000 points on the example pair's reference DEM,
+    their elevation in ``h_li``."""
+    import geopandas as gpd
+    import rasterio
+
+    with rasterio.open(pair_folder / "ref.tif") as src:
+        z, transform, crs = src.read(1), src.transform, src.crs
+    rng = np.random.default_rng(0)
+    rows, cols = rng.integers(0, z.shape[0], 3000), rng.integers(0, z.shape[1], 3000)
+    x, y = rasterio.transform.xy(transform, rows, cols)
+    path = pair_folder / "atl06_tracks.gpkg"
+    gpd.GeoDataFrame({"h_li": z[rows, cols].astype(float)}, geometry=gpd.points_from_xy(x, y), crs=crs).to_file(path)
+    return path
+
+
+def test_points_python_lines_of_docs_points_md_run(pair_folder, tracks, monkeypatch):
+    """The first lines of docs/points.md's Python block, run as written in the pair's folder:
+    the attributes their comments name exist, and the shifts are those to apply to the DEM."""
+    text = (ROOT / "docs" / "points.md").read_text()
+    block = text[text.index("```python") + 9:]
+    code = block[:block.index("rev = ")]
+    monkeypatch.chdir(pair_folder)
+    names: dict = {}
+    exec(compile(code, "docs/points.md", "exec"), names)  # noqa: S102 - the documented code itself
+    nk = names["nk"]
+    truth = json.loads((pair_folder / "truth.json").read_text())
+    np.testing.assert_allclose(nk.to_translations(), [truth["shift_x"], truth["shift_y"], truth["shift_z"]], atol=0.05)
+    assert nk.n_points_ == 3000 and 0 <= nk.n_outside_ < 300 and 0 <= nk.n_outliers_ < 300
+    assert (pair_folder / "aligned.tif").exists()
+
+
+def test_points_json_and_info_have_what_docs_points_md_says(pair_folder, tracks):
+    """docs/points.md, "Command line and JSON": the document of its documented command has
+    `steps`, `points` (file, count, CRS, bounds, n_outside, n_outliers) and `stats` (median, NMAD,
+    mean, RMSE, count before, after and after_without_outliers); `xdem info` prints the count,
+    CRS, bounds and elevation range."""
+    runner = CliRunner()
+    res = runner.invoke(main, ["coreg", str(tracks), str(pair_folder / "tba.tif"), "-o", str(pair_folder / "p.tif"),
+                               "--z-column", "h_li", "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert {"steps", "points", "stats"} <= set(doc)
+    assert {"file", "count", "crs", "bounds", "n_outside", "n_outliers"} <= set(doc["points"])
+    for side in ("before", "after", "after_without_outliers"):
+        assert set(doc["stats"][side]) == {"median", "nmad", "mean", "rmse", "count"}, side
+    res = runner.invoke(main, ["info", str(tracks), "--z-column", "h_li"])
+    assert res.exit_code == 0, res.output
+    for label in ("CRS:", "Points:        3000", "Bounds:", "Elevation:"):
+        assert label in res.output, res.output
