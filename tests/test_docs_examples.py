@@ -335,3 +335,42 @@ def test_points_json_and_info_have_what_docs_points_md_says(pair_folder, tracks)
     assert res.exit_code == 0, res.output
     for label in ("CRS:", "Points:        3000", "Bounds:", "Elevation:"):
         assert label in res.output, res.output
+
+
+def _first_python_block(page: str) -> str:
+    text = (ROOT / "docs" / page).read_text()
+    block = text[text.index("```python") + 9:]
+    return block[:block.index("```")]
+
+
+def test_terrain_and_zarr_python_blocks_run_as_written(pair_folder, tmp_path, monkeypatch):
+    """docs/terrain.md's and docs/zarr.md's first Python blocks, run as written on ``dem.tif``
+    (the example pair's reference): every file they name is written, slope is in degrees, the
+    store holds one variable ``dem`` with nodata -9999 as its ``_FillValue`` and the CRS, and
+    ``write_zarr``'s defaults are those of the comment. Then the terrain page's default set."""
+    import inspect
+    import shutil
+
+    import xarray as xr
+
+    import xdem
+
+    shutil.copy(pair_folder / "ref.tif", tmp_path / "dem.tif")
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    exec(compile(_first_python_block("terrain.md"), "docs/terrain.md", "exec"), names)  # noqa: S102
+    assert names["slope"].attrs["units"] == "degrees"
+    assert {"slope.tif", "aspect.tif", "hillshade.tif"} <= {p.name for p in tmp_path.iterdir()}
+    code = _first_python_block("zarr.md")
+    exec(compile(code, "docs/zarr.md", "exec"), {})  # noqa: S102
+    ds = xr.open_zarr("dem.zarr")
+    assert list(ds.data_vars) == ["dem"] and ds["dem"].encoding["_FillValue"] == -9999
+    assert ds.rio.crs == xdem.open_dem("dem.tif").rio.crs
+    comment = re.search(r'write_zarr\(dem, "dem.zarr"\) +# (.*)', code).group(1)
+    defaults = {k: v.default for k, v in inspect.signature(xdem.write_zarr).parameters.items()}
+    for item in comment.split(", "):
+        key, value = item.split("=")
+        assert defaults[key] == ast.literal_eval(value), item
+    res = CliRunner().invoke(main, ["terrain", "dem.tif", "-o", "attrs/"])  # "(the default set)"
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / "attrs").iterdir()) == ["aspect.tif", "hillshade.tif", "slope.tif"]
