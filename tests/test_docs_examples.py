@@ -374,3 +374,54 @@ def test_terrain_and_zarr_python_blocks_run_as_written(pair_folder, tmp_path, mo
     res = CliRunner().invoke(main, ["terrain", "dem.tif", "-o", "attrs/"])  # "(the default set)"
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in (tmp_path / "attrs").iterdir()) == ["aspect.tif", "hillshade.tif", "slope.tif"]
+
+
+def _python_blocks(page: str) -> list[str]:
+    path = ROOT / page
+    if path.suffix == ".rst":
+        return ["\n".join(body) for lang, body, _b, _l in _rst_blocks(path) if lang == "python"]
+    return ["\n".join(body) for lang, body, _b, _l in _md_blocks(path) if lang == "python"]
+
+
+@pytest.fixture(scope="module")
+def run_folder(pair_folder, tmp_path_factory):
+    """``ref.tif``, ``tba.tif`` (the example pair) and ``glaciers.gpkg`` (a 100 m square)."""
+    import shutil
+
+    import geopandas as gpd
+    from shapely.geometry import box
+
+    import xdem
+
+    folder = tmp_path_factory.mktemp("run")
+    for name in ("ref.tif", "tba.tif"):
+        shutil.copy(pair_folder / name, folder / name)
+    ref = xdem.open_dem(folder / "ref.tif")
+    x0, y0 = float(ref.x.min()), float(ref.y.min())
+    gpd.GeoDataFrame(geometry=[box(x0 + 50, y0 + 50, x0 + 150, y0 + 150)], crs=ref.rio.crs).to_file(
+        folder / "glaciers.gpkg")
+    return folder
+
+
+# (page, blocks run in one namespace, in order): the others are fragments of these (docs/rigid.md's
+# second block) or need a DEM larger than the example pair (docs/blockwise.md: 1024-pixel tiles)
+RUNNABLE = [("README.md", [0, 1]), ("docs/quickstart.rst", [0, 1]), ("docs/biascorr.md", [0]),
+            ("docs/spatialstats.md", [0]), ("docs/report.md", [0])]
+
+
+@pytest.mark.filterwarnings("ignore::xdem.errors.EmptyBinWarning")  # bins of a small pair
+@pytest.mark.parametrize(("page", "which"), RUNNABLE, ids=[p for p, _ in RUNNABLE])
+def test_python_blocks_run_as_written(page, which, run_folder, tmp_path, monkeypatch):
+    """These pages' Python blocks run as written on the example pair (in a copy of its folder,
+    with a ``glaciers.gpkg``), and write every file they name."""
+    import shutil
+
+    for f in run_folder.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    monkeypatch.chdir(tmp_path)
+    blocks = _python_blocks(page)
+    names: dict = {}
+    for i in which:
+        exec(compile(blocks[i], f"{page} block {i}", "exec"), names)  # noqa: S102 - the documented code
+        for written in re.findall(r'"([\w.]+\.(?:tif|json|html))"', blocks[i]):
+            assert (tmp_path / written).exists(), (page, written)
