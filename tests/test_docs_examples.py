@@ -425,3 +425,17 @@ def test_python_blocks_run_as_written(page, which, run_folder, tmp_path, monkeyp
         exec(compile(blocks[i], f"{page} block {i}", "exec"), names)  # noqa: S102 - the documented code
         for written in re.findall(r'"([\w.]+\.(?:tif|json|html))"', blocks[i]):
             assert (tmp_path / written).exists(), (page, written)
+
+
+def test_info_prints_what_readme_says(pair_folder):
+    """README.md: ``xdem info DEM.tif  # CRS, size, resolution, nodata, chunks, bounds, exact
+    median/NMAD``, on the example pair's reference."""
+    comment = re.search(r"xdem info DEM\.tif +# (.*)", (ROOT / "README.md").read_text()).group(1)
+    res = CliRunner().invoke(main, ["info", str(pair_folder / "ref.tif")])
+    assert res.exit_code == 0, res.output
+    items = [s.strip() for s in comment.split(",")]
+    assert items[-1] == "exact median/NMAD"
+    for item in items[:-1]:
+        assert re.search(rf"^{item}:", res.output, re.M | re.I), (item, res.output)
+    assert "Statistics (exact" in res.output and re.search(r"^  median: ", res.output, re.M)
+    assert re.search(r"^  NMAD: ", res.output, re.M)
