@@ -440,3 +440,23 @@ def test_info_prints_what_readme_says(pair_folder):
         assert re.search(rf"^{item}:", res.output, re.M | re.I), (item, res.output)
     assert "Statistics (exact" in res.output and re.search(r"^  median: ", res.output, re.M)
     assert re.search(r"^  NMAD: ", res.output, re.M)
+
+
+def test_report_md_quotes_are_real(pair_folder):
+    """docs/report.md quotes the verdict's hint of ``--method vshift`` on the example pair, and a
+    ``data-key`` cell with the default run's NMAD after (docs/cli.md's JSON document, itself
+    compared with a real run in tests/test_cli_polish.py) formatted by ``fmt``."""
+    from xdem.report.html import fmt
+
+    text = " ".join((ROOT / "docs" / "report.md").read_text().split())
+    quoted = re.search(r'e\.g\. "(residual sinusoid [^"]*)" for `--method vshift` on the example pair', text)
+    assert quoted, "the hint's quote moved"
+    res = CliRunner().invoke(main, ["coreg", str(pair_folder / "ref.tif"), str(pair_folder / "tba.tif"), "-o",
+                                    str(pair_folder / "vshift.tif"), "--method", "vshift", "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["verdict"]["hint"] == quoted.group(1)
+    cell = re.search(r'<td data-key="stats\.after\.nmad">([^<]*)</td>', text).group(1)
+    cli = (ROOT / "docs" / "cli.md").read_text()
+    block = cli[cli.index("## JSON document"):]
+    block = block[block.index("```json") + 7:]
+    assert cell == fmt(json.loads(block[:block.index("```")])["stats"]["after"]["nmad"])
