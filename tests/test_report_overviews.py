@@ -9,10 +9,11 @@ over the neighbouring blocks, small negative lobes), so it differs from the bloc
 fraction of the local variation. Stated bound: ``|overview - block mean| <= 0.25 x`` the range
 (max - min) of the block means over the 3 x 3 neighbouring map cells (measured: at most 0.085
 for elevation and 0.15 for dh on this terrain, at factors 2 and 4), and the RMS difference is
-below 1 % of the map's standard deviation (measured: at most 0.51 %, dh before at factor 4). Cells within 2 map cells of a void are left out:
-there GDAL renormalises the kernel over the valid pixels of one DEM but not of the other, so dh
-from overviews differs from the block mean of dh by up to the elevation change across the kernel
-(measured 0.45 m at factor 4 here, against 0.002 m elsewhere; documented in docs/report.md).
+below 1 % of the map's standard deviation (measured: at most 0.51 %, dh before at factor 4).
+Cells within 2 map cells of a void are left out: there GDAL renormalises the kernel over the
+valid pixels of one DEM but not of the other, so dh from overviews differs from the block mean
+of dh by up to the elevation change across the kernel (measured 0.45 m at factor 4 here, against
+0.002 m elsewhere; documented in docs/report.md).
 """
 
 from __future__ import annotations
