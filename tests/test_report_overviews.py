@@ -123,6 +123,7 @@ def test_fallback_to_block_means(pair, tmp_path):
         "no overviews": dict(ref=plain, tba=paths["tba"], aligned=paths["aligned"]),
         "derived array": dict(ref=paths["ref"], tba=xdem.open_dem(paths["tba"]) + 0.0, aligned=paths["aligned"]),
         "in memory": dict(ref=dems["ref"], tba=dems["tba"], aligned=None),
+        "another nodata": dict(ref=paths["ref"], tba=xdem.open_dem(paths["tba"], nodata=0.0), aligned=paths["aligned"]),
     }
     for what, kw in cases.items():
         ref, tba, al = open_inputs(kw["ref"], kw["tba"], kw["aligned"])

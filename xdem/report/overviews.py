@@ -60,11 +60,22 @@ def file_of(source: Any) -> Path | None:
     if isinstance(source, (str, os.PathLike)):
         p = Path(os.fspath(source))
         return p if p.is_file() else None
-    if isinstance(source, xr.DataArray) and region_reader(source) is not None:
+    reader = region_reader(source) if isinstance(source, xr.DataArray) else None
+    if reader is not None:
         paths = find_sources(source)
         if len(paths) == 1:
-            return next(iter(paths))
+            path = next(iter(paths))
+            with rasterio.open(path) as src:  # opened with another nodata than the file's: not the file
+                same = _same_nodata(getattr(reader, "nodata", None), src.nodata)
+            return path if same else None
     return None
+
+
+def _same_nodata(a: float | None, b: float | None) -> bool:
+    def norm(v: float | None) -> float | None:
+        return None if v is None or np.isnan(v) else float(v)
+
+    return norm(a) == norm(b)
 
 
 def _same_grid(src: Any, dem: xr.DataArray) -> bool:
