@@ -77,8 +77,10 @@ def write_report(
 ) -> Path:
     """Write a self-contained HTML report of a DEM pair before (and after) coregistration.
 
-    Everything is computed out of core with memory bounded by the chunk size: maps are
-    ``k x k`` block means with at most ``max_pixels`` pixels, histograms and the Nuth &
+    Everything is computed out of core with memory bounded by the chunk size: maps (at most
+    ``max_pixels`` pixels) are read from the files' overviews when every DEM is a file on the
+    reference grid with overviews and no mask is given (GDAL's resampling, not exact block means:
+    :mod:`xdem.report.overviews`), else are ``k x k`` block means; histograms and the Nuth &
     Kääb diagnostic use a reproducible subsample, statistics are exact reductions.
 
     With masks, every statistic, histogram, diagnostic, slope table, colour scale and the
@@ -140,6 +142,7 @@ def write_report(
     from xdem.report import figures  # noqa: F401  (fail early if matplotlib is broken)
     from xdem.report.data import collect, open_inputs
     from xdem.report.html import document
+    from xdem.report.overviews import file_of
     from xdem.report.sections import build_sections, find_stats, processing_section
 
     t0 = time.perf_counter()
@@ -150,9 +153,11 @@ def write_report(
     if isinstance(subsample, bool) or int(subsample) < 1:
         raise InputError(f"subsample must be a positive number of pixels, got {subsample!r}")
     ref_d, tba_d, al_d = open_inputs(ref, tba, aligned)
+    files = {name: file_of(src) for name, src in (("ref", ref), ("tba", tba), ("aligned", aligned)) if src is not None}
     data = collect(
         ref_d, tba_d, al_d, max_pixels=int(max_pixels), subsample=int(subsample), random_state=random_state,
         need_stats=find_stats(summary) is None, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+        overview_files={n: p for n, p in files.items() if p is not None} if None not in files.values() else None,
     )
     sections = build_sections(data, coreg=coreg, summary=summary, random_state=random_state)
     if on_final_block is not None:

@@ -5,7 +5,8 @@ the inlier mask, outside the exclude mask: :func:`xdem.masks.stable_mask_like`);
 show every pixel, with the outline of the mask. Inside the mask (e.g. glaciers) the mean dh
 and volume change are computed in the pass of the decimated maps (:mod:`xdem.report.masked`).
 
-Nothing here holds a full-resolution array in memory: maps are block means over
+Nothing here holds a full-resolution array in memory: maps are read from the files'
+overviews when they have them (:mod:`xdem.report.overviews`), else are block means over
 ``k x k`` pixels computed chunk by chunk (:func:`coarsen_mean`), histograms and the
 Nuth & Kääb diagnostic use a reproducible subsample (:func:`xdem.sampling.sample_valid`),
 statistics are exact out-of-core reductions (:mod:`xdem.stats`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -190,6 +192,7 @@ class ReportData:
     sample_passes: int = 1
     slope_classes: dict[str, Any] = field(default_factory=dict)
     slope_note: str | None = None
+    map_source: str = "block means"  # or the overviews the maps were read from (xdem.report.overviews)
 
 
 def crs_label(dem: xr.DataArray) -> tuple[str, str]:
@@ -251,6 +254,7 @@ def collect(
     need_stats: bool,
     inlier_mask: MaskLike = None,
     exclude_mask: MaskLike = None,
+    overview_files: dict[str, Path] | None = None,
 ) -> ReportData:
     """Compute everything the report shows, out of core (several passes, small results).
 
@@ -259,6 +263,11 @@ def collect(
     :func:`xdem.masks.stable_mask_like` takes); the decimated maps show every pixel, and
     with a mask the fraction of stable pixels per map cell and the sums inside the mask are
     computed in the same pass.
+
+    Without a mask, when ``overview_files`` (keys ``ref``, ``tba`` and ``aligned`` if given: the
+    files the DEMs are exactly, :func:`xdem.report.overviews.file_of`) are on the reference grid
+    and carry overviews, the maps are read from them (:mod:`xdem.report.overviews`: no pass over
+    the data, GDAL's resampling instead of exact block means).
 
     Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no stable pixel valid in both.
     """
@@ -299,8 +308,20 @@ def collect(
     to_map = {"ref": ref.data, **all_dhs}
     if stable is not None:  # i.e. masked
         to_map["stable"] = stable.astype(np.float32)
-    maps, k, inside = maps_and_reductions(to_map, shape=(ny, nx), max_pixels=max_pixels,
-                                          extra=inside_sums(all_dhs, stable) if stable is not None else {})
+    ov = None
+    inside: dict[str, Any]
+    if stable is None and overview_files is not None:
+        from xdem.report.overviews import overview_maps
+
+        ov = overview_maps(overview_files, ref, k=decimation_factor((ny, nx), max_pixels), max_pixels=max_pixels)
+    if ov is not None:
+        maps, k, inside = ov.maps, ov.factor, {}
+        map_source = (f"overviews of factor {ov.level_factor} (GDAL resampling: {ov.resampling})"
+                      + (f", then block means of {ov.block} × {ov.block}" if ov.block > 1 else ""))
+    else:
+        maps, k, inside = maps_and_reductions(to_map, shape=(ny, nx), max_pixels=max_pixels,
+                                              extra=inside_sums(all_dhs, stable) if stable is not None else {})
+        map_source = "block means" if k > 1 else "full resolution"
     stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
     if need_stats:
@@ -315,5 +336,5 @@ def collect(
         extent=_decimated_extent(ref, k), factor=k, maps=maps, sample=dict(sample), n_valid=int(sample.n_valid),
         stats=stats, slope_classes=tables, slope_note=note, masked=masked, stable_map=stable_map,
         inside=inside or None,
-        sample_passes=int(sample.passes),
+        sample_passes=int(sample.passes), map_source=map_source,
     )

@@ -344,6 +344,7 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
         [label_cell("chunks (rows × columns)"), f'<td class="l">{render_value(list(data.chunks), "report.chunks")}</td>'],
         [label_cell("number of chunks"), cell(data.n_chunks, "report.n_chunks", cls="l")],
         [label_cell("map decimation (pixels averaged per side)"), cell(data.factor, "report.factor", cls="l")],
+        [label_cell("maps computed from"), cell(data.map_source, "report.map_source", cls="l")],
         [label_cell(f"n_valid: {stable}, exact"), cell(data.n_valid, "report.n_valid", cls="l")],
         [label_cell("n_sample: pixels of the subsample for histograms, diagnostic and verdict"),
          cell(len(data.sample.get("row", [])), "report.n_sample", cls="l")],
@@ -420,6 +421,15 @@ def _inside_section(data: ReportData, random_state: int | None) -> str | None:
                    f"mean). Uncertainty ({methods}); the volume uncertainty is area × that of the mean."))
 
 
+def _maps_origin(data: ReportData) -> str:
+    """First words of the maps' caption: full resolution, block means or overviews."""
+    if data.map_source.startswith("overviews"):
+        return (f"Read from the files' {data.map_source}, {data.factor} × {data.factor} pixels per map pixel: GDAL's "
+                "overview values are a smoothing resampling, not exact block means (they differ by a fraction of the "
+                "elevation change over a few map pixels; no pass over the full data),")
+    return "Full resolution" if data.factor == 1 else f"Block means of {data.factor} × {data.factor} pixels"
+
+
 def build_sections(
     data: ReportData, *, coreg: Any, summary: dict | None, random_state: int | None = None
 ) -> list[tuple[str, str, str]]:
@@ -452,8 +462,8 @@ def build_sections(
                 "stable pixels), over a hillshade of the reference: the two panels compare directly. Below, each on "
                 "its own scale." + outline)
          + img(maps, "maps of dh before and after") +
-         note(("Full resolution" if data.factor == 1 else f"Block means of {data.factor} × {data.factor} pixels")
-              + f" on the reference grid ({data.crs}). dh colours: negative (tba below ref, e.g. thinning) red, positive "
+         note(_maps_origin(data) + f" on the reference grid ({data.crs}). dh colours: negative (tba below ref, "
+              "e.g. thinning) red, positive "
               "blue. Each dh colour scale is centred on zero and symmetric at the 98th percentile of |dh| on the "
               "sampled stable pixels (see the limits in the titles)." + outline)),
         ("histograms", "Histograms of elevation differences", img(hist, "histograms of dh before and after")
