@@ -127,3 +127,22 @@ def json_at(doc, key: str):
         else:
             raise KeyError(key)
     return cur
+
+
+def compare_shown(doc, shown: dict) -> int:
+    """Assert that every number the report shows (``data-key`` -> text) whose key is in the
+    JSON document equals the JSON's value as the report formats it; keys absent from the JSON
+    may only be the report's own (``report.``, ``coreg.``). Returns how many were compared."""
+    from xdem.report.html import fmt
+
+    compared = 0
+    for key, text in shown.items():
+        try:
+            value = json_at(doc, key)
+        except KeyError:
+            assert key.startswith(("report.", "coreg.")), key
+            continue
+        if isinstance(value, (int, float, str, bool)) or value is None:
+            assert text == fmt(value), (key, text, value)
+            compared += 1
+    return compared

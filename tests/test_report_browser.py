@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
-from helpers import json_at
+from helpers import compare_shown, json_at
 from shapely.geometry import Point, box
 from test_report import _CHECK_SCRIPT, _run_chromium
 
@@ -43,16 +43,7 @@ def _browser_check(report, tmp_path, name):
 def _numbers_equal_json(check, doc, *, required):
     assert check["images"] and all(w > 0 and h > 0 for w, h in check["images"]), check["images"]
     shown = dict(check["keys"])
-    compared = 0
-    for key, text in shown.items():
-        try:
-            value = json_at(doc, key)
-        except KeyError:
-            assert key.startswith(("report.", "coreg.")), key
-            continue
-        if isinstance(value, (int, float, str, bool)) or value is None:
-            assert text == fmt(value), (key, text, value)
-            compared += 1
+    compared = compare_shown(doc, shown)
     for key in required:
         assert shown[key] == fmt(json_at(doc, key)), key
     return compared
