@@ -37,6 +37,7 @@ from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
+from xdem.warp import Grid
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES"]
 
@@ -93,8 +94,7 @@ class FieldSampler:
         t = get_transform(tba)
         self.inverse = ~t
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        x = t.c + t.a * (cols + 0.5) + t.b * (rows + 0.5)
-        y = t.f + t.d * (cols + 0.5) + t.e * (rows + 0.5)
+        x, y = Grid.of(tba).centres(rows, cols)
         self.px, self.py, self.vz = compose(fields, x, y)
         self.resampling = resampling
         self.half = half
@@ -176,8 +176,8 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], *, ne
         ss, kept = _draw(step, sub, rec)
     except NotEnoughDataError:  # not one valid pixel
         return {"count": 0, "status": f"rejected: 0 valid pixels (< min_valid {min_valid})"}, None
-    counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(data_x(data, kept))),
-                               "y": float(np.mean(data_y(data, kept)))}
+    x, y = Grid.of(data.ref).centres(kept.rows, kept.cols)
+    counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(x)), "y": float(np.mean(y))}
     if kept.n_valid < max(need, 1):
         return counted | {"status": f"rejected: {kept.n_valid} valid pixels (< min_valid {min_valid})"}, None
     if kept.n_valid < type(step)._min_points:  # what the ordinary fit's draw raises
@@ -211,15 +211,3 @@ def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept:
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
     return _result(step, sampler(0.0, 0.0) - kept.ref, sampler(step.shift_x_, step.shift_y_) - kept.ref, frame)
-
-
-def data_x(data: FitData, kept: TileSample) -> np.ndarray:
-    """Map x of the sampled pixel centres."""
-    t = get_transform(data.ref)
-    return t.c + t.a * (kept.cols + 0.5) + t.b * (kept.rows + 0.5)
-
-
-def data_y(data: FitData, kept: TileSample) -> np.ndarray:
-    """Map y of the sampled pixel centres."""
-    t = get_transform(data.ref)
-    return t.f + t.d * (kept.cols + 0.5) + t.e * (kept.rows + 0.5)

@@ -384,15 +384,21 @@ def _checked_options(compress: str, blocksize: int) -> str:
     return compress
 
 
-def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, blocksize: int,
-          nodata: float | None, who: str = "write_cog") -> _Plan:
-    """Check one output and prepare what pass 1 stores (nothing is computed or written)."""
+def one_band(dem: Any, who: str) -> xr.DataArray:
+    """``dem`` as a 2-D DataArray (a single band squeezed), else a one-line InputError naming ``who``."""
     if not isinstance(dem, xr.DataArray):
         raise InputError(f"{who} needs an xarray.DataArray, got {type(dem).__name__}; open it with xdem.open_dem")
     if dem.ndim == 3 and dem.shape[0] == 1:
         dem = dem[0]
     if dem.ndim != 2:
         raise InputError(f"{who} writes 2-D DEMs, got dims {dem.dims}; select one band first")
+    return dem
+
+
+def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, blocksize: int,
+          nodata: float | None, who: str = "write_cog") -> _Plan:
+    """Check one output and prepare what pass 1 stores (nothing is computed or written)."""
+    dem = one_band(dem, who)
     out = _check_output(dem, Path(path), overwrite=overwrite)
     data, dtype, tag = _prepare_data(dem, nodata)
     predictor = None if compress in ("none", "packbits") else (3 if dtype.kind == "f" else 2)

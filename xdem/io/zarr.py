@@ -375,14 +375,9 @@ def write_zarr(
     >>> xdem.write_zarr(dem + 1, "/tmp/lidar_plus_one.zarr", resume=True, chunks=128).written
     0
     """
-    from xdem.io.cog import _prepare_data
+    from xdem.io.cog import _prepare_data, one_band
 
-    if not isinstance(dem, xr.DataArray):
-        raise InputError(f"write_zarr needs an xarray.DataArray, got {type(dem).__name__}; open it with xdem.open_dem")
-    if dem.ndim == 3 and dem.shape[0] == 1:
-        dem = dem[0]
-    if dem.ndim != 2:
-        raise InputError(f"write_zarr writes 2-D DEMs, got dims {dem.dims}; select one band first")
+    dem = one_band(dem, "write_zarr")
     if dem.rio.crs is None:
         raise InputError("the DEM has no CRS; set one with dem.rio.write_crs('EPSG:XXXX') before writing it")
     codecs = _codecs(compressor)
