@@ -123,8 +123,11 @@ def test_glacier_pair_statistics_use_stable_pixels(glacier, glacier_report):
     for i in range(len(exp_stable)):
         if exp_stable["count"].iloc[i] == 0:
             continue
-        assert keys[f"report.slope_classes.after.{i}.rmse"] == fmt(float(exp_stable["rmse"].iloc[i]))
+        # count exact; RMSE on the class's sampled pixels (20 000 drawn in all): within 10 % of the exact one
         assert keys[f"report.slope_classes.after.{i}.count"] == fmt(int(exp_stable["count"].iloc[i]))
+        page = float(keys[f"report.slope_classes.after.{i}.rmse"])
+        if int(keys[f"report.slope_classes.after.{i}.sample_count"]) >= 500:
+            assert page == pytest.approx(float(exp_stable["rmse"].iloc[i]), rel=0.1)
         assert keys[f"report.slope_classes.after.{i}.rmse"] != fmt(float(exp_all["rmse"].iloc[i]))
     assert float(xdem.spatialstats.robust_summary(stable)["rmse"]) < 1.0
     assert float(xdem.spatialstats.robust_summary(everything)["rmse"]) > 5.0
@@ -171,7 +174,8 @@ def test_inside_mask_block_mean_and_volume(glacier, glacier_report):
     assert "n_eff" in text and "variogram" in text
 
 
-def test_masked_report_stays_out_of_core(tmp_path):
+def test_masked_report_stays_out_of_core(tmp_path, monkeypatch):
+    monkeypatch.setattr(xdem.stats, "STATS_SUBSAMPLE", 5_000)  # sampled values (3, n) below a raster's size
     ref, tba, _ = xdem.examples.example_pair(chunks=100)
     mask = gpd.GeoDataFrame(geometry=[_box(ref)], crs=ref.rio.crs)
     nk = xdem.coreg.NuthKaab(subsample=5_000).fit(ref, tba, exclude_mask=mask)

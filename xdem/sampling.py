@@ -146,6 +146,8 @@ class Sample:
         Name -> exact number of True pixels of each ``extra_counts`` array.
     passes
         Passes over the data the draw made (1 or 2).
+    reductions
+        Name -> computed result of each ``reductions`` collection given to :func:`sample_valid`.
 
     Examples
     --------
@@ -158,6 +160,7 @@ class Sample:
     n_valid: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     passes: int = 0
+    reductions: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.values[key]
@@ -301,6 +304,7 @@ def sample_valid(
     extra_counts: Mapping[str, da.Array] | None = None,
     windows: Mapping[str, da.Array] | None = None,
     half: int = 2,
+    reductions: Mapping[str, Any] | None = None,
 ) -> Sample:
     """Draw a reproducible subsample of the valid pixels and gather arrays there.
 
@@ -329,6 +333,11 @@ def sample_valid(
         extra pass); NaN outside the grid. Returned as ``(n, 2h+2, 2h+2)`` float32 arrays.
     half
         Half-size of those windows.
+    reductions
+        Name -> lazy dask collections (arrays, delayed objects, or dicts/lists of them, e.g.
+        sums or decimated maps of the same inputs) computed in the first pass together with
+        the draw: a block read for the draw is read once for all of them. Their results are
+        in ``Sample.reductions``.
 
     Returns
     -------
@@ -354,7 +363,9 @@ def sample_valid(
     if set(win_names) & set(names):
         raise InputError(f"a name is both sampled and windowed: {sorted(set(win_names) & set(names))}")
     win_arrays = [da.asarray(windows[k]).rechunk(valid.chunks) for k in win_names]  # type: ignore[index]
-    extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
+    extra: dict[str, Any] = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
+    if reductions:
+        extra["__reductions__"] = dict(reductions)
     resolve_count(subsample, 1)  # validate early
     # pass 1: a bound expected to give enough valid candidates if most pixels are valid
     frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) * (1.0 + OVERSAMPLE) / max(npix, 1))
@@ -383,4 +394,6 @@ def sample_valid(
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
         for k in win_names:
             values[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
-    return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes)
+    computed = extra.pop("__reductions__", {})
+    return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
+                  reductions=computed)

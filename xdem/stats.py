@@ -33,7 +33,23 @@ from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
-           "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER"]
+           "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
+
+#: Pixels drawn by default for the sampled statistics of dh (``xdem coreg``, the report).
+STATS_SUBSAMPLE = 2_000_000
+
+
+def stats_method(subsample: int = STATS_SUBSAMPLE) -> str:
+    """The ``method`` line of sampled statistics drawn on ``subsample`` pixels (JSON ``stats.method``).
+
+    Examples
+    --------
+    >>> stats_method(1000).startswith("median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample")
+    True
+    """
+    return (f"median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample of about {subsample} x (valid "
+            "fraction) stable valid pixels (the same pixels before and after); exact counts, min and max")
+
 
 #: Histogram bins per refinement pass.
 N_BINS = 2**16

@@ -44,9 +44,13 @@ def _load_summary(path: str | None) -> dict | None:
               help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
 @click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,
               help="Unstable terrain to EXCLUDE, e.g. glacier outlines (raster non-zero or vector polygons).")
+@click.option("--exact-stats", is_flag=True,
+              help="Exact statistics of dh and slope tables (about twenty passes) instead of one pass with sampled "
+                   "medians and NMADs.")
 def report(
     ref: str, tba: str, aligned: str | None, output: str, overwrite: bool, json_summary: str | None,
     max_pixels: int, subsample: int, random_state: int | None, inlier_mask: str | None, exclude_mask: str | None,
+    exact_stats: bool,
 ) -> None:
     """Write a self-contained HTML report comparing REF with TBA (and ALIGNED, if given).
 
@@ -62,6 +66,9 @@ def report(
     With --inlier-mask/--exclude-mask (give those of `xdem coreg`) every statistic,
     histogram, diagnostic and colour scale uses the stable pixels only; the maps outline the
     mask, and a block gives the mean dh and volume change inside it.
+
+    One pass over the data reads each block once (maps from the files' overviews when they
+    have them); --exact-stats adds the passes of exact quantiles.
     """
     from xdem.report import write_report
 
@@ -69,6 +76,6 @@ def report(
     out = write_report(
         output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
         max_pixels=max_pixels, subsample=subsample, random_state=random_state,
-        inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+        inlier_mask=inlier_mask, exclude_mask=exclude_mask, exact_stats=exact_stats,
     )
     click.echo(str(out))

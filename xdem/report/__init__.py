@@ -74,14 +74,20 @@ def write_report(
     inlier_mask: MaskLike = None,
     exclude_mask: MaskLike = None,
     on_final_block: Callable[[], None] | None = None,
+    exact_stats: bool = False,
 ) -> Path:
     """Write a self-contained HTML report of a DEM pair before (and after) coregistration.
 
-    Everything is computed out of core with memory bounded by the chunk size: maps (at most
-    ``max_pixels`` pixels) are read from the files' overviews when every DEM is a file on the
-    reference grid with overviews and no mask is given (GDAL's resampling, not exact block means:
-    :mod:`xdem.report.overviews`), else are ``k x k`` block means; histograms and the Nuth &
-    Kääb diagnostic use a reproducible subsample, statistics are exact reductions.
+    Everything is computed out of core with memory bounded by the chunk size, in ONE pass over
+    the data (each block of each DEM read once; :func:`xdem.report.data.collect`): maps (at
+    most ``max_pixels`` pixels) are read from the files' overviews when every DEM is a file on
+    the reference grid with overviews and no mask is given (GDAL's resampling, not exact block
+    means: :mod:`xdem.report.overviews`), else are ``k x k`` block means computed in the pass;
+    histograms, the Nuth & Kääb diagnostic and the statistics by slope class use a
+    reproducible subsample (counts exact); the statistics of dh, when ``summary`` has none,
+    are those of ``xdem coreg`` (exact counts, min and max; the rest on a reproducible
+    subsample of :data:`xdem.stats.STATS_SUBSAMPLE` pixels). ``exact_stats`` makes them and
+    the slope tables exact, at the cost of about twenty more passes.
 
     With masks, every statistic, histogram, diagnostic, slope table, colour scale and the
     verdict use the stable pixels only (inside ``inlier_mask``, outside ``exclude_mask``);
@@ -124,6 +130,9 @@ def write_report(
         computed, just before that block is rendered from ``summary``: ``xdem coreg --report``
         sets its final timing and memory in ``summary`` there, so the page and the JSON show
         the same numbers.
+    exact_stats
+        Exact statistics of dh (when ``summary`` has none) and exact slope-class tables
+        (out-of-core quantiles, several passes each) instead of sampled ones.
 
     Returns
     -------
@@ -158,6 +167,7 @@ def write_report(
         ref_d, tba_d, al_d, max_pixels=int(max_pixels), subsample=int(subsample), random_state=random_state,
         need_stats=find_stats(summary) is None, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
         overview_files={n: p for n, p in files.items() if p is not None} if None not in files.values() else None,
+        exact_stats=bool(exact_stats),
     )
     sections = build_sections(data, coreg=coreg, summary=summary, random_state=random_state)
     if on_final_block is not None:

@@ -192,6 +192,8 @@ class ReportData:
     sample_passes: int = 1
     slope_classes: dict[str, Any] = field(default_factory=dict)
     slope_note: str | None = None
+    slope_exact: bool = False  # slope tables exact (several passes) or count exact + sampled statistics
+    stats_method: str | None = None  # how ``stats`` were computed (None: not computed, given by the summary)
     map_source: str = "block means"  # or the overviews the maps were read from (xdem.report.overviews)
 
 
@@ -227,8 +229,8 @@ def _exact_stats(dh: da.Array) -> dict[str, Any] | None:
 
 
 def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, Any]:
-    """Exact statistics of each ``dh`` by slope class (:func:`xdem.spatialstats.stats_by_slope_class`);
-    ``None`` for a ``dh`` without any valid pixel. Empty classes stay in the table (count 0)."""
+    """Exact statistics of each ``dh`` by slope class (:func:`xdem.spatialstats.stats_by_slope_class`,
+    several passes); ``None`` for a ``dh`` without any valid pixel. Empty classes stay in the table (count 0)."""
     from xdem.errors import EmptyBinWarning
     from xdem.spatialstats import stats_by_slope_class
 
@@ -240,6 +242,65 @@ def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, An
                 out[name] = stats_by_slope_class(dh, slope.data)
             except NotEnoughDataError:
                 out[name] = None
+    return out
+
+
+def _class_counts_block(slope: np.ndarray, *dhs: np.ndarray, edges: np.ndarray, row0: int, col0: int) -> np.ndarray:
+    """Valid pixels of each ``dh`` (rows) in each slope class (columns) of one block; the last
+    class includes its upper edge (as :func:`xdem.spatialstats.stats_by_slope_class`)."""
+    del row0, col0
+    out = np.zeros((len(dhs), len(edges) - 1), dtype=np.int64)
+    for i, dh in enumerate(dhs):
+        s = slope[np.isfinite(dh) & np.isfinite(slope)]
+        out[i] = np.histogram(s, bins=edges)[0]
+    return out
+
+
+def slope_class_counts(dhs: dict[str, da.Array], slope: da.Array, classes: tuple[float, ...]) -> Any:
+    """Lazy exact count of the valid pixels of each ``dh`` per slope class: a
+    :func:`dask.delayed` ``(len(dhs), len(classes) - 1)`` integer array (integer sums: the
+    same for any chunking), computed in the report's one pass."""
+    from xdem.io.grid import block_tasks
+
+    slope = da.asarray(slope)
+    arrays = [slope, *(da.asarray(d).rechunk(slope.chunks) for d in dhs.values())]
+    parts = block_tasks(_class_counts_block, arrays, edges=np.asarray(classes, dtype=np.float64))
+    return dask.delayed(lambda ps: np.sum(ps, axis=0))(parts)
+
+
+def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], classes: tuple[float, ...]) -> dict[str, Any]:
+    """Statistics of each ``dh`` by slope class: ``count`` exact (``counts`` from
+    :func:`slope_class_counts`), ``median``, ``nmad``, ``mean`` and ``rmse`` on the sampled
+    pixels of the class (``sample_count`` of them; NaN for a class without any); ``None``
+    for a ``dh`` without any valid pixel. Columns as :func:`xdem.spatialstats.stats_by_slope_class`
+    plus ``sample_count``."""
+    import pandas as pd
+
+    from xdem.kernels.robust import nmad
+
+    edges = np.asarray(classes, dtype=np.float64)
+    slope = np.asarray(sample["slope"], dtype=np.float64)
+    klass = np.clip(np.searchsorted(edges, slope, side="right") - 1, 0, len(edges) - 2)
+    klass[slope == edges[-1]] = len(edges) - 2
+    inside = np.isfinite(slope) & (slope >= edges[0]) & (slope <= edges[-1])
+    out: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        if int(counts[i].sum()) == 0:
+            out[name] = None
+            continue
+        v = np.asarray(sample[name], dtype=np.float64)
+        rows = []
+        for c in range(len(edges) - 1):
+            x = np.sort(v[inside & (klass == c) & np.isfinite(v)])  # sorted: the same sums for any chunking
+            rows.append({
+                "slope_lower": edges[c], "slope_upper": edges[c + 1], "count": int(counts[i, c]),
+                "sample_count": int(x.size),
+                "median": float(np.median(x)) if x.size else np.nan,
+                "nmad": float(nmad(x)) if x.size else np.nan,
+                "mean": float(x.mean()) if x.size else np.nan,
+                "rmse": float(np.sqrt(np.mean(x * x))) if x.size else np.nan,
+            })
+        out[name] = pd.DataFrame(rows)
     return out
 
 
@@ -255,24 +316,37 @@ def collect(
     inlier_mask: MaskLike = None,
     exclude_mask: MaskLike = None,
     overview_files: dict[str, Path] | None = None,
+    exact_stats: bool = False,
 ) -> ReportData:
-    """Compute everything the report shows, out of core (several passes, small results).
+    """Compute everything the report shows, out of core, in ONE pass over the data (small results).
 
-    Statistics, the subsample (histograms, Nuth & Kääb diagnostic, colour scales) and the
-    slope tables use the stable pixels (``inlier_mask``, ``exclude_mask``: anything
-    :func:`xdem.masks.stable_mask_like` takes); the decimated maps show every pixel, and
-    with a mask the fraction of stable pixels per map cell and the sums inside the mask are
-    computed in the same pass.
+    The pass reads each block of the inputs once and, from it, draws the subsample (histograms,
+    Nuth & Kääb diagnostic, colour scales, dh against elevation, the sampled columns of the slope
+    tables; :func:`xdem.sampling.sample_valid`), counts the valid pixels per slope class, computes
+    the decimated maps (unless read from overviews), the sums inside the mask, and, when
+    ``need_stats``, the statistics of dh (:func:`xdem.stats.dh_stats_tasks`: exact counts, min and
+    max, the rest on a subsample of :data:`xdem.stats.STATS_SUBSAMPLE` pixels, as ``xdem coreg``).
+    A second pass happens only when few pixels are valid (see ``sample_passes``).
+
+    With ``exact_stats`` the statistics and the slope tables are exact instead (out-of-core
+    quantiles: about twenty more passes).
+
+    Statistics, the subsample and the slope tables use the stable pixels (``inlier_mask``,
+    ``exclude_mask``: anything :func:`xdem.masks.stable_mask_like` takes); the decimated maps
+    show every pixel, and with a mask the fraction of stable pixels per map cell and the sums
+    inside the mask are computed in the same pass.
 
     Without a mask, when ``overview_files`` (keys ``ref``, ``tba`` and ``aligned`` if given: the
     files the DEMs are exactly, :func:`xdem.report.overviews.file_of`) are on the reference grid
-    and carry overviews, the maps are read from them (:mod:`xdem.report.overviews`: no pass over
-    the data, GDAL's resampling instead of exact block means).
+    and carry overviews, the maps are read from them (:mod:`xdem.report.overviews`: GDAL's
+    resampling instead of exact block means).
 
     Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no stable pixel valid in both.
     """
     from xdem.masks import stable_mask_like
     from xdem.report.masked import inside_sums
+    from xdem.spatialstats.binned import SLOPE_CLASSES
+    from xdem.stats import STATS_SUBSAMPLE, dh_stats_tasks, stats_method
 
     masked = inlier_mask is not None or exclude_mask is not None
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask) if masked else None
@@ -296,45 +370,82 @@ def collect(
     valid = da.isfinite(ref.data) & da.isfinite(tba.data)
     if stable is not None:  # i.e. masked
         valid = valid & stable
+    ny, nx = ref.shape  # 2-D, as every DEM from open_dem
+    k = decimation_factor((ny, nx), max_pixels)
+    ov = None
+    if stable is None and overview_files is not None:
+        from xdem.report.overviews import overview_maps
+
+        ov = overview_maps(overview_files, ref, k=k, max_pixels=max_pixels)
+    # everything below is computed in the pass of the draw (each block read once)
+    reductions: dict[str, Any] = {}
+    if ov is None:
+        to_map = {"ref": ref.data, **all_dhs}
+        if stable is not None:  # i.e. masked
+            to_map["stable"] = stable.astype(np.float32)
+        reductions["maps"] = {name: coarsen_mean(a, k) for name, a in to_map.items()}
+        if stable is not None:
+            reductions["inside"] = inside_sums(all_dhs, stable)
+    if need_stats and not exact_stats:
+        others = {"before": tba.data, **({"after": aligned.data} if aligned is not None else {})}
+        reductions["stats"] = dh_stats_tasks(ref.data, others, stable=stable, subsample=STATS_SUBSAMPLE,
+                                             random_state=random_state)
+    if slope is not None and not exact_stats:
+        reductions["slope_counts"] = slope_class_counts(dhs, slope.data, SLOPE_CLASSES)
     try:
-        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1)
+        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1,
+                              reductions=reductions)
     except NotEnoughDataError as exc:
         where = " on stable terrain (outside the exclude mask, inside the inlier mask)" if masked else ""
         raise NotEnoughDataError(
             f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {ref.size} on the "
             "reference grid); check that they cover the same area, their nodata values and the masks"
         ) from exc
-    ny, nx = ref.shape  # 2-D, as every DEM from open_dem
-    to_map = {"ref": ref.data, **all_dhs}
-    if stable is not None:  # i.e. masked
-        to_map["stable"] = stable.astype(np.float32)
-    ov = None
-    inside: dict[str, Any]
-    if stable is None and overview_files is not None:
-        from xdem.report.overviews import overview_maps
-
-        ov = overview_maps(overview_files, ref, k=decimation_factor((ny, nx), max_pixels), max_pixels=max_pixels)
+    done = sample.reductions
+    inside: dict[str, Any] = {}
     if ov is not None:
-        maps, k, inside = ov.maps, ov.factor, {}
+        maps, k = ov.maps, ov.factor
         map_source = (f"overviews of factor {ov.level_factor} (GDAL resampling: {ov.resampling})"
                       + (f", then block means of {ov.block} × {ov.block}" if ov.block > 1 else ""))
     else:
-        maps, k, inside = maps_and_reductions(to_map, shape=(ny, nx), max_pixels=max_pixels,
-                                              extra=inside_sums(all_dhs, stable) if stable is not None else {})
+        maps = {name: np.asarray(v) for name, v in done["maps"].items()}
+        inside = done.get("inside", {})
         map_source = "block means" if k > 1 else "full resolution"
     stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
-    if need_stats:
+    stats_how = None
+    if need_stats and exact_stats:
         stats = {name: _exact_stats(dh) for name, dh in dhs.items()}
+        stats_how = "exact (out-of-core quantiles, several passes)"
+    elif need_stats:
+        stats = _finish_stats(done["stats"])
+        stats_how = stats_method(STATS_SUBSAMPLE)
     tables: dict[str, Any] = {}
-    if slope is not None:
+    if slope is not None and exact_stats:
         tables = _slope_tables(dhs, slope)
+    elif slope is not None:
+        tables = sampled_slope_tables(sample, np.asarray(done["slope_counts"]), list(dhs), SLOPE_CLASSES)
     return ReportData(
         shape=(ny, nx), resolution=get_resolution(ref), crs=crs, units=units,
         chunks=(max(ref.data.chunks[0]), max(ref.data.chunks[1])),
         n_chunks=len(ref.data.chunks[0]) * len(ref.data.chunks[1]),
         extent=_decimated_extent(ref, k), factor=k, maps=maps, sample=dict(sample), n_valid=int(sample.n_valid),
-        stats=stats, slope_classes=tables, slope_note=note, masked=masked, stable_map=stable_map,
-        inside=inside or None,
+        stats=stats, stats_method=stats_how, slope_classes=tables, slope_exact=exact_stats, slope_note=note,
+        masked=masked, stable_map=stable_map, inside=inside or None,
         sample_passes=int(sample.passes), map_source=map_source,
     )
+
+
+def _finish_stats(merged: dict) -> dict[str, dict[str, Any] | None]:
+    """:func:`xdem.stats.dh_stats_finish` per dh, ``None`` for a dh without any valid pixel."""
+    from xdem.stats import dh_stats_finish
+
+    out: dict[str, dict[str, Any] | None] = {}
+    for k, name in enumerate(merged["names"]):
+        one = {"names": (name,), "counts": merged["counts"][k:k + 1], "extremes": merged["extremes"][k:k + 1],
+               "values": merged["values"][[0, k + 1]]}
+        try:
+            out[name] = dh_stats_finish(one)[name]
+        except NotEnoughDataError:
+            out[name] = None
+    return out

@@ -67,9 +67,9 @@ def shared_scale_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[floa
     return to_png_base64(fig)
 
 
-def slope_class_figure(tables: Mapping[str, Any], *, units: str) -> str:
-    """NMAD and median of dh by slope class, before and after (exact tables of
-    :func:`xdem.spatialstats.stats_by_slope_class`)."""
+def slope_class_figure(tables: Mapping[str, Any], *, units: str, exact: bool = True) -> str:
+    """NMAD and median of dh by slope class, before and after (the report's tables: exact, from
+    :func:`xdem.spatialstats.stats_by_slope_class`, or on its subsample when not ``exact``)."""
     fig = Figure(figsize=(11.0, 3.8), layout="constrained")
     axes = fig.subplots(1, 2)
     drawn = False
@@ -89,7 +89,7 @@ def slope_class_figure(tables: Mapping[str, Any], *, units: str) -> str:
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_xlabel("Slope of the reference (degrees, class centre)", fontsize=8)
         ax.set_ylabel(f"{what} of dh ({units})", fontsize=8)
-        ax.set_title(f"{what} of dh by slope class (exact)", fontsize=10)
+        ax.set_title(f"{what} of dh by slope class ({'exact' if exact else 'sampled pixels'})", fontsize=10)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=8)
     return to_png_base64(fig)

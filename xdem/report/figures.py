@@ -62,8 +62,10 @@ def maps_figure(
     factor: int,
     limits: dict[str, float] | None = None,
     stable_map: np.ndarray | None = None,
+    from_overviews: bool = False,
 ) -> str:
-    """Reference elevation and dh before/after on the reference grid, decimated ``factor`` times.
+    """Reference elevation and dh before/after on the reference grid, decimated ``factor`` times
+    (block means, or the files' overviews when ``from_overviews``: the title says which).
 
     Each dh panel (colormap :data:`DH_CMAP`: negative red, positive blue) has a colour scale
     centred on zero, symmetric at ``limits[name]`` (the report passes the 98th percentile of
@@ -76,7 +78,8 @@ def maps_figure(
     ncols = 1 + len(names)
     fig = Figure(figsize=(5.2 * ncols, 4.6), layout="constrained")
     axes = fig.subplots(1, ncols, squeeze=False)[0]
-    step = f" (mean of {factor}×{factor} pixels)" if factor > 1 else ""
+    step = "" if factor <= 1 else (f" ({factor}×{factor} pixels per map pixel, from overviews)" if from_overviews
+                                   else f" (mean of {factor}×{factor} pixels)")
     panels = [("ref", f"Reference elevation{step}", "terrain", f"Elevation ({units})")]
     titles = {"before": "dh before = tba − ref", "after": "dh after = aligned − ref"}
     panels += [(n, titles[n], DH_CMAP, f"dh ({units})") for n in names]

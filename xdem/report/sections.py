@@ -133,7 +133,7 @@ def _stats_section(data: ReportData, summary: dict | None) -> str:
     else:
         cols = {n: (f"report.stats.{n}", s) for n, s in data.stats.items() if s is not None}
         missing = [n for n, s in data.stats.items() if s is None]
-        src = "Exact statistics of dh computed out of core by the report."
+        src = f"Statistics of dh computed by the report: {data.stats_method or 'exact'}."
         if missing:
             src += f" No valid dh {', '.join(missing)}."
     if not cols:
@@ -322,8 +322,14 @@ def _slope_section(data: ReportData) -> str:
                   .get(str(c), f"{c} ({data.units})") for c in cols]
         parts.append(table(["Slope class (degrees)", *header], rows))
     which = "every stable pixel (inlier/exclude masks applied)" if data.masked else "every pixel"
-    parts.append(note(f"Slope of the reference DEM (Horn, degrees). Exact statistics over {which} valid in both DEMs "
-                      f"(xdem.spatialstats.stats_by_slope_class); dh in {data.units}; RMSE = sqrt(mean(dh²))."))
+    if data.slope_exact:
+        how = (f"Exact statistics over {which} valid in both DEMs (xdem.spatialstats.stats_by_slope_class, "
+               "several passes)")
+    else:
+        how = (f"count: exact number of {which.replace('every ', '')}s valid in both DEMs in the class; median, NMAD, "
+               "mean and RMSE on the report's subsample (sample_count pixels of the class, drawn in the same pass; "
+               "xdem report --exact-stats computes them exactly, with more passes)")
+    parts.append(note(f"Slope of the reference DEM (Horn, degrees). {how}; dh in {data.units}; RMSE = sqrt(mean(dh²))."))
     return "".join(parts)
 
 
@@ -348,8 +354,13 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
         [label_cell(f"n_valid: {stable}, exact"), cell(data.n_valid, "report.n_valid", cls="l")],
         [label_cell("n_sample: pixels of the subsample for histograms, diagnostic and verdict"),
          cell(len(data.sample.get("row", [])), "report.n_sample", cls="l")],
-        [label_cell("passes over the data to draw that subsample"), cell(data.sample_passes, "report.sample_passes", cls="l")],
+        [label_cell("passes over the data (each reads every block once: subsample, slope-class counts, maps, sums "
+                    "and statistics together; 2 when few pixels are valid)"),
+         cell(data.sample_passes, "report.sample_passes", cls="l")],
     ]
+    if data.slope_exact:
+        rows.append([label_cell("exact statistics and slope tables"),
+                     cell("yes: out-of-core quantiles, about twenty more passes", "report.exact_stats", cls="l")])
     if _get(summary, "timing.report_s") is None:
         rows.append([label_cell("report computation time (s)"), cell(elapsed, "report.elapsed_s", cls="l")])
     out = "<h3>This report</h3>" + table(["Item", "Value"], rows)
@@ -439,7 +450,8 @@ def build_sections(
     shift, (history, hlabel) = _nk_info(steps[1] if steps else None) if steps else (None, (None, ""))
     limits: dict[str, float] = {n: F.symmetric_limit(data.sample[n]) for n in ("before", "after") if n in data.sample}
     maps = F.maps_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units, factor=data.factor,
-                         limits=limits, stable_map=data.stable_map)
+                         limits=limits, stable_map=data.stable_map,
+                         from_overviews=data.map_source.startswith("overviews"))
     hist = F.histogram_figure({k: data.sample[k] for k in ("before", "after") if k in data.sample},
                               units=data.units, n_valid=data.n_valid, stable=data.masked)
     outline = " The black line is the outline of the mask (unstable terrain)." if data.stable_map is not None else ""
@@ -496,7 +508,8 @@ def _diagnostics(data: ReportData) -> str:
     which = "stable pixels" if data.masked else "valid pixels"
     parts = []
     if data.slope_classes:
-        parts.append(img(D.slope_class_figure(data.slope_classes, units=data.units), "NMAD and median by slope class"))
+        parts.append(img(D.slope_class_figure(data.slope_classes, units=data.units, exact=data.slope_exact),
+                         "NMAD and median by slope class"))
     parts.append(img(D.elevation_figure(data.sample, units=data.units), "dh against elevation"))
     parts.append(img(D.cdf_figure(data.sample, units=data.units), "CDF of |dh|"))
     parts.append(img(D.profiles_figure(data.maps, extent=data.extent, units=data.units, stable_map=data.stable_map),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xdem.io.jsondoc import jsonable
+from xdem.stats import STATS_SUBSAMPLE, stats_method
 
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_transform", "merged_matrix",
            "transform_lines", "dh_stats", "sampled_stats",
@@ -169,15 +170,6 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
 
 
 #: Pixels of a fully valid grid drawn for the before/after statistics.
-STATS_SUBSAMPLE = 2_000_000
-
-
-def stats_method(subsample: int = STATS_SUBSAMPLE) -> str:
-    """The ``method`` line of sampled statistics drawn on ``subsample`` pixels (JSON ``stats.method``)."""
-    return (f"median, NMAD, mean, std, RMSE and LE90 on a reproducible subsample of about {subsample} x (valid "
-            "fraction) stable valid pixels (the same pixels before and after); exact counts, min and max")
-
-
 def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
                 random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> Any:
     """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""

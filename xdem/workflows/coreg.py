@@ -528,7 +528,8 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
 
             with prog.stage(f"writing the report {paths.report}"):
                 paths.write_report(paths.report, ref=ref_d, tba=tba_d, aligned=open_dem(out, chunks=ck), coreg=model,
-                                   summary=doc, overwrite=r.overwrite, **masks, on_final_block=_final_numbers)
+                                   summary=doc, overwrite=r.overwrite, **masks, on_final_block=_final_numbers,
+                                   exact_stats=exact)
     if paths.write_report is None:  # else set when the report's last block was rendered (page == JSON)
         doc["timing"]["total_s"] = time.perf_counter() - t_start
         doc["peak_rss_mb"] = S.peak_rss_mb()
