@@ -121,7 +121,7 @@ def test_sample_is_a_dataclass_read_like_a_dict():
     from xdem.sampling import Sample
 
     assert dataclasses.is_dataclass(Sample)
-    assert [f.name for f in dataclasses.fields(Sample)] == ["values", "n_valid", "counts", "passes"]
+    assert [f.name for f in dataclasses.fields(Sample)] == ["values", "n_valid", "counts", "passes", "reductions"]
     a = Sample(values={"row": np.arange(3), "dh": np.ones(3)}, n_valid=7, passes=1)
     b = Sample(values={"row": np.arange(2)})
     a.counts["x"] = 1
@@ -141,3 +141,27 @@ def test_compiled_pixel_hash_is_splitmix64_of_the_global_index():
         index = (np.arange(row0, row0 + shape[0], dtype=np.uint64)[:, None] * np.uint64(ncols)
                  + np.arange(col0, col0 + shape[1], dtype=np.uint64)[None, :])
         np.testing.assert_array_equal(_pixel_hash(row0, col0, shape, ncols, seed), _splitmix64(index ^ _seed_key(seed)))
+
+
+def test_reductions_are_computed_in_the_draws_pass():
+    """Lazy reductions given to sample_valid come back computed, from the same single computation
+    (each block of the inputs read once), whatever the chunking."""
+    import dask
+    from helpers import count_computes
+
+    z = np.arange(120.0 * 90).reshape(120, 90)
+    z[::7, ::5] = np.nan
+    reads: list = []
+    results = []
+    for chunks in (40, 64):
+        arr = da.from_array(z, chunks=chunks).map_blocks(lambda b: reads.append(b.shape) or b, dtype=float)
+        reads.clear()
+        with count_computes() as c, dask.config.set(scheduler="synchronous"):
+            s = sample_valid(da.isfinite(arr), {"z": arr}, subsample=500, random_state=1,
+                             reductions={"sum": da.nansum(arr), "parts": {"max": da.nanmax(arr)}})
+        assert c.count == 1 and s.passes == 1
+        assert len(reads) == arr.npartitions  # one read per block for the draw and the reductions together
+        results.append(s)
+    for s in results:
+        assert s.reductions["sum"] == pytest.approx(np.nansum(z)) and s.reductions["parts"]["max"] == np.nanmax(z)
+    np.testing.assert_array_equal(results[0]["z"], results[1]["z"])
