@@ -204,17 +204,6 @@ def test_write_pair_options_name_the_misalignment(runner, tmp_path):
     assert "--shift-x" not in runner.invoke(main, ["examples", "write-pair", "--help"]).output
 
 
-def test_filters_refused_with_points(tmp_path):
-    from xdem.errors import InputError
-    from xdem.workflows import CoregRequest, run_coreg
-    from xdem.workflows.filters import OutlierFilters
-
-    with pytest.raises(InputError, match="apply to a pair of DEMs"):
-        run_coreg(CoregRequest(reference=tmp_path / "p.gpkg", to_be_aligned=tmp_path / "t.tif",
-                               output=tmp_path / "o.tif", coreg=xdem.coreg.NuthKaab(),
-                               filters=OutlierFilters(max_slope=30)))
-
-
 def test_dh_out_reads_no_more_than_the_aligned_write(pair, tmp_path, monkeypatch):
     """--dh-out is written in the same pass: the blocks of REF and TBA are read as many times
     with it as without it."""

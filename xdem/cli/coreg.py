@@ -386,12 +386,8 @@ def _print_summary(doc: dict) -> None:
             echo(f"  hint: {v['hint']}")
     f = doc.get("filters")
     if f:
-        limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
-                  f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
-                  (f"|dh - {f['dh_median']:.3f}| <= {f['nmad_filter']:g} x {f['dh_nmad']:.3f} m"
-                   if f["nmad_filter"] is not None else "")]
         kept = f.get("kept_fraction_sampled")
-        echo(f"Filters (fit only): {', '.join(x for x in limits if x)}; "
+        echo(f"Filters (fit only): {_filter_limits(f)}; "
              + ("" if kept is None else f"{100 * kept:.1f} % of {f['sampled']} sampled stable pixels kept"))
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
@@ -405,6 +401,15 @@ def _print_summary(doc: dict) -> None:
         f"verdict {t.get('verdict_s', 0.0):.1f} s, total {t['total_s']:.1f} s; "
         f"peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}"
     )
+
+
+def _filter_limits(f: dict) -> str:
+    """The limits of a document's ``filters``, e.g. ``slope <= 30°, |dh - 2.5| <= 3 x 0.5 m``."""
+    limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
+              f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
+              (f"|dh - {f['dh_median']:.3f}| <= {f['nmad_filter']:g} x {f['dh_nmad']:.3f} m"
+               if f["nmad_filter"] is not None else "")]
+    return ", ".join(x for x in limits if x)
 
 
 def _print_points_summary(doc: dict) -> None:
@@ -422,6 +427,10 @@ def _print_points_summary(doc: dict) -> None:
         s = doc["stats"][key]
         if s["count"]:
             echo(f"  {label:24}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['rmse']:>12.4f}{s['count']:>10d}")
+    f = doc.get("filters")
+    if f:
+        echo(f"Filters (fit only): {_filter_limits(f)}; {f['kept_points']} of {f['stable_points']} points on valid "
+             f"DEM pixels kept ({f['kept_by_slope']} within the slope limits)")
     t = doc["timing"]
     echo(f"Output: {doc['output']}")
     echo(f"Time: read {t['read_s']:.1f} s, fit {t['fit_s']:.1f} s, write and stats {t['write_s']:.1f} s, "
@@ -440,12 +449,14 @@ def _print_points_summary(doc: dict) -> None:
               help="Also write the pixels the fit could use (Byte COG on REF's grid: 1 = stable, valid in both DEMs "
                    "and within the filters; 0 = not), in the same pass.")
 @click.option("--max-slope", type=click.FloatRange(0, 90), default=None,
-              help="Fit only on pixels whose slope of REF is at most this (degrees); every method.")
+              help="Fit only on pixels whose slope of REF is at most this (degrees); every method. With points: on "
+                   "the points whose DEM pixel has such a slope.")
 @click.option("--min-slope", type=click.FloatRange(0, 90), default=None,
-              help="Fit only on pixels whose slope of REF is at least this (degrees); every method.")
+              help="Fit only on pixels whose slope of REF is at least this (degrees); every method. With points: on "
+                   "the points whose DEM pixel has such a slope.")
 @click.option("--nmad-filter", type=click.FloatRange(min=0, min_open=True), default=None, metavar="K",
-              help="Fit only on pixels with abs(dh - median) <= K x NMAD (dh before, on stable pixels); every method. "
-                   "The statistics and the report still use every stable pixel.")
+              help="Fit only on pixels (or points) with abs(dh - median) <= K x NMAD (dh before, on stable pixels or "
+                   "points); every method. The statistics and the report still use every stable pixel (every point).")
 @click.option("--grid", "out_grid", type=click.Choice(["tba", "ref"]), default="tba", show_default=True,
               help="Grid and CRS of the output: TBA's own, or REF's. Either way the correction is applied in REF's "
                    "CRS (a geographic REF: the UTM zone of its centre), pixel by pixel, with one resampling.")
@@ -545,6 +556,13 @@ def coreg(
     classes = resolve_methods(method)
     if not is_points_source(tba):
         check_raster_output(output, "-o", zarr=True)
+    if is_points_source(ref) or is_points_source(tba):
+        from xdem.workflows.points import NOT_FOR_POINTS
+
+        for flag, given, key in (("--dh-out", dh_out, "dh_out"), ("--stable-mask-out", stable_mask_out,
+                                                                   "stable_mask_out")):
+            if given is not None:
+                raise click.BadParameter(NOT_FOR_POINTS[key], param_hint=f"'{flag}'")
     check_raster_output(dh_out, "--dh-out")
     check_raster_output(stable_mask_out, "--stable-mask-out")
     if min_slope is not None and max_slope is not None and min_slope >= max_slope:

@@ -82,13 +82,15 @@ class CoregRequest:
     filters
         Outlier filters applied before the fit, whatever the method
         (:class:`xdem.workflows.filters.OutlierFilters`: slope limits, NMAD filter on ``dh``
-        before); recorded in the document's ``filters``. ``None``: none.
+        before); recorded in the document's ``filters``. ``None``: none. With points, they
+        choose the points the fit uses (:func:`xdem.workflows.filters.filter_points`).
     dh_out
         Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
-        pass as the aligned DEM.
+        pass as the aligned DEM. Two DEMs only.
     stable_mask_out
         Also write the pixels the fit could use (Byte: 1 = stable, valid in both DEMs and
-        within the filters; 0 = not) on the grid the fit works on, in the same pass.
+        within the filters; 0 = not) on the grid the fit works on, in the same pass. Two
+        DEMs only.
     """
 
     reference: str | os.PathLike
@@ -336,15 +338,7 @@ def run_coreg(
 
     with output_journal():
         if is_points_source(request.reference) or is_points_source(request.to_be_aligned):
-            from xdem.errors import InputError
             from xdem.workflows.points import run_points_coreg
-
-            unsupported = [name for name, given in (("filters", request.filters is not None and request.filters.active),
-                                                    ("dh_out", request.dh_out), ("stable_mask_out",
-                                                                                 request.stable_mask_out)) if given]
-            if unsupported:
-                raise InputError(f"{', '.join(unsupported)} apply to a pair of DEMs, not to points (points have their "
-                                 "own outlier rejection, outlier_nmad)")
 
             return run_points_coreg(request, environment=environment if environment is not None else current_scheduler(),
                                     progress=progress, t_start=t_start)

@@ -9,6 +9,9 @@ keep the stable mask alone, so that "before" and "after" describe the same terra
 filters. The median and NMAD of ``dh`` come from one reproducible subsample of the stable pixels
 (one pass, which also counts exactly the stable pixels and those within the slope limits).
 
+With points on one side, :func:`filter_points` is the same rule at the points: which points
+the fit uses, the statistics keeping every point (see its notes).
+
 Examples
 --------
 >>> import xdem
@@ -31,7 +34,7 @@ import xarray as xr
 
 from xdem.errors import InputError
 
-__all__ = ["OutlierFilters", "filter_mask", "usable_mask", "FILTER_SUBSAMPLE"]
+__all__ = ["OutlierFilters", "filter_mask", "filter_points", "usable_mask", "FILTER_SUBSAMPLE"]
 
 #: Pixels of a fully valid grid drawn for the median and NMAD of ``dh`` before (the threshold
 #: of ``--nmad-filter``): enough for a relative error of the NMAD well under 1 %.
@@ -76,6 +79,21 @@ class OutlierFilters:
             raise InputError(f"min_slope ({self.min_slope}) must be below max_slope ({self.max_slope})")
         if self.nmad_filter is not None and not float(self.nmad_filter) > 0:
             raise InputError(f"nmad_filter must be > 0 (a number of NMADs), got {self.nmad_filter}")
+
+
+def _slope_limits(filters: OutlierFilters) -> tuple[float, float] | None:
+    """``(lo, hi)`` of the slope limits (infinite when one is not given); ``None`` without any."""
+    if filters.min_slope is None and filters.max_slope is None:
+        return None
+    return (-np.inf if filters.min_slope is None else float(filters.min_slope),
+            np.inf if filters.max_slope is None else float(filters.max_slope))
+
+
+def _limits_record(filters: OutlierFilters) -> dict[str, Any]:
+    """The limits as the JSON document records them."""
+    return {"min_slope_deg": None if filters.min_slope is None else float(filters.min_slope),
+            "max_slope_deg": None if filters.max_slope is None else float(filters.max_slope),
+            "nmad_filter": None if filters.nmad_filter is None else float(filters.nmad_filter)}
 
 
 def _metric(ref: xr.DataArray) -> xr.DataArray:
@@ -146,19 +164,17 @@ def filter_mask(
     valid = stable & da.isfinite(dh)
     keep = valid
     slope = None
-    if filters.min_slope is not None or filters.max_slope is not None:
+    limits = _slope_limits(filters)
+    if limits is not None:
+        lo, hi = limits
         slope = get_terrain_attribute(base, "slope").data
-        lo = -np.inf if filters.min_slope is None else float(filters.min_slope)
-        hi = np.inf if filters.max_slope is None else float(filters.max_slope)
         keep = keep & (slope >= lo) & (slope <= hi)  # NaN slope: False, left out
     arrays = {"dh": dh} if slope is None else {"dh": dh, "slope": slope}
     sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state,
                           what="the outlier filters", extra_counts={"kept_by_slope": keep})
     values = sample["dh"]
     record: dict[str, Any] = {
-        "min_slope_deg": None if filters.min_slope is None else float(filters.min_slope),
-        "max_slope_deg": None if filters.max_slope is None else float(filters.max_slope),
-        "nmad_filter": None if filters.nmad_filter is None else float(filters.nmad_filter),
+        **_limits_record(filters),
         "applied_to": "the fit only (statistics, verdict and report use the stable mask)",
         "stable_pixels": int(sample.n_valid),
         "kept_by_slope": int(sample.counts["kept_by_slope"]),
@@ -179,6 +195,149 @@ def filter_mask(
     record["kept_fraction_sampled"] = float(kept_sampled.mean()) if values.size else None
     return _on(keep, base), record
 
+
+def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which points a fit with ``filters`` uses, and what it did: :func:`filter_mask` at the points.
+
+    One pass over the chunks holding points (:func:`xdem.points.dem_at_points`) gives, at each
+    point, the DEM as the fit reads it (4-point Lagrange at the point's exact position, NaN
+    outside the masks, as :func:`xdem.coreg._points_fit.dh_at_points`) and, with a slope limit,
+    a 4 x 4 window around it, from which the slope of the DEM pixel holding the point (the
+    nearest pixel centre: Horn, 3 x 3, the values of :func:`xdem.terrain.slope`) is taken. A
+    point is *stable* when ``dh = tba - ref`` is finite there (inside the DEM, off nodata,
+    inside the masks). The median and NMAD of ``dh`` are exact over the stable points, as
+    :func:`filter_mask`'s are over the stable pixels (not only those within the slope limits).
+
+    Parameters
+    ----------
+    data
+        The DEM and the points as the fit prepares them
+        (:class:`xdem.coreg._data.PointFitData`, :func:`xdem.coreg._data.prepare_points`).
+    filters
+        The limits (:class:`OutlierFilters`).
+
+    Returns
+    -------
+    keep : numpy.ndarray
+        Boolean, one per point of ``data.points``: stable and within every filter.
+    record : dict
+        For the JSON document: the limits, ``points`` (read), ``stable_points``,
+        ``kept_by_slope`` (stable points within the slope limits), ``dh_median``, ``dh_nmad``
+        and the kept ``dh_range`` of the NMAD filter (over the stable points), ``kept_points``
+        (every filter) and ``kept_fraction`` (of the stable points); all exact.
+
+    Raises
+    ------
+    xdem.errors.InputError
+        Invalid limits (:meth:`OutlierFilters.check`).
+    xdem.errors.NotEnoughDataError
+        No stable point, or none left by the filters.
+
+    Examples
+    --------
+    >>> import geopandas as gpd, numpy as np, xdem
+    >>> from xdem.coreg._data import prepare_points
+    >>> ref, tba, _ = xdem.examples.example_pair()
+    >>> x, y = np.meshgrid(ref.x.values[20:380:10], ref.y.values[20:380:10])
+    >>> z = ref.sel(x=x[0], y=y[:, 0]).values.astype(float)
+    >>> pts = gpd.GeoDataFrame({"z": z.ravel()}, geometry=gpd.points_from_xy(x.ravel(), y.ravel()), crs=ref.rio.crs)
+    >>> keep, record = filter_points(prepare_points(pts, tba), filters=OutlierFilters(max_slope=20.0))
+    >>> record["points"], bool(record["kept_by_slope"] == record["kept_points"] == keep.sum() < record["stable_points"])
+    (1296, True)
+    """
+    from xdem.errors import NotEnoughDataError
+    from xdem.io.grid import signed_resolution
+    from xdem.kernels.interp import FIT_INTERPOLATION
+    from xdem.kernels.robust import nmad
+    from xdem.points.bucket import dem_at_points, pixel_positions
+
+    filters.check()
+    pts, limits = data.points, _slope_limits(filters)
+    prow, pcol = pixel_positions(data.dem, pts.x, pts.y)
+    values, windows, _ = dem_at_points(data.values, prow, pcol, resampling=FIT_INTERPOLATION,
+                                       half=None if limits is None else 1)
+    dh = values - pts.z if data.points_are_ref else pts.z - values
+    del values
+    keep = np.isfinite(dh)
+    stable = int(keep.sum())
+    if not stable:
+        raise NotEnoughDataError(
+            f"outlier filters: none of the {pts.count} points falls on a valid DEM pixel; check that the points "
+            f"overlap the DEM (points CRS {pts.source_crs}, DEM CRS {data.dem.rio.crs}), its nodata value and the masks")
+    if limits is not None:
+        assert windows is not None
+        res_x, res_y = signed_resolution(data.dem)
+        slope = _slope_at_points(windows, prow, pcol, res_x=res_x, res_y=res_y)
+        del windows
+        keep &= (slope >= limits[0]) & (slope <= limits[1])  # NaN slope: False, left out
+    del prow, pcol
+    values_dh = dh[np.isfinite(dh)]
+    med, spread = float(np.median(values_dh)), float(nmad(values_dh))
+    del values_dh
+    record: dict[str, Any] = {
+        **_limits_record(filters),
+        "applied_to": "the fit only (statistics and report use every point)",
+        "slope_at": "the DEM pixel holding each point (Horn, as xdem.terrain.slope)",
+        "points": pts.count,
+        "stable_points": stable,
+        "kept_by_slope": int(keep.sum()),
+        "dh_median": med,
+        "dh_nmad": spread,
+        "dh_range": None,
+    }
+    if filters.nmad_filter is not None:
+        k = float(filters.nmad_filter)
+        lo_dh, hi_dh = med - k * spread, med + k * spread
+        record["dh_range"] = [lo_dh, hi_dh]
+        keep &= (dh >= lo_dh) & (dh <= hi_dh)
+    kept = int(keep.sum())
+    record["kept_points"] = kept
+    record["kept_fraction"] = kept / stable
+    if not kept:
+        raise NotEnoughDataError(f"the outlier filters keep none of the {stable} points on valid DEM pixels "
+                                 f"({_describe(record)}); widen the limits")
+    return keep, record
+
+
+def _describe(record: dict[str, Any]) -> str:
+    """The limits of a filters record, e.g. ``slope <= 30, |dh - median| <= 3 NMAD``."""
+    parts = [f"slope >= {record['min_slope_deg']:g}" if record["min_slope_deg"] is not None else "",
+             f"slope <= {record['max_slope_deg']:g}" if record["max_slope_deg"] is not None else "",
+             f"|dh - median| <= {record['nmad_filter']:g} NMAD" if record["nmad_filter"] is not None else ""]
+    return ", ".join(p for p in parts if p)
+
+
+#: Points whose 3 x 3 neighbourhoods are gathered at once by :func:`_slope_at_points`.
+_SLOPE_BATCH = 1_000_000
+
+
+def _slope_at_points(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *, res_x: float,
+                     res_y: float) -> np.ndarray:
+    """Slope (degrees, Horn) of the pixel holding each point, from the 4 x 4 windows
+    :func:`xdem.points.dem_at_points` cut with ``half=1``.
+
+    A window starts at ``floor(q) - 1``, ``q`` the position rounded as the tasks round it
+    (:data:`xdem.points.bucket.POSITION_QUANTUM`); the pixel holding the point is
+    ``floor(q + 0.5)``, one of the window's two middle rows (columns), so its 3 x 3
+    neighbourhood is in the window: rows ``d .. d + 2`` with ``d = floor(q + 0.5) - floor(q)``.
+    """
+    from xdem.coreg._windows import terrain_at_windows
+    from xdem.points.bucket import POSITION_QUANTUM
+
+    out = np.full(len(prow), np.nan)
+    three = np.arange(3)
+    for s in range(0, len(prow), _SLOPE_BATCH):
+        e = min(s + _SLOPE_BATCH, len(prow))
+        offsets = []
+        for pos in (prow[s:e], pcol[s:e]):
+            q = np.round(pos * POSITION_QUANTUM) / POSITION_QUANTUM
+            d = np.floor(q + 0.5) - np.floor(q)
+            d[~np.isfinite(d)] = 0  # a point in no chunk: its window is all NaN
+            offsets.append(d.astype(np.int64)[:, None] + three)
+        rows, cols = offsets
+        around = windows[s:e][np.arange(e - s)[:, None, None], rows[:, :, None], cols[:, None, :]]
+        out[s:e] = terrain_at_windows(around, 1, res_x=res_x, res_y=res_y, method="horn")[0]
+    return out
 
 
 def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None,

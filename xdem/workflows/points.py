@@ -10,6 +10,11 @@ evaluated at the points out of core (the written COG when the DEM was aligned), 
 mean, RMSE and count over the points with a valid DEM value, and after without the outliers
 (the fit's rule on the residuals). ``--report``: :func:`xdem.report.points.write_points_report`
 (the tracks coloured by dh, histograms).
+
+Outlier filters (``request.filters``, ``--min-slope / --max-slope / --nmad-filter``) choose the
+points the fit uses (:func:`xdem.workflows.filters.filter_points`, recorded in the document's
+``filters``); the statistics and the report keep every point, as for two DEMs. ``dh_out`` and
+``stable_mask_out`` are rasters on a DEM pair's grid: refused (:data:`NOT_FOR_POINTS`).
 """
 
 from __future__ import annotations
@@ -23,10 +28,19 @@ import numpy as np
 
 from xdem.workflows import _summary as S
 
-__all__ = ["run_points_coreg", "dh_at_points_stats", "points_summary", "POINT_OUTPUTS"]
+__all__ = ["run_points_coreg", "dh_at_points_stats", "points_summary", "POINT_OUTPUTS", "NOT_FOR_POINTS"]
 
 #: Suffixes the moved points can be written as (single files).
 POINT_OUTPUTS = (".gpkg", ".geojson", ".fgb", ".parquet")
+
+#: Why each raster output of a DEM pair is refused with points (``xdem coreg`` says it for
+#: ``--dh-out`` / ``--stable-mask-out``, :func:`run_points_coreg` for the request's fields).
+NOT_FOR_POINTS = {
+    "dh_out": "not available with points: it is a raster of dh on the grid of a pair of DEMs; dh before and "
+              "after at the points are in the JSON document's stats (and the report)",
+    "stable_mask_out": "not available with points: it is a raster of the pixels of a pair of DEMs the fit used; "
+                       "the points kept by the outlier filters are counted in the JSON document's filters",
+}
 
 
 def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
@@ -78,6 +92,12 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
     from xdem.workflows.coreg import CoregResult, _Silent, check_coreg_paths
 
     r = request
+    for name in NOT_FOR_POINTS:
+        if getattr(r, name) is not None:
+            raise InputError(f"{name} is {NOT_FOR_POINTS[name]}")
+    filters = r.filters if r.filters is not None and r.filters.active else None
+    if filters is not None:
+        filters.check()
     ref_is_points = is_points_source(r.reference)
     if ref_is_points and is_points_source(r.to_be_aligned):
         raise InputError("both inputs are points: one side of a coregistration must be a DEM")
@@ -105,11 +125,22 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                               source_crs=r.points_crs)
         t_read = time.perf_counter() - t0
         t0 = time.perf_counter()
+        fit_pts, filters_record = pts, None
+        if filters is not None:
+            from xdem.coreg._data import prepare_points
+            from xdem.workflows.filters import filter_points
+
+            with prog.stage("outlier filters (slope of the DEM, NMAD of dh before, at the points)"):
+                data = prepare_points(pts, dem, **masks) if ref_is_points else prepare_points(dem, pts, **masks)
+                keep, filters_record = filter_points(data, filters=filters)
+                fit_pts = pts.take(keep)  # data.points are pts moved to the DEM's CRS, in the same order
+                del data, keep
         with prog.stage("fitting"):
             if ref_is_points:
-                model.fit(pts, dem, z_column=r.z_column, **masks)
+                model.fit(fit_pts, dem, z_column=r.z_column, **masks)
             else:
-                model.fit(dem, pts, z_column=r.z_column, **masks)
+                model.fit(dem, fit_pts, z_column=r.z_column, **masks)
+        del fit_pts
         t_fit = time.perf_counter() - t0
         t0 = time.perf_counter()
         local = pts.to_crs(dem.rio.crs)
@@ -155,6 +186,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                 "after": dh_at_points_stats(after),
                 "after_without_outliers": dh_at_points_stats(after[inl]),
             },
+            "filters": filters_record,
             "frame": {"crs": learned.get("crs_")},
             "output": str(out),
             "output_kind": "points" if out_is_points else "dem",
