@@ -515,7 +515,8 @@ def _print_points_summary(doc: dict) -> None:
               help="Skip the before/after statistics (they cost little: computed while writing) and the verdict.")
 @click.option("--exact-stats", is_flag=True,
               help="Exact median/NMAD of dh on all pixels (about 12 passes) instead of a 2-million-pixel subsample "
-                   "(computed in the writing pass when REF and TBA share a grid, else one pass).")
+                   "(computed in the writing pass when REF and TBA share a grid, else one pass); with --report, "
+                   "also exact slope tables in it (more passes).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also one line per iteration of the iterative methods (nuthkaab, nuthkaab_deramp, lzd) on stderr.")
