@@ -121,7 +121,7 @@ def test_sample_is_a_dataclass_read_like_a_dict():
     from xdem.sampling import Sample
 
     assert dataclasses.is_dataclass(Sample)
-    assert [f.name for f in dataclasses.fields(Sample)] == ["values", "n_valid", "counts", "passes", "reductions"]
+    assert [f.name for f in dataclasses.fields(Sample)] == ["values", "n_valid", "counts", "passes", "also"]
     a = Sample(values={"row": np.arange(3), "dh": np.ones(3)}, n_valid=7, passes=1)
     b = Sample(values={"row": np.arange(2)})
     a.counts["x"] = 1
@@ -143,11 +143,13 @@ def test_compiled_pixel_hash_is_splitmix64_of_the_global_index():
         np.testing.assert_array_equal(_pixel_hash(row0, col0, shape, ncols, seed), _splitmix64(index ^ _seed_key(seed)))
 
 
-def test_reductions_are_computed_in_the_draws_pass():
-    """Lazy reductions given to sample_valid come back computed, from the same single computation
-    (each block of the inputs read once), whatever the chunking."""
-    import dask
+def test_block_work_runs_in_the_draws_tasks():
+    """BlockWork given to sample_valid runs in the task that draws from each block: one
+    computation, each block read once, per-block results in row-major order; the draw is the
+    same whatever the chunking."""
     from helpers import count_computes
+
+    from xdem.sampling import BlockWork
 
     z = np.arange(120.0 * 90).reshape(120, 90)
     z[::7, ::5] = np.nan
@@ -156,12 +158,15 @@ def test_reductions_are_computed_in_the_draws_pass():
     for chunks in (40, 64):
         arr = da.from_array(z, chunks=chunks).map_blocks(lambda b: reads.append(b.shape) or b, dtype=float)
         reads.clear()
-        with count_computes() as c, dask.config.set(scheduler="synchronous"):
-            s = sample_valid(da.isfinite(arr), {"z": arr}, subsample=500, random_state=1,
-                             reductions={"sum": da.nansum(arr), "parts": {"max": da.nanmax(arr)}})
+        work = {"sum": BlockWork(lambda b, row0, col0: (row0, col0, np.nansum(b)), [arr]),
+                "n": BlockWork(lambda v, b, row0, col0: int(v.sum()), [da.isfinite(arr), arr])}
+        with count_computes() as c, dask.config.set(scheduler="threads"):
+            s = sample_valid(da.isfinite(arr), {"z": arr}, subsample=500, random_state=1, also=work)
         assert c.count == 1 and s.passes == 1
-        assert len(reads) == arr.npartitions  # one read per block for the draw and the reductions together
+        assert len(reads) == arr.npartitions  # one read per block for the draw and the work together
+        offsets = [(r, c) for r in np.cumsum((0,) + arr.chunks[0][:-1]) for c in np.cumsum((0,) + arr.chunks[1][:-1])]
+        assert [p[:2] for p in s.also["sum"]] == offsets  # row-major
+        assert sum(p[2] for p in s.also["sum"]) == pytest.approx(np.nansum(z))
+        assert sum(s.also["n"]) == np.isfinite(z).sum() == s.n_valid
         results.append(s)
-    for s in results:
-        assert s.reductions["sum"] == pytest.approx(np.nansum(z)) and s.reductions["parts"]["max"] == np.nanmax(z)
     np.testing.assert_array_equal(results[0]["z"], results[1]["z"])

@@ -24,7 +24,7 @@ of the DEM.
 from __future__ import annotations
 
 import math
-from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
 from xdem.kernels.robust import group_by
 
-__all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "DEFAULT_SEED"]
+__all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
 #: Seed used when ``random_state=None``: results are reproducible by default.
 DEFAULT_SEED = 0
@@ -146,8 +146,9 @@ class Sample:
         Name -> exact number of True pixels of each ``extra_counts`` array.
     passes
         Passes over the data the draw made (1 or 2).
-    reductions
-        Name -> computed result of each ``reductions`` collection given to :func:`sample_valid`.
+    also
+        Name -> the per-block results (row-major) of each :class:`BlockWork` given to
+        :func:`sample_valid` (first pass).
 
     Examples
     --------
@@ -160,7 +161,7 @@ class Sample:
     n_valid: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     passes: int = 0
-    reductions: dict[str, Any] = field(default_factory=dict)
+    also: dict[str, list] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.values[key]
@@ -271,25 +272,83 @@ def _bound(frac: float, n: int) -> int:
     return hash_bound(frac + _SIGMAS * math.sqrt(frac * (1.0 - frac) / n) + 1.0 / n)
 
 
+@dataclass(frozen=True)
+class BlockWork:
+    """Something to compute from every block in the draw's pass (``sample_valid(also=)``).
+
+    ``func(*blocks_of_arrays, row0=, col0=)`` runs in the task that draws from the block, on the
+    blocks of ``arrays`` (dask arrays on the grid of ``valid``; rechunked to its chunks), with
+    the block's global offsets, and returns a small result.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> z = da.ones((6, 6), chunks=3)
+    >>> count = BlockWork(lambda b, row0, col0: int(b.sum()), [z])
+    >>> s = sample_valid(z > 0, {"z": z}, subsample=4, random_state=0, also={"n": count})
+    >>> s.also["n"]
+    [9, 9, 9, 9]
+    """
+
+    func: Callable[..., Any]
+    arrays: Sequence[da.Array] = ()
+
+
+_ALSO = "__also__"
+
+
+@dataclass(frozen=True)
+class _Work:
+    """The :class:`BlockWork` of one pass: names, functions and how many arrays each takes."""
+
+    names: tuple[str, ...] = ()
+    funcs: tuple[tuple[Callable[..., Any], int], ...] = ()
+    arrays: tuple[da.Array, ...] = ()
+
+    @classmethod
+    def of(cls, also: Mapping[str, BlockWork], chunks: tuple) -> _Work:
+        arrays = tuple(da.asarray(a).rechunk(chunks) for w in also.values() for a in w.arrays)
+        return cls(tuple(also), tuple((w.func, len(w.arrays)) for w in also.values()), arrays)
+
+
+def _block_with_work(
+    *blocks: np.ndarray, n_draw: int, work: tuple[tuple[Callable[..., Any], int], ...], row0: int, col0: int,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """:func:`_candidates_block` on the first ``n_draw`` blocks, then each work's function on its own."""
+    out: dict[str, Any] = _candidates_block(*blocks[:n_draw], row0=row0, col0=col0, **kwargs)
+    if work:
+        rest, k, done = blocks[n_draw:], 0, []
+        for func, n in work:
+            done.append(func(*rest[k : k + n], row0=row0, col0=col0))
+            k += n
+        out[_ALSO] = done
+    return out
+
+
 def _draw(
     valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
     win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, extra: Mapping[str, da.Array],
-) -> tuple[tuple[dict, ...], dict]:
-    """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums)."""
-    tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state)
+    work: _Work,
+) -> tuple[list[dict], dict]:
+    """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums,
+    and ``work`` on every block, in the same task)."""
+    tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state, work)
     extra_out, *parts = dask.compute(dict(extra), *tasks)
-    return tuple(parts), extra_out
+    return list(parts), extra_out
 
 
 def _draw_tasks(
     valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
-    win_names: tuple[str, ...], half: int, limit: int, random_state: int | None,
+    win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, work: _Work | None = None,
 ) -> list:
     """The per-block tasks of one pass of the draw (lazy)."""
     ny, nx = valid.shape
+    work = work or _Work()
+    draw = [valid, *(arrays[k] for k in names), *win_arrays]
     return block_tasks(
-        _candidates_block, [valid, *(arrays[k] for k in names), *win_arrays], names=names, win_names=win_names,
-        half=half, limit=limit, nrows=ny, ncols=nx, random_state=random_state,
+        _block_with_work, [*draw, *work.arrays], n_draw=len(draw), work=work.funcs, names=names,
+        win_names=win_names, half=half, limit=limit, nrows=ny, ncols=nx, random_state=random_state,
     )
 
 
@@ -304,7 +363,7 @@ def sample_valid(
     extra_counts: Mapping[str, da.Array] | None = None,
     windows: Mapping[str, da.Array] | None = None,
     half: int = 2,
-    reductions: Mapping[str, Any] | None = None,
+    also: Mapping[str, BlockWork] | None = None,
 ) -> Sample:
     """Draw a reproducible subsample of the valid pixels and gather arrays there.
 
@@ -333,11 +392,11 @@ def sample_valid(
         extra pass); NaN outside the grid. Returned as ``(n, 2h+2, 2h+2)`` float32 arrays.
     half
         Half-size of those windows.
-    reductions
-        Name -> lazy dask collections (arrays, delayed objects, or dicts/lists of them, e.g.
-        sums or decimated maps of the same inputs) computed in the first pass together with
-        the draw: a block read for the draw is read once for all of them. Their results are
-        in ``Sample.reductions``.
+    also
+        Name -> :class:`BlockWork`: more results computed from every block in the first pass,
+        in the task that draws from that block (its inputs are read once for all, and nothing
+        waits in memory for another task). Their per-block results, row-major, are in
+        ``Sample.also``.
 
     Returns
     -------
@@ -363,13 +422,16 @@ def sample_valid(
     if set(win_names) & set(names):
         raise InputError(f"a name is both sampled and windowed: {sorted(set(win_names) & set(names))}")
     win_arrays = [da.asarray(windows[k]).rechunk(valid.chunks) for k in win_names]  # type: ignore[index]
-    extra: dict[str, Any] = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
-    if reductions:
-        extra["__reductions__"] = dict(reductions)
+    extra = {k: da.asarray(v).rechunk(valid.chunks).sum() for k, v in (extra_counts or {}).items()}
+    work = _Work.of(also or {}, valid.chunks)
     resolve_count(subsample, 1)  # validate early
     # pass 1: a bound expected to give enough valid candidates if most pixels are valid
     frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) * (1.0 + OVERSAMPLE) / max(npix, 1))
-    parts, extra = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, npix), random_state, extra)
+    parts, extra = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, npix), random_state, extra,
+                         work)
+    done = [p.pop(_ALSO, ()) for p in parts]
+    also_done = {name: [d[i] for d in done] for i, name in enumerate(work.names)}
+    del done
     n_valid = int(sum(int(p["n_valid"]) for p in parts))
     if n_valid < min_count:
         raise NotEnoughDataError(
@@ -382,7 +444,8 @@ def sample_valid(
     while sum(len(p["h"]) for p in parts) < n:
         # too few valid pixels for that bound: one more pass, with a bound from the exact count
         frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
-        parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {})
+        parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {},
+                         _Work.of({}, valid.chunks))
         passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
@@ -394,6 +457,5 @@ def sample_valid(
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
         for k in win_names:
             values[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
-    computed = extra.pop("__reductions__", {})
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
-                  reductions=computed)
+                  also=also_done)

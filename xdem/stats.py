@@ -33,7 +33,7 @@ from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
-           "dh_stats_while_writing", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
+           "dh_stats_while_writing", "dh_stats_blocks", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
 
 #: Pixels drawn by default for the sampled statistics of dh (``xdem coreg``, the report).
 STATS_SUBSAMPLE = 2_000_000
@@ -343,13 +343,31 @@ def dh_stats_tasks(
     """The lazy pass of :func:`sampled_dh_stats`: a :func:`dask.delayed` object whose result
     :func:`dh_stats_finish` turns into the statistics (one task per block, see
     :func:`xdem.io.grid.block_tasks`). To draw them while writing a DEM, use
-    :func:`dh_stats_while_writing` instead."""
+    :func:`dh_stats_while_writing` instead; in another pass's tasks, :func:`dh_stats_blocks`."""
     from xdem.io.grid import block_tasks
 
+    func, arrays, _ = dh_stats_blocks(ref, others, stable=stable, subsample=subsample, random_state=random_state)
+    names = tuple(others)
+    return dask.delayed(_dh_merge)(block_tasks(func, arrays), names)
+
+
+def dh_stats_blocks(
+    ref: Any,
+    others: dict[str, Any],
+    *,
+    stable: Any = None,
+    subsample: float | int = 2_000_000,
+    random_state: int | None = None,
+) -> tuple[Callable[..., dict[str, np.ndarray]], list[da.Array], Callable[[list], dict[str, Any]]]:
+    """:func:`sampled_dh_stats` as a function of one block, to run in another pass's tasks
+    (e.g. :class:`xdem.sampling.BlockWork`): ``(func, arrays, finish)`` where
+    ``func(*blocks_of_arrays, row0=, col0=)`` gives a block's small result and ``finish`` turns
+    the list of every block's result into the statistics (:func:`dh_stats_finish`; ``None`` for
+    a name without any valid value)."""
     ref = _as_2d(_as_dask(ref))
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
-    parts = block_tasks(_dh_block, [ref, stable, *arrs], limit=limit, ncols=ref.shape[1], random_state=random_state)
-    return dask.delayed(_dh_merge)(parts, names)
+    func = partial(_dh_block, limit=limit, ncols=ref.shape[1], random_state=random_state)
+    return func, [ref, stable, *arrs], lambda parts: dh_stats_finish(_dh_merge(parts, names), allow_empty=True)
 
 
 def _dh_written_block(block: np.ndarray, *blocks: np.ndarray, **kwargs: Any) -> dict[str, np.ndarray]:
@@ -410,16 +428,20 @@ def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:
     }
 
 
-def dh_stats_finish(merged: dict) -> dict[str, dict]:
+def dh_stats_finish(merged: dict, *, allow_empty: bool = False) -> dict[str, Any]:
     """Statistics from the result of :func:`dh_stats_tasks`: per name ``count``, ``min`` and
     ``max`` (exact: stable pixels valid in both), ``median``, ``nmad``, ``mean``, ``std``,
     ``rmse`` and ``le90`` (90 % quantile of ``|dh|``) on the ``sampled`` pixels (summed in
-    sorted order, so that they are identical whatever the chunking)."""
-    out = {}
+    sorted order, so that they are identical whatever the chunking). A name without any valid
+    value raises :class:`~xdem.errors.NotEnoughDataError`, or is ``None`` with ``allow_empty``."""
+    out: dict[str, Any] = {}
     vals = merged["values"]
     for k, name in enumerate(merged["names"]):
         dh = vals[k + 1] - vals[0]
         dh = dh[np.isfinite(dh)]
+        if dh.size == 0 and allow_empty:
+            out[name] = None
+            continue
         if dh.size == 0:
             raise NotEnoughDataError(f"no valid elevation difference for '{name}' on the stable pixels of the reference")
         m = float(np.median(dh))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,11 @@ import xarray as xr
 from xdem.errors import CRSError, InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, get_resolution, get_transform
 from xdem.io.open import open_dem
-from xdem.sampling import sample_valid
+from xdem.sampling import BlockWork, sample_valid
 from xdem.typing import DEMLike, MaskLike
 
-__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "maps_and_reductions", "ReportData", "open_inputs", "collect"]
+__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "maps_and_reductions", "ReportData", "open_inputs",
+           "collect", "sampled_slope_tables"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,32 +247,9 @@ def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, An
     return out
 
 
-def _class_counts_block(slope: np.ndarray, *dhs: np.ndarray, edges: np.ndarray, row0: int, col0: int) -> np.ndarray:
-    """Valid pixels of each ``dh`` (rows) in each slope class (columns) of one block; the last
-    class includes its upper edge (as :func:`xdem.spatialstats.stats_by_slope_class`)."""
-    del row0, col0
-    out = np.zeros((len(dhs), len(edges) - 1), dtype=np.int64)
-    for i, dh in enumerate(dhs):
-        s = slope[np.isfinite(dh) & np.isfinite(slope)]
-        out[i] = np.histogram(s, bins=edges)[0]
-    return out
-
-
-def slope_class_counts(dhs: dict[str, da.Array], slope: da.Array, classes: tuple[float, ...]) -> Any:
-    """Lazy exact count of the valid pixels of each ``dh`` per slope class: a
-    :func:`dask.delayed` ``(len(dhs), len(classes) - 1)`` integer array (integer sums: the
-    same for any chunking), computed in the report's one pass."""
-    from xdem.io.grid import block_tasks
-
-    slope = da.asarray(slope)
-    arrays = [slope, *(da.asarray(d).rechunk(slope.chunks) for d in dhs.values())]
-    parts = block_tasks(_class_counts_block, arrays, edges=np.asarray(classes, dtype=np.float64))
-    return dask.delayed(lambda ps: np.sum(ps, axis=0))(parts)
-
-
 def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], classes: tuple[float, ...]) -> dict[str, Any]:
-    """Statistics of each ``dh`` by slope class: ``count`` exact (``counts`` from
-    :func:`slope_class_counts`), ``median``, ``nmad``, ``mean`` and ``rmse`` on the sampled
+    """Statistics of each ``dh`` by slope class: ``count`` exact (``counts``: per dh and class,
+    :func:`xdem.report.blocks.class_counts_block` summed), ``median``, ``nmad``, ``mean`` and ``rmse`` on the sampled
     pixels of the class (``sample_count`` of them; NaN for a class without any); ``None``
     for a ``dh`` without any valid pixel. Columns as :func:`xdem.spatialstats.stats_by_slope_class`
     plus ``sample_count``."""
@@ -344,9 +323,9 @@ def collect(
     Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no stable pixel valid in both.
     """
     from xdem.masks import stable_mask_like
-    from xdem.report.masked import inside_sums
+    from xdem.report.blocks import class_counts_block, inside_block_sums, map_cells_block, merge_inside, merge_map_cells
     from xdem.spatialstats.binned import SLOPE_CLASSES
-    from xdem.stats import STATS_SUBSAMPLE, dh_stats_tasks, stats_method
+    from xdem.stats import STATS_SUBSAMPLE, dh_stats_blocks, stats_method
 
     masked = inlier_mask is not None or exclude_mask is not None
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask) if masked else None
@@ -377,39 +356,44 @@ def collect(
         from xdem.report.overviews import overview_maps
 
         ov = overview_maps(overview_files, ref, k=k, max_pixels=max_pixels)
-    # everything below is computed in the pass of the draw (each block read once)
-    reductions: dict[str, Any] = {}
+    # everything below is computed in the tasks of the draw (each block read once, by one task)
+    also: dict[str, BlockWork] = {}
+    map_names: list[str] = []
     if ov is None:
         to_map = {"ref": ref.data, **all_dhs}
         if stable is not None:  # i.e. masked
             to_map["stable"] = stable.astype(np.float32)
-        reductions["maps"] = {name: coarsen_mean(a, k) for name, a in to_map.items()}
+        map_names = list(to_map)
+        also["maps"] = BlockWork(partial(map_cells_block, k=k, shape=(ny, nx)), list(to_map.values()))
         if stable is not None:
-            reductions["inside"] = inside_sums(all_dhs, stable)
+            also["inside"] = BlockWork(inside_block_sums, [stable, *all_dhs.values()])
+    finish_stats = None
     if need_stats and not exact_stats:
         others = {"before": tba.data, **({"after": aligned.data} if aligned is not None else {})}
-        reductions["stats"] = dh_stats_tasks(ref.data, others, stable=stable, subsample=STATS_SUBSAMPLE,
-                                             random_state=random_state)
+        func, arrs, finish_stats = dh_stats_blocks(ref.data, others, stable=stable, subsample=STATS_SUBSAMPLE,
+                                                   random_state=random_state)
+        also["stats"] = BlockWork(func, arrs)
     if slope is not None and not exact_stats:
-        reductions["slope_counts"] = slope_class_counts(dhs, slope.data, SLOPE_CLASSES)
+        also["slope_counts"] = BlockWork(partial(class_counts_block, edges=np.asarray(SLOPE_CLASSES, dtype=float)),
+                                         [slope.data, *dhs.values()])
     try:
-        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1,
-                              reductions=reductions)
+        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, also=also)
     except NotEnoughDataError as exc:
         where = " on stable terrain (outside the exclude mask, inside the inlier mask)" if masked else ""
         raise NotEnoughDataError(
             f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {ref.size} on the "
             "reference grid); check that they cover the same area, their nodata values and the masks"
         ) from exc
-    done = sample.reductions
+    done = sample.also
     inside: dict[str, Any] = {}
     if ov is not None:
         maps, k = ov.maps, ov.factor
         map_source = (f"overviews of factor {ov.level_factor} (GDAL resampling: {ov.resampling})"
                       + (f", then block means of {ov.block} × {ov.block}" if ov.block > 1 else ""))
     else:
-        maps = {name: np.asarray(v) for name, v in done["maps"].items()}
-        inside = done.get("inside", {})
+        maps = dict(zip(map_names, merge_map_cells(done["maps"], shape=(ny, nx), k=k)))
+        if "inside" in done:
+            inside = merge_inside(done["inside"], list(all_dhs))
         map_source = "block means" if k > 1 else "full resolution"
     stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
@@ -418,13 +402,14 @@ def collect(
         stats = {name: _exact_stats(dh) for name, dh in dhs.items()}
         stats_how = "exact (out-of-core quantiles, several passes)"
     elif need_stats:
-        stats = _finish_stats(done["stats"])
+        assert finish_stats is not None
+        stats = finish_stats(done["stats"])
         stats_how = stats_method(STATS_SUBSAMPLE)
     tables: dict[str, Any] = {}
     if slope is not None and exact_stats:
         tables = _slope_tables(dhs, slope)
     elif slope is not None:
-        tables = sampled_slope_tables(sample, np.asarray(done["slope_counts"]), list(dhs), SLOPE_CLASSES)
+        tables = sampled_slope_tables(sample, np.sum(done["slope_counts"], axis=0), list(dhs), SLOPE_CLASSES)
     return ReportData(
         shape=(ny, nx), resolution=get_resolution(ref), crs=crs, units=units,
         chunks=(max(ref.data.chunks[0]), max(ref.data.chunks[1])),
@@ -434,18 +419,3 @@ def collect(
         masked=masked, stable_map=stable_map, inside=inside or None,
         sample_passes=int(sample.passes), map_source=map_source,
     )
-
-
-def _finish_stats(merged: dict) -> dict[str, dict[str, Any] | None]:
-    """:func:`xdem.stats.dh_stats_finish` per dh, ``None`` for a dh without any valid pixel."""
-    from xdem.stats import dh_stats_finish
-
-    out: dict[str, dict[str, Any] | None] = {}
-    for k, name in enumerate(merged["names"]):
-        one = {"names": (name,), "counts": merged["counts"][k:k + 1], "extremes": merged["extremes"][k:k + 1],
-               "values": merged["values"][[0, k + 1]]}
-        try:
-            out[name] = dh_stats_finish(one)[name]
-        except NotEnoughDataError:
-            out[name] = None
-    return out

@@ -1,8 +1,8 @@
 r"""Inside the mask (e.g. glaciers): mean dh, volume change and their uncertainty.
 
 "Inside the mask" is every pixel that is not stable terrain: inside the exclude mask, or
-outside the inlier mask. Its sums are lazy reductions computed in the same pass as the
-decimated maps (:func:`inside_sums`); then, per dh (before, after):
+outside the inlier mask. Its sums are computed in the report's one pass
+(:func:`xdem.report.blocks.inside_block_sums`); then, per dh (before, after):
 
 * ``mean_dh``: mean of the valid dh inside the mask (exact);
 * ``area``: every pixel inside the mask times the pixel area (voids are assumed to change
@@ -26,26 +26,14 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import dask.array as da
 import numpy as np
 
 from xdem.kernels.robust import nmad
 
-__all__ = ["VARIOGRAM_POINTS", "inside_sums", "inside_block"]
+__all__ = ["VARIOGRAM_POINTS", "inside_block"]
 
 #: Stable sampled pixels used for the variogram of the uncertainty.
 VARIOGRAM_POINTS = 2000
-
-
-def inside_sums(dhs: Mapping[str, da.Array], stable: da.Array) -> dict[str, da.Array]:
-    """Lazy pixel count of the mask and, per dh, count and sum of its valid values inside."""
-    inside = ~stable
-    out: dict[str, da.Array] = {"mask_pixels": inside.sum()}
-    for name, dh in dhs.items():
-        sel = inside & da.isfinite(dh)
-        out[f"{name}.count"] = sel.sum()
-        out[f"{name}.sum"] = da.where(sel, dh.astype(np.float64), 0.0).sum()
-    return out
 
 
 def _nmad(v: np.ndarray) -> float | None:
@@ -99,7 +87,7 @@ def inside_block(
     Parameters
     ----------
     sums
-        Computed :func:`inside_sums`.
+        The sums inside the mask (:func:`xdem.report.blocks.merge_inside`).
     sample
         The report's subsample of stable pixels (``row``, ``col``, ``before``, ``after``).
     resolution
