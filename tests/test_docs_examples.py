@@ -463,3 +463,22 @@ def test_report_md_quotes_are_real(pair_folder):
     block = cli[cli.index("## JSON document"):]
     block = block[block.index("```json") + 7:]
     assert cell == fmt(json.loads(block[:block.index("```")])["stats"]["after"]["nmad"])
+
+
+def test_zarr_cluster_block_runs_with_two_workers(run_folder, tmp_path, monkeypatch):
+    """docs/zarr.md's LocalCluster block, as written but with 2 workers instead of 8 (CI has 2
+    cores): the workers fit and write a complete store, equal to a threaded write of the same model."""
+    import shutil
+
+    import xdem
+
+    for f in run_folder.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    monkeypatch.chdir(tmp_path)
+    block = next(b for b in _python_blocks("docs/zarr.md") if "LocalCluster" in b)
+    assert "n_workers=8" in block
+    names: dict = {}
+    exec(compile(block.replace("n_workers=8", "n_workers=2"), "docs/zarr.md cluster block", "exec"), names)  # noqa: S102
+    written = xdem.open_dem(tmp_path / "aligned.zarr")
+    xdem.write_zarr(names["model"].apply(xdem.open_dem("tba.tif")), tmp_path / "threads.zarr")
+    np.testing.assert_array_equal(written.values, xdem.open_dem(tmp_path / "threads.zarr").values)
