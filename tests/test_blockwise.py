@@ -285,12 +285,16 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
     np.testing.assert_allclose(np.stack(fast.field(xs, ys)), np.stack(general.field(xs, ys)), atol=0.02)
 
 
-def test_in_pipelines_and_json(ref, tmp_path):
+def test_in_pipelines_and_json(ref, fitted, tmp_path):
     """NuthKaab() + BlockwiseCoreg(NuthKaab()) and BlockwiseCoreg(NuthKaab()) + Deramp() fit and
-    correct the DEM; each survives to_json/from_json and re-applies identically."""
-    tba = _tba(_linear)
-    for pipe in (NuthKaab() + BlockwiseCoreg(NuthKaab(), block_size=BLOCK),
-                 BlockwiseCoreg(NuthKaab() + VerticalShift(), block_size=BLOCK) + Deramp()):
+    correct the DEM; each survives to_json/from_json and re-applies identically, and so does a
+    BlockwiseCoreg alone (the module's fit of the linear field)."""
+    tba, bw = fitted["linear"]
+    # tiles fitted on 20,000 of their 62,500 pixels (the default takes all): NMAD of dh after 0.039
+    # and 0.022 m either way (measured), in two thirds of the time; the defaults' accuracy is
+    # test_smooth_field_is_corrected_everywhere's
+    for pipe in (NuthKaab() + BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK),
+                 BlockwiseCoreg(NuthKaab(subsample=20_000) + VerticalShift(), block_size=BLOCK) + Deramp()):
         pipe.fit(ref, tba)
         out = pipe.apply(tba)
         dh = out.values - ref.values
@@ -298,7 +302,6 @@ def test_in_pipelines_and_json(ref, tmp_path):
         again = xdem.coreg.Coreg.from_json(pipe.to_json(tmp_path / "c.json"))
         assert isinstance(again, CoregPipeline)
         np.testing.assert_array_equal(again.apply(tba).values, out.values)
-    bw = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1).fit(ref, tba)
     again = xdem.coreg.Coreg.from_json(bw.to_json())
     assert isinstance(again, BlockwiseCoreg) and isinstance(again.step, NuthKaab)
     assert again.tile_table().equals(bw.tile_table())
