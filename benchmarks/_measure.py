@@ -30,6 +30,7 @@ __all__ = [
     "machine_description",
     "update_doc_section",
     "fmt_bytes",
+    "measure_or_exit",
 ]
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -199,6 +200,17 @@ def fmt_bytes(n: float | None) -> str:
     if n is None:
         return "n/a"
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def measure_or_exit(name: str, cmd: list[str]) -> dict[str, Any]:
+    """:func:`measure` ``cmd``, print one line (wall, CPU, peak RSS, bytes read, load) and return
+    the result; exit with its stderr's end when it fails."""
+    r = measure(cmd)
+    if r["returncode"] != 0:
+        raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
+    print(f"  {name}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {fmt_bytes(r['peak_rss_bytes'])}, "
+          f"read {fmt_bytes(r['read_bytes'])}, load {r['load_avg'][0]:.1f}->{r['load_avg'][1]:.1f}", flush=True)
+    return r
 
 
 if __name__ == "__main__":  # tiny self-check

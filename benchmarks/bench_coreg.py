@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import CACHE_DIR, fmt_bytes, machine_description, measure, update_doc_section  # noqa: E402
+from _measure import CACHE_DIR, fmt_bytes, machine_description, measure_or_exit, update_doc_section  # noqa: E402
 
 SIZES = [4000, 8000, 16000, 20000, 40000]
 METHODS = ["nuthkaab+deramp", "nuthkaab_deramp"]
@@ -345,15 +345,6 @@ def _shift_error(doc: dict, truth: dict) -> dict:
     return {"shift_x": sx, "shift_y": sy, "shift_z": sz, "err_x": ex, "err_y": ey, "err_xy": math.hypot(ex, ey)}
 
 
-def _run(name: str, cmd: list[str]) -> dict:
-    r = measure(cmd)
-    if r["returncode"] != 0:
-        raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
-    print(f"  {name}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {fmt_bytes(r['peak_rss_bytes'])}, "
-          f"read {fmt_bytes(r['read_bytes'])}, load {r['load_avg'][0]:.1f}->{r['load_avg'][1]:.1f}", flush=True)
-    return r
-
-
 def bench_size(size: int, methods: list[str], *, floor: bool = True) -> dict:
     """Floor and every method on one size; returns one row."""
     t0 = time.perf_counter()
@@ -365,12 +356,12 @@ def bench_size(size: int, methods: list[str], *, floor: bool = True) -> dict:
     row: dict = {"size": size, "methods": {}, "input": pair.get("mosaic", "generated pair with shift and tilt")}
     if floor:
         dst = out_dir / "floor.tif"
-        r = _run("floor", [sys.executable, "-c", FLOOR, pair["tba"], str(dst)])
+        r = measure_or_exit("floor", [sys.executable, "-c", FLOOR, pair["tba"], str(dst)])
         dst.unlink(missing_ok=True)
         row["floor"] = {k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "read_bytes", "load_avg")}
     for m in methods:
         out, j = out_dir / "aligned.tif", out_dir / "coreg.json"
-        r = _run(m, [sys.executable, "-m", "xdem", "coreg", pair["ref"], pair["tba"], "-o", str(out), "--method", m,
+        r = measure_or_exit(m, [sys.executable, "-m", "xdem", "coreg", pair["ref"], pair["tba"], "-o", str(out), "--method", m,
                      "--quiet", "--json-out", str(j), "--overwrite"])
         doc = json.loads(j.read_text())
         out.unlink(missing_ok=True)

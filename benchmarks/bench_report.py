@@ -31,7 +31,7 @@ from _measure import (  # noqa: E402
     cached_pair,
     fmt_bytes,
     machine_description,
-    measure,
+    measure_or_exit,
     update_doc_section,
 )
 
@@ -56,11 +56,7 @@ xdem.write_cog(shift.apply(tba), sys.argv[2], overwrite=True)
 
 
 def _run(name: str, cmd: list[str]) -> dict:
-    r = measure(cmd)
-    if r["returncode"] != 0:
-        raise SystemExit(f"{name} failed:\n{r['stderr'][-3000:]}")
-    print(f"  {name}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {fmt_bytes(r['peak_rss_bytes'])}, "
-          f"load {r['load_avg'][0]:.1f}->{r['load_avg'][1]:.1f}", flush=True)
+    r = measure_or_exit(name, cmd)
     return {"name": name, **{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss_bytes", "load_avg")}}
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -146,3 +147,19 @@ def compare_shown(doc, shown: dict) -> int:
             assert text == fmt(value), (key, text, value)
             compared += 1
     return compared
+
+
+def count_block_reads(monkeypatch) -> collections.Counter:
+    """Blocks read from each DEM file (counted by file name) where xdem reads a block, for the
+    rest of the test: a Counter that the caller may ``clear()`` between runs."""
+    import xdem.io.open as io_open
+
+    reads: collections.Counter = collections.Counter()
+    real = io_open._NamedReader.__getitem__
+
+    def counting(self, key):
+        reads[Path(self.path).name] += 1
+        return real(self, key)
+
+    monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
+    return reads

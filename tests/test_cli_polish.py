@@ -207,20 +207,11 @@ def test_write_pair_options_name_the_misalignment(runner, tmp_path):
 def test_dh_out_reads_no_more_than_the_aligned_write(pair, tmp_path, monkeypatch):
     """--dh-out is written in the same pass: the blocks of REF and TBA are read as many times
     with it as without it."""
-    import collections
-    from pathlib import Path
+    from helpers import count_block_reads
 
-    import xdem.io.open as io_open
     from xdem.workflows import CoregRequest, run_coreg
 
-    reads: collections.Counter = collections.Counter()
-    real = io_open._NamedReader.__getitem__
-
-    def counting(self, key):
-        reads[Path(self.path).name] += 1
-        return real(self, key)
-
-    monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
+    reads = count_block_reads(monkeypatch)
     counts = []
     for dh in (None, tmp_path / "dh.tif"):
         reads.clear()

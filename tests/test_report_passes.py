@@ -5,18 +5,16 @@ the same for any chunking; ``exact_stats`` gives the exact values at the cost of
 
 from __future__ import annotations
 
-import collections
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import count_computes
+from helpers import count_block_reads, count_computes
 
 import xdem
 import xdem.coreg
 import xdem.examples
-import xdem.io.open as io_open
 from xdem.kernels.robust import nmad
 from xdem.report import write_report
 from xdem.report.data import collect, open_inputs
@@ -43,15 +41,7 @@ def _opened(folder: Path, chunks: int = CHUNK) -> dict:
 @pytest.fixture
 def reads(monkeypatch):
     """Blocks read from each file (by its name), counted where xdem reads a block of a DEM."""
-    counter: collections.Counter = collections.Counter()
-    real = io_open._NamedReader.__getitem__
-
-    def counting(self, key):
-        counter[Path(self.path).name] += 1
-        return real(self, key)
-
-    monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
-    return counter
+    return count_block_reads(monkeypatch)
 
 
 def _glacier(shape: tuple[int, int]) -> np.ndarray:
