@@ -112,7 +112,10 @@ def test_report_reads_overviews_without_a_pass_for_the_maps(pair, tmp_path, monk
     def no_pass(*args, **kwargs):
         raise AssertionError("the maps must come from the overviews")
 
+    import xdem.report.blocks
+
     monkeypatch.setattr(report_data, "maps_and_reductions", no_pass)
+    monkeypatch.setattr(xdem.report.blocks, "map_cells_block", no_pass)  # the maps of the report's one pass
     for i, args in enumerate(({n: str(p) for n, p in paths.items()},  # paths
                               {n: xdem.open_dem(p, chunks=2 * CHUNK) for n, p in paths.items()})):  # opened files
         out = write_report(tmp_path / f"r{i}.html", ref=args["ref"], tba=args["tba"], aligned=args["aligned"],

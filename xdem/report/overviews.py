@@ -18,7 +18,7 @@ full data are ignored by GDAL except where a whole block is void.
 
 Anything else (no overviews, a file on another grid, in-memory DEMs, a mask whose stable
 fraction and inside sums need a pass anyway) uses the exact block means of
-:func:`xdem.report.data.maps_and_reductions`.
+:func:`xdem.report.blocks.map_cells_block`, computed in the report's one pass.
 """
 
 from __future__ import annotations
