@@ -370,11 +370,12 @@ def dh_stats_blocks(
     return func, [ref, stable, *arrs], lambda parts: dh_stats_finish(_dh_merge(parts, names), allow_empty=True)
 
 
-def _dh_written_block(block: np.ndarray, *blocks: np.ndarray, **kwargs: Any) -> dict[str, np.ndarray]:
-    """:func:`_dh_block` called as ``write_cog(also=...)`` calls it: the written block first,
-    ignored (the unfilled values of the written DEM are among ``blocks``)."""
+def _dh_written_block(block: np.ndarray, *blocks: np.ndarray, per_block: Callable[..., Any], row0: int,
+                      col0: int) -> dict[str, np.ndarray]:
+    """``per_block`` (of :func:`dh_stats_blocks`) called as ``write_cog(also=...)`` calls it: the
+    written block first, ignored (the unfilled values of the written DEM are among ``blocks``)."""
     del block
-    return _dh_block(*blocks, **kwargs)
+    return per_block(*blocks, row0=row0, col0=col0)
 
 
 def dh_stats_while_writing(
@@ -391,6 +392,11 @@ def dh_stats_while_writing(
     memory. Returns the :class:`xdem.io.cog.BlockStats` and a function turning its per-block
     results into the statistics. All arrays must have the written DEM's grid and chunks."""
     from xdem.io.cog import BlockStats
+
+    func, arrays, _ = dh_stats_blocks(ref, others, stable=stable, subsample=subsample, random_state=random_state)
+    names = tuple(others)
+    return BlockStats(partial(_dh_written_block, per_block=func), arrays), lambda parts: dh_stats_finish(
+        _dh_merge(parts, names))
 
     ref = _as_2d(_as_dask(ref))
     limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
