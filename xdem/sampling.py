@@ -445,7 +445,7 @@ def sample_valid(
         # too few valid pixels for that bound: one more pass, with a bound from the exact count
         frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
         parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {},
-                         _Work.of({}, valid.chunks))
+                         _Work())
         passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}

@@ -303,7 +303,7 @@ def collect(
     Nuth & Kääb diagnostic, colour scales, dh against elevation, the sampled columns of the slope
     tables; :func:`xdem.sampling.sample_valid`), counts the valid pixels per slope class, computes
     the decimated maps (unless read from overviews), the sums inside the mask, and, when
-    ``need_stats``, the statistics of dh (:func:`xdem.stats.dh_stats_tasks`: exact counts, min and
+    ``need_stats``, the statistics of dh (:func:`xdem.stats.dh_stats_blocks`: exact counts, min and
     max, the rest on a subsample of :data:`xdem.stats.STATS_SUBSAMPLE` pixels, as ``xdem coreg``).
     A second pass happens only when few pixels are valid (see ``sample_passes``).
 
