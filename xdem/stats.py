@@ -61,11 +61,24 @@ MAX_GATHER = 2**21
 _Cond = tuple[float, float, int, int, int]
 
 
+def _unmasked(block: Any) -> np.ndarray:
+    """A numpy masked array's values with the masked ones NaN (other arrays as they are)."""
+    if not isinstance(block, np.ma.MaskedArray):
+        return block
+    return np.ma.filled(block.astype(np.result_type(block.dtype, np.float32)), np.nan)
+
+
 def _as_dask(x: Any) -> da.Array:
-    """Dask array of the values of ``x`` (numpy, dask, or xarray object)."""
+    """Dask array of the values of ``x`` (numpy, dask, or xarray object); a numpy masked array's
+    (or masked dask chunks') masked values become NaN, so they are ignored as upstream xdem does."""
     data = getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x
     if isinstance(data, da.Array):
+        if isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
+            dtype = np.result_type(data.dtype, np.float32)
+            return data.map_blocks(_unmasked, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
         return data
+    if isinstance(data, np.ma.MaskedArray) and data.dtype.kind in "fiub":
+        data = _unmasked(data)
     arr = np.asarray(data)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"statistics need a numeric array, got dtype {arr.dtype}")
@@ -218,7 +231,8 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     Parameters
     ----------
     dem
-        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+        numpy array (masked values of a :class:`numpy.ma.MaskedArray` are ignored, as in
+        upstream xdem), dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
 
     Returns
     -------
@@ -235,6 +249,8 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     >>> import numpy as np
     >>> median(np.array([3.0, np.nan, 1.0, 2.0, 10.0]))
     2.5
+    >>> median(np.ma.masked_array([3.0, 1.0, 2.0, 1e9], mask=[0, 0, 0, 1]))
+    2.0
     """
     x = _as_2d(_as_dask(dem))
     stats = _stats if _stats is not None else _run_stats(x, ())
@@ -249,7 +265,8 @@ def nmad(dem: Any, *, center: float | None = None, _stats: tuple[int, float, flo
     Parameters
     ----------
     dem
-        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+        numpy array (masked values of a :class:`numpy.ma.MaskedArray` are ignored, as in
+        upstream xdem), dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
     center
         Median of ``dem`` if already known (saves three passes).
 

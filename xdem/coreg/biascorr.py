@@ -21,12 +21,15 @@ chunking. Apply = one lazy ``map_blocks``; nothing is computed.
 
 Bins with fewer than ``min_bin_count`` values are left empty (NaN) with an
 :class:`~xdem.errors.EmptyBinWarning`; applying ``"linear"`` fills them from neighbours,
-``"per_bin"`` leaves pixels in them unchanged. Where a variable is NaN the output is NaN.
+``"per_bin"`` leaves pixels in them unchanged. Where a variable is NaN the output is NaN; with
+``"per_bin"`` (upstream xdem's behaviour) also where it lies outside the outer bin edges
+(``"per_bin_clamp"`` gives those pixels the outer bins' values instead).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import dask.array as da
@@ -43,7 +46,7 @@ from xdem.coreg.binning import (
     fill_empty_bins,
     make_edges,
 )
-from xdem.coreg.deramp import grid_normalisation, pixel_xy
+from xdem.coreg.deramp import pixel_xy
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, dask_data, get_transform, same_grid
@@ -111,12 +114,39 @@ def _correct_kernel(block: np.ndarray, *var_blocks: np.ndarray, model: _BiasMode
     return out.astype(block.dtype, copy=False)
 
 
+def along_track(x: np.ndarray, y: np.ndarray, *, origin: Sequence[float], angle: float) -> np.ndarray:
+    """Along-track coordinate ``(x - x_0) cos(angle) - (y - y_0) sin(angle)``, ``angle`` in degrees
+    clockwise from east (upstream xdem's convention, ``geoutils.raster.get_xy_rotated``).
+
+    Examples
+    --------
+    >>> [round(float(v), 6) for v in along_track(np.array([1.0, 0.0]), np.array([0.0, -1.0]), origin=(0.0, 0.0),
+    ...                                          angle=90.0)]
+    [0.0, 1.0]
+    """
+    a = np.radians(float(angle))
+    return (np.asarray(x, dtype=np.float64) - origin[0]) * np.cos(a) - (np.asarray(y, dtype=np.float64) - origin[1]) * np.sin(a)
+
+
+def track_origin(dem: xr.DataArray, angle: float) -> np.ndarray:
+    """The pixel centre of ``dem``'s grid where the along-track coordinate is smallest (a corner):
+    measured from it, :func:`along_track` is 0 to the along-track extent on the grid, the values
+    upstream xdem bins and fits (its rotated coordinates minus their minimum)."""
+    t = get_transform(dem)
+    ny, nx = dem.shape[-2:]
+    xs = (t.c + 0.5 * t.a, t.c + (nx - 0.5) * t.a)
+    ys = (t.f + 0.5 * t.e, t.f + (ny - 0.5) * t.e)
+    a = np.radians(float(angle))
+    x0 = min(xs) if np.cos(a) >= 0 else max(xs)
+    y0 = max(ys) if np.sin(a) >= 0 else min(ys)
+    return np.array([x0, y0], dtype=np.float64)
+
+
 def _along_track_kernel(block: np.ndarray, *, transform: Any, origin: tuple[float, float], angle: float,
                         block_info: Any = None) -> np.ndarray:
     row0, col0 = block_pixel_offsets(block_info)
     x, y = block_xy(transform, row0, col0, block.shape)
-    a = np.radians(angle)
-    return (x[None, :] - origin[0]) * np.cos(a) + (y[:, None] - origin[1]) * np.sin(a)
+    return along_track(x[None, :], y[:, None], origin=origin, angle=angle)
 
 
 def _at_points(arr: da.Array, prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
@@ -184,11 +214,14 @@ class BiasCorr(Coreg):
         An int (bins per variable), a dict ``name -> int or edges``, or (one variable) a
         sequence of edges. An int ``n`` gives ``n`` equal bins between the 0.5 and 99.5
         percentiles of the sampled values (values beyond are not binned; when applying they
-        take the outer bins' values).
+        take the outer bins' values); with ``bin_apply_method="per_bin"``, between the smallest
+        and largest sampled values (upstream's), and values beyond them get NaN when applying.
     bin_statistic
         Statistic of ``dh`` per bin (``np.nanmedian``, ``np.nanmean``, ...; stored by name).
     bin_apply_method
-        ``"linear"`` (interpolate between bin centres) or ``"per_bin"`` (bin value).
+        ``"linear"`` (interpolate between bin centres; beyond the outer centres, the outer
+        value), ``"per_bin"`` (the bin's value; NaN outside the outer bin edges, as upstream
+        xdem) or ``"per_bin_clamp"`` (the bin's value, the outer bins extending to infinity).
     min_bin_count
         Bins with fewer sampled values are left empty (NaN).
     subsample
@@ -337,7 +370,8 @@ class BiasCorr(Coreg):
             else:
                 raise InputError("with several bias variables give bin_sizes as an int or a dict name -> int/edges")
             if np.isscalar(sp):
-                lo, hi = np.percentile(x, self._edge_percentiles)
+                # per_bin gives NaN beyond the outer edges: they span every sampled value (as upstream's)
+                lo, hi = np.percentile(x, (0.0, 100.0) if self.bin_apply_method == "per_bin" else self._edge_percentiles)
                 x = x[(x >= lo) & (x <= hi)]
             out.append(make_edges(x, sp, name))
         return out
@@ -395,7 +429,7 @@ class BiasCorr(Coreg):
     # --- apply ------------------------------------------------------------------------------------
     def _model(self) -> _BiasModel:
         if self.fit_or_bin == "bin":
-            table = self.bin_values_ if self.bin_apply_method == "per_bin" else fill_empty_bins(self.bin_values_)
+            table = self.bin_values_ if self.bin_apply_method != "linear" else fill_empty_bins(self.bin_values_)
             return _BiasModel(kind="table", edges=self.bin_edges_, table=table, method=self.bin_apply_method)
         return _BiasModel(kind="fit", func=self._func(), params=self.fit_params_, center=self.var_center_,
                           scale=self.var_scale_)
@@ -451,20 +485,28 @@ class BiasCorr(Coreg):
 class DirectionalBias(BiasCorr):
     """Along-track undulations: ``dh`` as a function of the distance along a direction.
 
-    The along-track coordinate is ``a = (x - x_0) cos(angle) + (y - y_0) sin(angle)``, with
-    ``angle`` in degrees counter-clockwise from east (0: the bias varies with easting, 90:
-    with northing) and ``(x_0, y_0)`` the centre of the reference grid (``origin_``). It is
-    computed per chunk from the block offsets, never stored. By default a sum of
-    ``nb_freq`` sinusoids of ``a`` is fitted (``fit_func="sumsin"``, ``"sumsin_2"`` or
-    ``"sumsin_3"``: wavelengths found by a deterministic scan of binned medians, then refined
-    by robust least squares); ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead.
-    Correction: ``corrected = tba - bias(a)``.
+    The along-track coordinate is ``a = (x - x_0) cos(angle) - (y - y_0) sin(angle)``, with
+    ``angle`` in degrees **clockwise from east**, upstream xdem's convention
+    (``geoutils.raster.get_xy_rotated``): 0, the bias varies with easting; 90, with northing
+    (``a`` grows southwards); 60, along the direction 60 degrees clockwise from east. ``angle``
+    and ``angle + 180`` give the same correction (the axis reversed). ``(x_0, y_0)``
+    (``origin_``) is the corner pixel centre of the reference grid where ``a`` is smallest, so
+    that on that grid ``a`` goes from 0 to the along-track extent, as upstream's. It is computed
+    per chunk from the block offsets, never stored. By default a sum of ``nb_freq`` sinusoids of
+    ``a`` is fitted (``fit_func="sumsin"``, ``"sumsin_2"`` or ``"sumsin_3"``: wavelengths found
+    by a deterministic scan of binned medians, then refined by robust least squares);
+    ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead. Correction: ``corrected = tba - bias(a)``.
+
+    Before this convention (xdem of issue 23 and earlier) ``angle`` was counter-clockwise from
+    east (``a = ... + (y - y_0) sin(angle)``): an old ``angle=θ`` is the new ``angle=-θ``. A JSON
+    saved then (no ``angle_clockwise_``) loads with its angle negated and a warning: the same
+    correction.
 
     Parameters
     ----------
     angle
-        Direction of the along-track axis, degrees counter-clockwise from east.
-    fit_or_bin, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
+        Direction of the along-track axis, degrees clockwise from east (upstream's).
+    fit_or_bin, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, bin_outside, subsample, random_state
         As in :class:`BiasCorr`; ``bin_sizes=n`` gives ``n`` equal bins over the whole sampled
         along-track range (no percentile cut: a coordinate has no outliers).
     nb_freq
@@ -473,6 +515,8 @@ class DirectionalBias(BiasCorr):
     Learned attributes
     ------------------
     origin_ : [x_0, y_0]
+    angle_clockwise_ : bool
+        True: ``angle`` is clockwise from east (every fit of this version).
     wavelengths_, amplitudes_ : numpy.ndarray
         Of each sinusoid, in CRS units and metres, largest amplitude first (fit modes).
     (and those of :class:`BiasCorr`)
@@ -524,22 +568,34 @@ class DirectionalBias(BiasCorr):
         return {}
 
     def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
-        self.origin_ = np.asarray(grid_normalisation(data.ref)[0])
+        self.origin_ = track_origin(data.ref, self.angle)
+        self.angle_clockwise_ = True
         x, y = pixel_xy(get_transform(data.ref), rows, cols)
-        a = np.radians(float(self.angle))
-        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
+        return {"along_track": along_track(x, y, origin=self.origin_, angle=self.angle)}
 
     def _points_variables(self, data: PointFitData, pts: PointSet, prow: np.ndarray, pcol: np.ndarray
                           ) -> tuple[dict[str, np.ndarray], int]:
-        self.origin_ = np.asarray(grid_normalisation(data.dem)[0])
-        a = np.radians(float(self.angle))
-        return {"along_track": (pts.x - self.origin_[0]) * np.cos(a) + (pts.y - self.origin_[1]) * np.sin(a)}, 0
+        self.origin_ = track_origin(data.dem, self.angle)
+        self.angle_clockwise_ = True
+        return {"along_track": along_track(pts.x, pts.y, origin=self.origin_, angle=self.angle)}, 0
 
     def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,
                           bias_vars: dict[str, Any]) -> dict[str, np.ndarray]:
         """The along-track coordinate of the points (``x, y`` in the frame, the fit's CRS)."""
-        a = np.radians(float(self.angle))
-        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
+        return {"along_track": along_track(x, y, origin=self.origin_, angle=self.angle)}
+
+    def _restore(self, learned: dict[str, Any]) -> None:
+        super()._restore(learned)
+        if "origin_" in learned and not learned.get("angle_clockwise_", False):
+            old = float(self.angle)
+            self.angle = -old if old else 0.0
+            self.angle_clockwise_ = True
+            warnings.warn(
+                f"DirectionalBias: this JSON has no angle_clockwise_: it was saved when angle was counter-clockwise "
+                f"from east; angle={old:g} is read as angle={self.angle:g} (clockwise from east, upstream xdem's "
+                "convention), the same correction. Save it again to drop this warning.",
+                UserWarning, stacklevel=2,
+            )
 
     def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
         super()._fit_values(names, xs, dh)
