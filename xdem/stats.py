@@ -68,17 +68,32 @@ def _unmasked(block: Any) -> np.ndarray:
     return np.ma.filled(block.astype(np.result_type(block.dtype, np.float32)), np.nan)
 
 
-def _as_dask(x: Any) -> da.Array:
-    """Dask array of the values of ``x`` (numpy, dask, or xarray object); a numpy masked array's
-    (or masked dask chunks') masked values become NaN, so they are ignored as upstream xdem does."""
-    data = getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x
+def masked_as_nan(data: Any) -> Any:
+    """``data`` with the masked values of a numpy masked array, or of masked dask chunks, made
+    NaN (a float copy, lazily for dask): every statistic then ignores them, as upstream xdem
+    does. Anything else is returned as it is.
+
+    Examples
+    --------
+    >>> masked_as_nan(np.ma.masked_array([1.0, 5.0], mask=[0, 1])).tolist()
+    [1.0, nan]
+    """
     if isinstance(data, da.Array):
-        if isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
-            dtype = np.result_type(data.dtype, np.float32)
-            return data.map_blocks(_unmasked, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
-        return data
+        if not isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
+            return data
+        dtype = np.result_type(data.dtype, np.float32)
+        return data.map_blocks(_unmasked, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
     if isinstance(data, np.ma.MaskedArray) and data.dtype.kind in "fiub":
-        data = _unmasked(data)
+        return _unmasked(data)
+    return data
+
+
+def _as_dask(x: Any) -> da.Array:
+    """Dask array of the values of ``x`` (numpy, dask, or xarray object); masked values of numpy
+    masked arrays or masked dask chunks are NaN (:func:`masked_as_nan`)."""
+    data = masked_as_nan(getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x)
+    if isinstance(data, da.Array):
+        return data
     arr = np.asarray(data)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"statistics need a numeric array, got dtype {arr.dtype}")
