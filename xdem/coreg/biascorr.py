@@ -497,7 +497,7 @@ class DirectionalBias(BiasCorr):
     by a deterministic scan of binned medians, then refined by robust least squares);
     ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead. Correction: ``corrected = tba - bias(a)``.
 
-    Before this convention (xdem of issue 23 and earlier) ``angle`` was counter-clockwise from
+    Before issue 23 ``angle`` was counter-clockwise from
     east (``a = ... + (y - y_0) sin(angle)``): an old ``angle=θ`` is the new ``angle=-θ``. A JSON
     saved then (no ``angle_clockwise_``) loads with its angle negated and a warning: the same
     correction.
