@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import xdem
 from xdem.cli import main
 from xdem.coreg import ICP, LZD, BiasCorr, CoregPipeline, DhMinimize, DirectionalBias, NuthKaab, RigidTransform
-from xdem.coreg.biascorr import along_track
+from xdem.coreg.directional import along_track
 from xdem.errors import EmptyBinWarning, InputError
 from xdem.examples import get_path, write_example_pair
 from xdem.spatialstats import median, nmad, robust_summary

@@ -82,7 +82,7 @@ def masked_as_nan(data: Any) -> Any:
         if not isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
             return data
         dtype = np.result_type(data.dtype, np.float32)
-        return data.map_blocks(_unmasked, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
+        return da.map_blocks(_unmasked, data, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
     if isinstance(data, np.ma.MaskedArray) and data.dtype.kind in "fiub":
         return _unmasked(data)
     return data

@@ -146,17 +146,17 @@ class RigidCoreg(AffineCoreg):
         ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         """
         m = np.asarray(matrix, dtype=np.float64)
+        about = np.zeros(3)
         if centre is not None:
-            c = as_centre(centre, "from_matrix's centre")
-            m = matrix_from_about(m, c) if m.shape == (4, 4) else m
-            centroid = c if centroid is None else centroid
-        centroid = (0.0, 0.0, 0.0) if centroid is None else as_centre(centroid, "from_matrix's centroid")
+            about = as_centre(centre, "from_matrix's centre")
+            m = matrix_from_about(m, about) if m.shape == (4, 4) else m
+        c = about if centroid is None else as_centre(centroid, "from_matrix's centroid")
         try:
-            r, t = split_matrix(m, np.asarray(centroid, dtype=np.float64))
+            r, t = split_matrix(m, c)
         except ValueError as exc:
             raise InputError(str(exc)) from exc
         out = cls._given()
-        out._set_transform(r, t, centroid)
+        out._set_transform(r, t, c)
         if crs is not None:
             out.crs_ = crs_key(crs)
         return out
