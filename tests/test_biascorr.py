@@ -67,7 +67,7 @@ def test_directional_bias_recovers_sinusoid(pair):
     ref, tba = pair
     x, y = _coords(ref)
     angle = 30.0
-    along = x * np.cos(np.radians(angle)) + y * np.sin(np.radians(angle))
+    along = x * np.cos(np.radians(angle)) - y * np.sin(np.radians(angle))  # clockwise from east (upstream's)
     wave = 0.4 * np.sin(2 * np.pi * along / 55.0 + 0.7)
     biased = tba + wave
     db = DirectionalBias(angle=angle, subsample=40_000, random_state=0).fit(ref, biased)
@@ -282,11 +282,14 @@ def test_too_few_values_per_bin_leaves_bins_empty_with_a_warning(pair):
         warnings.simplefilter("ignore", EmptyBinWarning)
         per_bin.fit(ref, biased)
     res = per_bin.apply(biased, bias_vars={"elevation": ref}).values
-    zb = ref.values
-    idx = np.clip(np.searchsorted(per_bin.bin_edges_[0], zb, side="right") - 1, 0, 39)
-    in_empty = empty[idx]
+    zb, edges = ref.values, per_bin.bin_edges_[0]
+    outside = (zb < edges[0]) | (zb > edges[-1])  # beyond the sampled elevations: NaN (upstream's per_bin)
+    idx = np.clip(np.searchsorted(edges, zb, side="right") - 1, 0, 39)
+    in_empty = ~np.isfinite(per_bin.bin_values_)[idx] & ~outside
+    assert in_empty.any() and outside.any()
     np.testing.assert_array_equal(res[in_empty], biased.values[in_empty])  # left unchanged
-    assert not np.array_equal(res[~in_empty], biased.values[~in_empty])
+    assert np.isnan(res[outside]).all() and np.isfinite(res[~outside]).all()
+    assert not np.array_equal(res[~in_empty & ~outside], biased.values[~in_empty & ~outside])
 
 
 def test_bad_parameters_are_clear_errors(pair):

@@ -247,7 +247,8 @@ def test_rigid_json_keys_are_those_docs_rigid_md_names(rigid_doc):
     text = " ".join((ROOT / "docs" / "rigid.md").read_text().split())
     para = text[text.index("The CLI's JSON document gives"):]
     para = para[:para.index("The summary on stderr")]
-    for key in ("matrix", "matrix_is_complete", "rotations_deg", "rotation_centre", "translation"):
+    for key in ("matrix", "matrix_about", "matrix_about_centre", "matrix_is_complete", "rotations_deg",
+                "rotation_centre", "translation"):
         assert f"`{key}" in para and key in doc, key
     assert np.asarray(doc["matrix"]).shape == (4, 4) and doc["matrix_is_complete"] is True
     step = doc["steps"][-1]
@@ -331,6 +332,10 @@ def test_points_json_and_info_have_what_docs_points_md_says(pair_folder, tracks)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert {"steps", "points", "stats"} <= set(doc)
+    rigid = ("matrix", "matrix_about", "matrix_about_centre", "matrix_is_complete", "rotations_deg", "rotation_centre",
+             "translation", "translation_px")  # "the keys of a DEM pair's document"
+    text = " ".join((ROOT / "docs" / "points.md").read_text().split())
+    assert all(k in doc and f"`{k}`" in text for k in rigid)
     assert {"file", "count", "crs", "bounds", "n_outside", "n_outliers"} <= set(doc["points"])
     for side in ("before", "after", "after_without_outliers"):
         assert set(doc["stats"][side]) == {"median", "nmad", "mean", "rmse", "count"}, side

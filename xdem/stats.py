@@ -61,9 +61,37 @@ MAX_GATHER = 2**21
 _Cond = tuple[float, float, int, int, int]
 
 
+def _unmasked(block: Any) -> np.ndarray:
+    """A numpy masked array's values with the masked ones NaN (other arrays as they are)."""
+    if not isinstance(block, np.ma.MaskedArray):
+        return block
+    return np.ma.filled(block.astype(np.result_type(block.dtype, np.float32)), np.nan)
+
+
+def masked_as_nan(data: Any) -> Any:
+    """``data`` with the masked values of a numpy masked array, or of masked dask chunks, made
+    NaN (a float copy, lazily for dask): every statistic then ignores them, as upstream xdem
+    does. Anything else is returned as it is.
+
+    Examples
+    --------
+    >>> masked_as_nan(np.ma.masked_array([1.0, 5.0], mask=[0, 1])).tolist()
+    [1.0, nan]
+    """
+    if isinstance(data, da.Array):
+        if not isinstance(getattr(data, "_meta", None), np.ma.MaskedArray):
+            return data
+        dtype = np.result_type(data.dtype, np.float32)
+        return da.map_blocks(_unmasked, data, dtype=dtype, meta=np.empty((0,) * data.ndim, dtype=dtype))
+    if isinstance(data, np.ma.MaskedArray) and data.dtype.kind in "fiub":
+        return _unmasked(data)
+    return data
+
+
 def _as_dask(x: Any) -> da.Array:
-    """Dask array of the values of ``x`` (numpy, dask, or xarray object)."""
-    data = getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x
+    """Dask array of the values of ``x`` (numpy, dask, or xarray object); masked values of numpy
+    masked arrays or masked dask chunks are NaN (:func:`masked_as_nan`)."""
+    data = masked_as_nan(getattr(x, "data", x) if not isinstance(x, (np.ndarray, da.Array)) else x)
     if isinstance(data, da.Array):
         return data
     arr = np.asarray(data)
@@ -218,7 +246,8 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     Parameters
     ----------
     dem
-        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+        numpy array (masked values of a :class:`numpy.ma.MaskedArray` are ignored, as in
+        upstream xdem), dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
 
     Returns
     -------
@@ -235,6 +264,8 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     >>> import numpy as np
     >>> median(np.array([3.0, np.nan, 1.0, 2.0, 10.0]))
     2.5
+    >>> median(np.ma.masked_array([3.0, 1.0, 2.0, 1e9], mask=[0, 0, 0, 1]))
+    2.0
     """
     x = _as_2d(_as_dask(dem))
     stats = _stats if _stats is not None else _run_stats(x, ())
@@ -249,7 +280,8 @@ def nmad(dem: Any, *, center: float | None = None, _stats: tuple[int, float, flo
     Parameters
     ----------
     dem
-        numpy array, dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
+        numpy array (masked values of a :class:`numpy.ma.MaskedArray` are ignored, as in
+        upstream xdem), dask array or :class:`xarray.DataArray`; NaN and infinities are ignored.
     center
         Median of ``dem`` if already known (saves three passes).
 

@@ -474,7 +474,7 @@ def _print_points_summary(doc: dict) -> None:
               help="Rounds of (fit the tiles, fit the field) of blockwise steps, each on the DEM warped so far "
                    "(default 2).")
 @click.option("--poly-order", type=click.IntRange(min=0), default=None, help="Polynomial order (e.g. deramp).")
-@click.option("--angle", type=float, default=None, help="Track angle in degrees (directionalbias).")
+@click.option("--angle", type=float, default=None, help="Track angle, degrees clockwise from east (directionalbias).")
 @click.option("--terrain-attribute", default=None, help="Attribute binned by terrainbias, e.g. maximum_curvature.")
 @click.option("--fit-or-bin", type=click.Choice(["fit", "bin", "bin_and_fit"]), default=None,
               help="How bias corrections model dh.")

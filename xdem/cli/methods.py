@@ -60,8 +60,9 @@ def _angle_note(classes: list[Any], angle: float | None) -> str | None:
     if angle is not None or DirectionalBias not in flat:
         return None
     default = _param_default(DirectionalBias, "angle")
-    return (f"directionalbias: no --angle given, using {default:g} degrees (counter-clockwise from east: the bias varies "
-            "with easting); give --angle, the satellite's along-track direction, e.g. --angle 90 for a north-south track")
+    return (f"directionalbias: no --angle given, using {default:g} degrees (clockwise from east, upstream xdem's "
+            "convention: the bias varies with easting); give --angle, the satellite's along-track direction, e.g. "
+            "--angle 90 for a north-south track")
 
 
 def _param_default(cls: type, name: str) -> Any:

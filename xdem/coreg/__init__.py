@@ -10,10 +10,11 @@ Examples
 
 from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
-from xdem.coreg.biascorr import BiasCorr, DirectionalBias, TerrainBias
+from xdem.coreg.biascorr import BiasCorr, TerrainBias
 from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.coreg.deramp import Deramp
 from xdem.coreg.dhminimize import DhMinimize
+from xdem.coreg.directional import DirectionalBias
 from xdem.coreg.icp import ICP
 from xdem.coreg.lzd import LZD
 from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp

@@ -9,8 +9,8 @@ the geotransform and keeps the data exact).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
 
 import dask
 import dask.array as da
@@ -19,6 +19,7 @@ import xarray as xr
 
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
+from xdem.coreg._matrix import as_centre
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
 from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
@@ -54,8 +55,12 @@ class AffineCoreg(Coreg):
         self._check_fitted()
         return (float(self.shift_x_), float(self.shift_y_), float(self.shift_z_))
 
-    def to_matrix(self) -> np.ndarray:
-        """4 x 4 affine matrix of the translation (numpy)."""
+    def to_matrix(self, *, centre: Sequence[float] | Literal["centroid"] | None = None) -> np.ndarray:
+        """4 x 4 affine matrix of the translation (numpy). A translation's matrix is the same
+        about any point: ``centre`` (as in :meth:`~xdem.coreg.RigidCoreg.to_matrix`) is only
+        checked."""
+        if centre is not None and not (isinstance(centre, str) and centre == "centroid"):
+            as_centre(centre)
         return translation_matrix(*self.to_translations())
 
     def _frame_op(self) -> FrameOp:

@@ -1,9 +1,9 @@
 """Bias corrections: ``dh = tba - ref`` modelled as a function of 1 to 3 variables.
 
-:class:`BiasCorr` is the general form; :class:`DirectionalBias` (along-track undulations)
-and :class:`TerrainBias` (a terrain attribute of the reference) derive their variable
-themselves. :class:`~xdem.coreg.Deramp` (a polynomial of the coordinates) lives in
-:mod:`xdem.coreg.deramp`.
+:class:`BiasCorr` is the general form; :class:`~xdem.coreg.DirectionalBias` (along-track
+undulations, in :mod:`xdem.coreg.directional`) and :class:`TerrainBias` (a terrain attribute of
+the reference) derive their variable themselves. :class:`~xdem.coreg.Deramp` (a polynomial of
+the coordinates) lives in :mod:`xdem.coreg.deramp`.
 
 Every one models the bias on ``dh = tba - ref`` and applies ``corrected = tba - bias(vars)``.
 
@@ -21,7 +21,9 @@ chunking. Apply = one lazy ``map_blocks``; nothing is computed.
 
 Bins with fewer than ``min_bin_count`` values are left empty (NaN) with an
 :class:`~xdem.errors.EmptyBinWarning`; applying ``"linear"`` fills them from neighbours,
-``"per_bin"`` leaves pixels in them unchanged. Where a variable is NaN the output is NaN.
+``"per_bin"`` leaves pixels in them unchanged. Where a variable is NaN the output is NaN; with
+``"per_bin"`` (upstream xdem's behaviour) also where it lies outside the outer bin edges
+(``"per_bin_clamp"`` gives those pixels the outer bins' values instead).
 """
 
 from __future__ import annotations
@@ -43,14 +45,13 @@ from xdem.coreg.binning import (
     fill_empty_bins,
     make_edges,
 )
-from xdem.coreg.deramp import grid_normalisation, pixel_xy
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
-from xdem.io.grid import align_pair, block_pixel_offsets, block_xy, dask_data, get_transform, same_grid
+from xdem.io.grid import align_pair, dask_data, same_grid
 from xdem.points.read import PointSet
 from xdem.sampling import sample_valid
 
-__all__ = ["BiasCorr", "DirectionalBias", "TerrainBias", "FIT_OR_BIN"]
+__all__ = ["BiasCorr", "TerrainBias", "FIT_OR_BIN"]
 
 #: Accepted values of ``fit_or_bin``.
 FIT_OR_BIN = ("fit", "bin", "bin_and_fit")
@@ -109,14 +110,6 @@ def _correct_kernel(block: np.ndarray, *var_blocks: np.ndarray, model: _BiasMode
     if finite.any():
         out[finite] -= model([np.asarray(v)[finite] for v in var_blocks])
     return out.astype(block.dtype, copy=False)
-
-
-def _along_track_kernel(block: np.ndarray, *, transform: Any, origin: tuple[float, float], angle: float,
-                        block_info: Any = None) -> np.ndarray:
-    row0, col0 = block_pixel_offsets(block_info)
-    x, y = block_xy(transform, row0, col0, block.shape)
-    a = np.radians(angle)
-    return (x[None, :] - origin[0]) * np.cos(a) + (y[:, None] - origin[1]) * np.sin(a)
 
 
 def _at_points(arr: da.Array, prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
@@ -184,11 +177,14 @@ class BiasCorr(Coreg):
         An int (bins per variable), a dict ``name -> int or edges``, or (one variable) a
         sequence of edges. An int ``n`` gives ``n`` equal bins between the 0.5 and 99.5
         percentiles of the sampled values (values beyond are not binned; when applying they
-        take the outer bins' values).
+        take the outer bins' values); with ``bin_apply_method="per_bin"``, between the smallest
+        and largest sampled values (upstream's), and values beyond them get NaN when applying.
     bin_statistic
         Statistic of ``dh`` per bin (``np.nanmedian``, ``np.nanmean``, ...; stored by name).
     bin_apply_method
-        ``"linear"`` (interpolate between bin centres) or ``"per_bin"`` (bin value).
+        ``"linear"`` (interpolate between bin centres; beyond the outer centres, the outer
+        value), ``"per_bin"`` (the bin's value; NaN outside the outer bin edges, as upstream
+        xdem) or ``"per_bin_clamp"`` (the bin's value, the outer bins extending to infinity).
     min_bin_count
         Bins with fewer sampled values are left empty (NaN).
     subsample
@@ -337,7 +333,8 @@ class BiasCorr(Coreg):
             else:
                 raise InputError("with several bias variables give bin_sizes as an int or a dict name -> int/edges")
             if np.isscalar(sp):
-                lo, hi = np.percentile(x, self._edge_percentiles)
+                # per_bin gives NaN beyond the outer edges: they span every sampled value (as upstream's)
+                lo, hi = np.percentile(x, (0.0, 100.0) if self.bin_apply_method == "per_bin" else self._edge_percentiles)
                 x = x[(x >= lo) & (x <= hi)]
             out.append(make_edges(x, sp, name))
         return out
@@ -395,7 +392,7 @@ class BiasCorr(Coreg):
     # --- apply ------------------------------------------------------------------------------------
     def _model(self) -> _BiasModel:
         if self.fit_or_bin == "bin":
-            table = self.bin_values_ if self.bin_apply_method == "per_bin" else fill_empty_bins(self.bin_values_)
+            table = self.bin_values_ if self.bin_apply_method != "linear" else fill_empty_bins(self.bin_values_)
             return _BiasModel(kind="table", edges=self.bin_edges_, table=table, method=self.bin_apply_method)
         return _BiasModel(kind="fit", func=self._func(), params=self.fit_params_, center=self.var_center_,
                           scale=self.var_scale_)
@@ -445,120 +442,6 @@ class BiasCorr(Coreg):
             self.bin_counts_ = np.asarray(learned["bin_counts_"], dtype=np.int64)
         if "bin_edges_" in learned:
             self.bin_edges_ = [_float_array(e) for e in learned["bin_edges_"]]
-
-
-@register
-class DirectionalBias(BiasCorr):
-    """Along-track undulations: ``dh`` as a function of the distance along a direction.
-
-    The along-track coordinate is ``a = (x - x_0) cos(angle) + (y - y_0) sin(angle)``, with
-    ``angle`` in degrees counter-clockwise from east (0: the bias varies with easting, 90:
-    with northing) and ``(x_0, y_0)`` the centre of the reference grid (``origin_``). It is
-    computed per chunk from the block offsets, never stored. By default a sum of
-    ``nb_freq`` sinusoids of ``a`` is fitted (``fit_func="sumsin"``, ``"sumsin_2"`` or
-    ``"sumsin_3"``: wavelengths found by a deterministic scan of binned medians, then refined
-    by robust least squares); ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead.
-    Correction: ``corrected = tba - bias(a)``.
-
-    Parameters
-    ----------
-    angle
-        Direction of the along-track axis, degrees counter-clockwise from east.
-    fit_or_bin, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
-        As in :class:`BiasCorr`; ``bin_sizes=n`` gives ``n`` equal bins over the whole sampled
-        along-track range (no percentile cut: a coordinate has no outliers).
-    nb_freq
-        Number of sinusoids (1 to 3).
-
-    Learned attributes
-    ------------------
-    origin_ : [x_0, y_0]
-    wavelengths_, amplitudes_ : numpy.ndarray
-        Of each sinusoid, in CRS units and metres, largest amplitude first (fit modes).
-    (and those of :class:`BiasCorr`)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from xdem.examples import example_pair
-    >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
-    >>> wave = 0.3 * np.sin(2 * np.pi * ref["x"] / 80.0)
-    >>> db = DirectionalBias(angle=0).fit(ref, tba + wave)
-    >>> round(float(db.wavelengths_[0]), 1), round(float(db.amplitudes_[0]), 2)
-    (80.0, 0.3)
-    """
-
-    needs_vars: ClassVar[bool] = False
-    _edge_percentiles: ClassVar[tuple[float, float]] = (0.0, 100.0)
-
-    def __init__(
-        self,
-        *,
-        angle: float = 0.0,
-        fit_or_bin: str = "fit",
-        nb_freq: int = 1,
-        bin_sizes: int | Any = 100,
-        bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
-        bin_apply_method: str = "linear",
-        min_bin_count: int = 10,
-        subsample: float | int = 500_000,
-        random_state: int | None = None,
-    ) -> None:
-        # its own parameters only (no fit_func: the model is a sum of nb_freq sinusoids)
-        self.angle = angle
-        self.fit_or_bin = fit_or_bin
-        self.nb_freq = nb_freq
-        self.bin_sizes = bin_sizes
-        self.bin_statistic = bin_statistic
-        self.bin_apply_method = bin_apply_method
-        self.min_bin_count = min_bin_count
-        self.subsample = subsample
-        self.random_state = random_state
-
-    def _func(self) -> str:
-        if isinstance(self.nb_freq, bool) or self.nb_freq not in (1, 2, 3):
-            raise InputError(f"nb_freq must be 1, 2 or 3, got {self.nb_freq!r}")
-        return "sumsin" if self.nb_freq == 1 else f"sumsin_{self.nb_freq}"
-
-    def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
-        return {}
-
-    def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
-        self.origin_ = np.asarray(grid_normalisation(data.ref)[0])
-        x, y = pixel_xy(get_transform(data.ref), rows, cols)
-        a = np.radians(float(self.angle))
-        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
-
-    def _points_variables(self, data: PointFitData, pts: PointSet, prow: np.ndarray, pcol: np.ndarray
-                          ) -> tuple[dict[str, np.ndarray], int]:
-        self.origin_ = np.asarray(grid_normalisation(data.dem)[0])
-        a = np.radians(float(self.angle))
-        return {"along_track": (pts.x - self.origin_[0]) * np.cos(a) + (pts.y - self.origin_[1]) * np.sin(a)}, 0
-
-    def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,
-                          bias_vars: dict[str, Any]) -> dict[str, np.ndarray]:
-        """The along-track coordinate of the points (``x, y`` in the frame, the fit's CRS)."""
-        a = np.radians(float(self.angle))
-        return {"along_track": (x - self.origin_[0]) * np.cos(a) + (y - self.origin_[1]) * np.sin(a)}
-
-    def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
-        super()._fit_values(names, xs, dh)
-        if self.fit_or_bin != "bin":
-            p = self.fit_params_
-            k = np.arange((len(p) - 1) // 3)
-            self.wavelengths_ = np.abs(p[3 + 3 * k]) * self.var_scale_[0]
-            self.amplitudes_ = np.hypot(p[1 + 3 * k], p[2 + 3 * k])
-
-    def _frame_free(self) -> bool:
-        return False  # along-track distance: map coordinates of the frame
-
-    def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
-        data = dask_data(dem)
-        along = da.map_blocks(
-            _along_track_kernel, data, transform=get_transform(dem), origin=tuple(map(float, self.origin_)),
-            angle=float(self.angle), dtype=np.float64, meta=np.array((), dtype=np.float64),
-        )
-        return [along]
 
 
 @register

@@ -9,8 +9,11 @@ A bin holding fewer than ``min_count`` points is left empty (NaN) and reported w
   centres in bin-index space, nearest filled bin outside their hull), then the table is
   interpolated linearly between bin centres; values beyond the outer centres take the
   outer value (no extrapolation).
-- ``"per_bin"``: the value of the bin holding the point (outer bins extend to infinity);
+- ``"per_bin"``: the value of the bin holding the point; points outside the outer bin edges
+  get NaN (upstream xdem's ``get_perbin_nd_binning``; the last bin includes its upper edge),
   points falling in an empty bin get no correction (0).
+- ``"per_bin_clamp"``: as ``"per_bin"`` but the outer bins extend to infinity (points beyond
+  them take the outer bins' values; ``"per_bin"`` before issue 23).
 
 NaN variables give NaN.
 
@@ -38,7 +41,7 @@ from xdem.kernels.robust import bin_index, group_by
 __all__ = ["make_edges", "binned_statistic", "bin_centres", "fill_empty_bins", "evaluate_table", "APPLY_METHODS"]
 
 #: Accepted values of ``bin_apply_method``.
-APPLY_METHODS = ("linear", "per_bin")
+APPLY_METHODS = ("linear", "per_bin", "per_bin_clamp")
 
 
 def make_edges(values: np.ndarray, spec: Any, name: str) -> np.ndarray:
@@ -132,6 +135,14 @@ def evaluate_table(
     """Bias at points ``values`` (one 1-D array per variable) from a bin table.
 
     For ``method="linear"`` pass the table filled by :func:`fill_empty_bins`.
+
+    Examples
+    --------
+    >>> edges, table = [np.array([0.0, 1.0, 2.0])], np.array([10.0, 20.0])
+    >>> evaluate_table([np.array([-0.5, 0.5, 2.0, 2.5])], edges, table, "per_bin").tolist()
+    [nan, 10.0, 20.0, nan]
+    >>> evaluate_table([np.array([-0.5, 2.5])], edges, table, "per_bin_clamp").tolist()
+    [10.0, 20.0]
     """
     vals = [np.asarray(v, dtype=np.float64) for v in values]
     n = vals[0].shape[0]
@@ -140,10 +151,14 @@ def evaluate_table(
     if not finite.any():
         return out
     vf = [v[finite] for v in vals]
-    if method == "per_bin":
-        idx = tuple(bin_index(v, e, outside="clip") for v, e in zip(vf, edges))
-        got = np.asarray(table)[idx]
-        out[finite] = np.where(np.isfinite(got), got, 0.0)
+    if method in ("per_bin", "per_bin_clamp"):
+        clamp = method == "per_bin_clamp"
+        idx = [bin_index(v, e, outside="clip" if clamp else "drop") for v, e in zip(vf, edges)]
+        inside = np.logical_and.reduce([i >= 0 for i in idx])
+        got = np.full(inside.shape, np.nan)
+        vals = np.asarray(table)[tuple(i[inside] for i in idx)]
+        got[inside] = np.where(np.isfinite(vals), vals, 0.0)  # an empty bin: no correction
+        out[finite] = got
         return out
     centres = bin_centres(edges)
     if len(vf) == 1:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import SharedPoints
+from xdem.coreg._matrix import as_centre, matrix_about
 from xdem.coreg._shift import shift_dem
 from xdem.coreg.base import Coreg, FitData, PointFitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
@@ -242,10 +243,16 @@ class CoregPipeline(Coreg):
         sx, sy, sz = self._merged().shift
         return float(sx), float(sy), float(sz)
 
-    def to_matrix(self) -> np.ndarray:
+    def to_matrix(self, *, centre: Sequence[float] | Literal["centroid"] | None = None) -> np.ndarray:
         """4 x 4 matrix of an all-affine pipeline: the steps' matrices multiplied (the first
-        step's on the right), applied to the to-be-aligned DEM's points."""
-        return self._merged().matrix()
+        step's on the right), applied to the to-be-aligned DEM's points; about the CRS origin,
+        or about ``centre`` (``"centroid"``: :meth:`centroid`, upstream xdem's frame), as in
+        :meth:`~xdem.coreg.RigidCoreg.to_matrix`."""
+        op = self._merged()
+        if centre is None:
+            return op.matrix()
+        return matrix_about(op.matrix(), op.centre if isinstance(centre, str) and centre == "centroid" else
+                            as_centre(centre))
 
     def to_rotations(self, degrees: bool = True) -> tuple[float, float, float]:
         """Rotations ``(rx, ry, rz)`` of the merged transform (``R = Rz Ry Rx``; zeros without rotation)."""

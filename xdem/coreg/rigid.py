@@ -27,11 +27,12 @@ about x or y make it depend on elevation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._matrix import as_centre, matrix_about, matrix_from_about
 from xdem.coreg._shift import shift_dem
 from xdem.coreg.affine import AffineCoreg
 from xdem.coreg.base import FitData, register
@@ -66,11 +67,35 @@ class RigidCoreg(AffineCoreg):
         self.rotation_x_, self.rotation_y_, self.rotation_z_ = rx, ry, rz
         self.shift_x_, self.shift_y_, self.shift_z_ = (float(v) for v in t)
 
-    def to_matrix(self) -> np.ndarray:
+    def to_matrix(self, *, centre: Sequence[float] | Literal["centroid"] | None = None) -> np.ndarray:
         """The 4 x 4 homogeneous matrix applied to the to-be-aligned DEM's points ``(x, y, z, 1)``,
-        in the coordinates of the frame (``crs_``)."""
+        in the coordinates of the frame (``crs_``).
+
+        Parameters
+        ----------
+        centre
+            ``None`` (default): about the CRS origin, ``P' = M P`` (xdem's convention, the
+            ``matrix`` of the JSON documents). ``"centroid"``: about ``centroid_``, upstream
+            xdem's ``to_matrix()`` (with its ``centroid()``): ``P' = M_c (P - c) + c``, whose
+            translation column is ``t``, the motion of the centre. Three numbers: about that
+            point. Only the translation column differs (:mod:`xdem.coreg._matrix`).
+
+        Examples
+        --------
+        >>> import numpy as np, xdem
+        >>> t = xdem.coreg.RigidTransform.from_rotations(rz=1e-6, degrees=False, translation=(1.0, 2.0, 0.0),
+        ...                                               centroid=(4.0e5, 8.7e6, 0.0))
+        >>> t.to_matrix()[:3, 3].round(3).tolist()  # about the origin: the rotation moves it by metres
+        [9.7, 1.6, 0.0]
+        >>> t.to_matrix(centre="centroid")[:3, 3].round(3).tolist()  # about the centroid: t
+        [1.0, 2.0, 0.0]
+        """
         self._check_fitted()
-        return np.asarray(self.matrix_, dtype=np.float64)
+        m = np.asarray(self.matrix_, dtype=np.float64)
+        if centre is None:
+            return m
+        return matrix_about(m, self.centroid_ if isinstance(centre, str) and centre == "centroid" else
+                            as_centre(centre))
 
     def to_rotations(self, degrees: bool = True) -> tuple[float, float, float]:
         """``(rx, ry, rz)``: rotations about the x, y and z axes (``R = Rz Ry Rx``)."""
@@ -93,16 +118,22 @@ class RigidCoreg(AffineCoreg):
 
     @classmethod
     def from_matrix(cls, matrix: np.ndarray | Sequence[Sequence[float]], *,
-                    centroid: Sequence[float] = (0.0, 0.0, 0.0), crs: Any = None) -> RigidCoreg:
+                    centroid: Sequence[float] | None = None, centre: Sequence[float] | None = None,
+                    crs: Any = None) -> RigidCoreg:
         """A fitted, applicable transform from a 4 x 4 rigid matrix.
 
         Parameters
         ----------
         matrix
-            Applied to the to-be-aligned DEM's points ``(x, y, z, 1)`` in ``crs``'s coordinates.
+            Applied to the to-be-aligned DEM's points ``(x, y, z, 1)`` in ``crs``'s coordinates:
+            about the CRS origin (``P' = M P``), or about ``centre`` if given.
         centroid
             The centre the rotations and translations are reported about (no effect on the
-            transform itself).
+            transform itself); default ``centre``, else the origin.
+        centre
+            The point the matrix is about, ``P' = M (P - c) + c``: upstream xdem's
+            ``to_matrix()`` is about its ``centroid()``, so ``from_matrix(m, centre=c)`` with
+            those two is its transform. ``None``: about the origin (xdem's ``to_matrix()``).
         crs
             The CRS the matrix is defined in (the frame); ``None``: the CRS of whatever DEM
             it is applied to.
@@ -114,12 +145,18 @@ class RigidCoreg(AffineCoreg):
         >>> t.to_rotations(), t.to_translations()
         ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
         """
+        m = np.asarray(matrix, dtype=np.float64)
+        about = np.zeros(3)
+        if centre is not None:
+            about = as_centre(centre, "from_matrix's centre")
+            m = matrix_from_about(m, about) if m.shape == (4, 4) else m
+        c = about if centroid is None else as_centre(centroid, "from_matrix's centroid")
         try:
-            r, t = split_matrix(np.asarray(matrix, dtype=np.float64), np.asarray(centroid, dtype=np.float64))
+            r, t = split_matrix(m, c)
         except ValueError as exc:
             raise InputError(str(exc)) from exc
         out = cls._given()
-        out._set_transform(r, t, centroid)
+        out._set_transform(r, t, c)
         if crs is not None:
             out.crs_ = crs_key(crs)
         return out

@@ -67,6 +67,7 @@ def _align(dh: Any, variables: Mapping[str, Any]) -> tuple[da.Array, dict[str, d
     for name, var in variables.items():
         _check_same_grid(dh, name, var)
     raw = {"dh": _data(dh), **{k: _data(v) for k, v in variables.items()}}
+    raw = {k: _stats.masked_as_nan(a) for k, a in raw.items()}  # masked values are ignored (upstream's)
     shape = None
     for name, arr in raw.items():
         if not hasattr(arr, "shape") or not hasattr(arr, "dtype"):

@@ -24,7 +24,7 @@ from xdem.io.jsondoc import jsonable
 from xdem.stats import STATS_SUBSAMPLE, stats_method
 
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_transform", "merged_matrix",
-           "transform_lines", "dh_stats", "sampled_stats",
+           "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
            "peak_rss_mb", "check_new_output"]
 
@@ -105,6 +105,56 @@ def merged_transform(coreg: Any) -> dict:
     rotations = [0.0, 0.0, 0.0] if np.array_equal(rotation, np.eye(3)) else [float(a) for a in rotations_of(rotation)]
     return {"matrix": matrix.tolist(), "rotations_deg": rotations, "centre": [float(v) for v in centre],
             "translation": [float(v) for v in translation], "complete": complete}
+
+
+def translation_in_pixels(translation: Any, dem: Any) -> list[float] | None:
+    """A horizontal translation in pixels of ``dem``'s grid (``None`` for a geographic grid,
+    whose correction is in metres of a UTM zone, or without a translation).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> translation_in_pixels([2.0, -1.0, 0.5], xdem.open_dem(xdem.examples.get_path("lidar")))  # 1 m pixels
+    [2.0, -1.0]
+    """
+    if not isinstance(translation, (list, tuple)) or len(translation) < 2 or dem.rio.crs is None \
+            or dem.rio.crs.is_geographic:
+        return None
+    rx, ry = (abs(float(v)) for v in dem.rio.resolution())
+    return [float(translation[0]) / rx, float(translation[1]) / ry]
+
+
+def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
+    """The keys of a run's JSON document (DEM pair or points) giving the merged rigid transform
+    (:func:`merged_transform`), ``translation_px`` in pixels of ``dem``'s grid: ``matrix``
+    (about the CRS origin, ``matrix_about: "origin"``), ``matrix_about_centre`` (the same
+    transform about ``rotation_centre``, upstream xdem's ``to_matrix()`` frame),
+    ``matrix_is_complete``, ``rotations_deg``, ``rotation_centre``, ``translation``.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> t = xdem.coreg.RigidTransform.from_rotations(rz=1e-6, degrees=False, translation=(1.0, 0.0, 0.0),
+    ...                                               centroid=(4e5, 8.7e6, 0.0))
+    >>> doc = rigid_document(t, xdem.open_dem(xdem.examples.get_path("lidar")))
+    >>> doc["matrix_about"], round(doc["matrix"][0][3], 3), round(doc["matrix_about_centre"][0][3], 3)
+    ('origin', 9.7, 1.0)
+    """
+    import numpy as np
+
+    from xdem.coreg._matrix import matrix_about
+
+    rigid = merged_transform(coreg)
+    return {
+        "matrix": rigid["matrix"],
+        "matrix_about": "origin",
+        "matrix_about_centre": matrix_about(np.asarray(rigid["matrix"]), rigid["centre"]).tolist(),
+        "matrix_is_complete": rigid["complete"],
+        "rotations_deg": rigid["rotations_deg"],
+        "rotation_centre": rigid["centre"],
+        "translation": rigid["translation"],
+        "translation_px": translation_in_pixels(rigid["translation"], dem),
+    }
 
 
 def _rotates(step: Any) -> bool:

@@ -478,15 +478,9 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
                                          inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                                          random_state=r.random_state)
         t_verdict = time.perf_counter() - t0
-        rigid = S.merged_transform(model)
         doc = {
             "steps": S.steps_summary(model),
-            "matrix": rigid["matrix"],
-            "matrix_is_complete": rigid["complete"],
-            "rotations_deg": rigid["rotations_deg"],
-            "rotation_centre": rigid["centre"],
-            "translation": rigid["translation"],
-            "translation_px": _in_pixels(rigid["translation"], ref_d),
+            **S.rigid_document(model, ref_d),
             "frame": S.frame_summary(model, ref_d),
             "output_grid": r.grid,
             "stats": stats,
@@ -574,12 +568,3 @@ def _dh_after(ref: Any, aligned: Any) -> Any:
     dh = aligned.copy(data=aligned.data - ref_on.chunk(dict(zip(("y", "x"), aligned.data.chunks))).data)
     return dh.rename("dh").assign_attrs(units="m")
 
-
-def _in_pixels(translation: Any, ref: Any) -> list[float] | None:
-    """The merged horizontal translation in pixels of REF's grid (``None`` for a geographic REF,
-    whose correction is in metres of a UTM zone, or without a translation)."""
-    if not isinstance(translation, (list, tuple)) or len(translation) < 2 or ref.rio.crs is None \
-            or ref.rio.crs.is_geographic:
-        return None
-    rx, ry = (abs(float(v)) for v in ref.rio.resolution())
-    return [float(translation[0]) / rx, float(translation[1]) / ry]

@@ -177,6 +177,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         inl = nmad_inliers(after, k=4.0)  # the fit's rule, on the residuals after
         doc: dict[str, Any] = {
             "steps": S.steps_summary(model),
+            **S.rigid_document(model, dem),  # the keys of a DEM pair's document
             "points": {**points_summary(pts), "side": "reference" if ref_is_points else "to_be_aligned",
                        "z_column": r.z_column, "n_outside": learned.get("n_outside_"),
                        "n_outliers": learned.get("n_outliers_")},
