@@ -44,9 +44,11 @@ def _coarse_grid(src: Any, box: tuple[float, ...]) -> tuple[Any, tuple[int, int]
     from affine import Affine
     from rasterio.windows import Window, from_bounds
 
+    raw = from_bounds(*box, transform=src.transform)
+    c0, r0 = math.floor(raw.col_off), math.floor(raw.row_off)
+    c1, r1 = math.ceil(raw.col_off + raw.width), math.ceil(raw.row_off + raw.height)
     try:
-        win = from_bounds(*box, transform=src.transform).round_offsets("floor").round_lengths("ceil")
-        win = win.intersection(Window(0, 0, src.width, src.height))
+        win = Window(c0, r0, c1 - c0, r1 - r0).intersection(Window(0, 0, src.width, src.height))
     except Exception:  # noqa: BLE001 - rasterio.errors.WindowError: no intersection
         return None
     if win.width < 1 or win.height < 1:
@@ -98,7 +100,8 @@ def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> dict
     Returns
     -------
     dict
-        ``covered`` (estimated pixels), ``total`` (REF's pixels), ``mask_bounds`` and
+        ``covered`` (estimated pixels), ``total`` (REF's pixels), ``overlaps`` (the bounds
+        intersect REF's), ``mask_bounds`` and
         ``mask_crs``, ``ref_bounds`` and ``ref_crs``, ``not_degrees`` (a geographic CRS with
         coordinates outside longitudes and latitudes).
 
@@ -118,7 +121,8 @@ def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> dict
         ref_crs, total = src.crs, src.width * src.height
         out: dict[str, Any] = {"covered": 0, "total": total, "mask_bounds": bounds,
                                "mask_crs": None if crs is None else crs.to_string(),
-                               "ref_bounds": tuple(src.bounds), "ref_crs": ref_crs.to_string(), "not_degrees": False}
+                               "ref_bounds": tuple(src.bounds), "ref_crs": ref_crs.to_string(), "not_degrees": False,
+                               "overlaps": False}
         if crs is None:
             return {**out, "covered": None}  # refused with its own message when the mask is read
         geographic = getattr(crs, "is_geographic", False)
@@ -127,6 +131,7 @@ def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> dict
         box = None if out["not_degrees"] else _bounds_in(bounds, crs, ref_crs)
         grid = None if box is None else _coarse_grid(src, box)
     if grid is not None:
+        out["overlaps"] = True
         transform, shape, k = grid
         out["covered"] = int(min(total, burn(transform, shape, ref_crs).sum() * k * k))
     return out
@@ -153,7 +158,9 @@ def mask_findings(reference: str | os.PathLike, *, inlier_mask: str | os.PathLik
         hint = (f"; its coordinates are no degrees although its CRS is {c['mask_crs']}: probably {c['ref_crs']} or "
                 "another projected CRS mis-tagged, set the right one (e.g. ogr2ogr -a_srs EPSG:XXXX)"
                 if c["not_degrees"] else "; check its CRS and that it is the mask of this area")
-        what = f"the {kind} mask '{os.fspath(mask)}' covers about {covered} of REF's {total} pixels ({where})"
+        what = (f"the {kind} mask '{os.fspath(mask)}' "
+                + (f"covers about {covered}" if c["overlaps"] else "does not overlap REF: it covers 0")
+                + f" of REF's {total} pixels ({where})")
         details = {"covered": covered, "total": total, "mask_bounds": list(c["mask_bounds"]),
                    "ref_bounds": list(c["ref_bounds"])}
         if kind == "inlier" and covered < MIN_INLIER_PIXELS:
