@@ -2,9 +2,11 @@
 
 Bounds first: a mask whose bounds, brought to REF's CRS, miss REF's covers nothing (a
 geographic CRS with coordinates that are no degrees is named: projected coordinates
-mis-tagged). Otherwise the mask is burnt (vector) or resampled (raster, nearest) on a grid of
-at most :data:`COVER_SIDE` cells a side over the part of REF it may cover, and the cells it
-covers, times the pixels of REF per cell, estimate the pixels it covers.
+mis-tagged). Otherwise the mask is burnt (vector, every cell it touches) or resampled (raster
+of at most :data:`MAX_RASTER_MASK_READ` pixels, the maximum of each cell; larger ones: bounds
+only) on a grid of at most :data:`COVER_SIDE` cells a side over the part of REF it may
+cover; the cells it covers, times the pixels of REF per cell, estimate (from above) the
+pixels it covers, so a small but real mask is never called empty.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import numpy as np
 
 from xdem.checks import Finding
 
-__all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE"]
+__all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE", "MAX_RASTER_MASK_READ"]
 
 #: An inlier mask (or an exclude mask's complement) covering fewer pixels of REF than this is an error.
 MIN_INLIER_PIXELS = 100
 #: Largest side of the grid a mask's coverage is counted on.
 COVER_SIDE = 256
+#: Raster masks of more pixels are checked by their bounds only (a count would read them whole).
+MAX_RASTER_MASK_READ = 4096 * 4096
 
 
 def _bounds_in(bounds: tuple[float, ...], crs: Any, target: Any) -> tuple[float, ...] | None:
@@ -60,7 +64,8 @@ def _coarse_grid(src: Any, box: tuple[float, ...]) -> tuple[Any, tuple[int, int]
 
 
 def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
-    """``(crs, bounds, reader)`` of a mask file; ``reader(transform, shape, crs)`` burns it on a grid."""
+    """``(crs, bounds, reader)`` of a mask file; ``reader(transform, shape, crs)`` burns it on a
+    grid (``None``: too large to read)."""
     import rasterio
 
     from xdem.masks import _VECTOR_SUFFIXES, _read_vector
@@ -74,22 +79,24 @@ def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
             geoms = [g for g in gdf.to_crs(crs).geometry if g is not None and not g.is_empty]
             if not geoms:
                 return np.zeros(shape, dtype=bool)
-            return rasterize([(g, 1) for g in geoms], out_shape=shape, transform=transform, fill=0,
+            return rasterize([(g, 1) for g in geoms], out_shape=shape, transform=transform, fill=0, all_touched=True,
                              dtype="uint8").astype(bool)
 
         return gdf.crs, tuple(float(v) for v in gdf.total_bounds), burn
 
     with rasterio.open(path) as src:
-        crs, bounds = src.crs, tuple(src.bounds)
+        crs, bounds, pixels = src.crs, tuple(src.bounds), src.width * src.height
 
-    def resample(transform: Any, shape: tuple[int, int], target: Any) -> np.ndarray:
+    def resample(transform: Any, shape: tuple[int, int], target: Any) -> np.ndarray | None:
         from rasterio.enums import Resampling
         from rasterio.vrt import WarpedVRT
 
+        if pixels > MAX_RASTER_MASK_READ:
+            return None  # too large to read for a check: its bounds only
         with rasterio.open(path) as src, WarpedVRT(src, crs=target, transform=transform, width=shape[1],
-                                                   height=shape[0], resampling=Resampling.nearest) as vrt:
-            data = vrt.read(1, masked=True)
-        return np.asarray(data.filled(0) != 0) & np.isfinite(np.asarray(data.filled(0), dtype=np.float64))
+                                                   height=shape[0], resampling=Resampling.max) as vrt:
+            data = vrt.read(1, masked=True).astype(np.float64).filled(0)
+        return (data != 0) & np.isfinite(data)
 
     return crs, bounds, resample
 
@@ -133,7 +140,8 @@ def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> dict
     if grid is not None:
         out["overlaps"] = True
         transform, shape, k = grid
-        out["covered"] = int(min(total, burn(transform, shape, ref_crs).sum() * k * k))
+        burnt = burn(transform, shape, ref_crs)
+        out["covered"] = None if burnt is None else int(min(total, burnt.sum() * k * k))
     return out
 
 

@@ -14,7 +14,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from xdem.checks import SUSPICIOUS_RATIO, UNIT_FACTORS, UNIT_TOLERANCE, DemCheck, Finding, _fix, _windows, read_windows
+from xdem.checks import (
+    SUSPICIOUS_RATIO,
+    UNIT_FACTORS,
+    UNIT_TOLERANCE,
+    DemCheck,
+    Finding,
+    _fix,
+    _windows,
+    read_windows,
+    window_ground_side,
+)
 
 __all__ = ["pair_scale_finding", "scale_finding", "points_scale_finding"]
 
@@ -47,10 +57,13 @@ def pair_scale_finding(ref: DemCheck, tba: DemCheck) -> Finding | None:
     with rasterio.open(ref.path) as r, rasterio.open(tba.path) as t:
         crs, rb = r.crs, r.bounds
         tb = t.bounds if t.crs == r.crs else transform_bounds(t.crs, r.crs, *t.bounds)
+        # windows cheap for both: the smaller of their cheap sides (TBA's: in REF's units, roughly)
+        t_side = window_ground_side(t, tba.band) * ((tb[2] - tb[0]) / (t.bounds[2] - t.bounds[0]))
+        side = min(window_ground_side(r, ref.band), t_side)
     box = (max(rb[0], tb[0]), max(rb[1], tb[1]), min(rb[2], tb[2]), min(rb[3], tb[3]))
     if box[0] >= box[2] or box[1] >= box[3]:
         return None  # no overlap: said by the fit
-    boxes = _windows(box)
+    boxes = _windows(box, side)
     return scale_finding(_overlap_values(ref, boxes, crs), _overlap_values(tba, boxes, crs),
                          ref_name=f"REF '{ref.path}'", tba_name=f"TBA '{tba.path}'")
 

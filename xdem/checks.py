@@ -1,8 +1,8 @@
 """Checks of what the inputs of a coregistration claim, once, before the fit (Seam 5).
 
-:func:`check_inputs` reads a small part of each DEM: at most ``WINDOWS x WINDOWS`` windows
-spread over the file, each read decimated to at most ``WINDOW_SIDE`` pixels a side (GDAL uses
-the file's overviews when there are any), never the full resolution. From it:
+:func:`check_inputs` reads a small part of each DEM: ``WINDOWS x WINDOWS`` windows spread over
+the file, each of ``WINDOW_SIDE`` pixels a side of its coarsest overview (of its full
+resolution when it has none), so a few tiles each whatever the DEM size. From it:
 
 - **not a DEM**: several bands and none chosen, an RGB(A) image, a categorical map (an integer
   band with few distinct values that jump between neighbours, or a palette), a constant
@@ -204,12 +204,23 @@ def find_sentinels(values: np.ndarray, *, top: int = 5) -> list[tuple[float, flo
     return found
 
 
-def _windows(bounds: tuple[float, float, float, float], n: int = WINDOWS) -> list[tuple[float, float, float, float]]:
-    """``n x n`` boxes spread over ``bounds``, each half as wide and high as its cell."""
+def window_ground_side(src: Any, band: int = 1) -> float:
+    """Ground side (CRS units) of a window :func:`read_windows` reads cheaply from ``src``:
+    :data:`WINDOW_SIDE` pixels of its coarsest overview (of its full resolution without any):
+    a few tiles of the file whatever its size."""
+    factor = max(src.overviews(band) or [1])
+    return WINDOW_SIDE * factor * max(abs(src.transform.a), abs(src.transform.e))
+
+
+def _windows(bounds: tuple[float, float, float, float], side: float,
+             n: int = WINDOWS) -> list[tuple[float, float, float, float]]:
+    """``n x n`` boxes centred on the cells of an ``n x n`` grid over ``bounds``, each ``side`` wide
+    and high (at most half its cell)."""
     left, bottom, right, top = bounds
     w, h = (right - left) / n, (top - bottom) / n
-    return [(left + (i + 0.25) * w, bottom + (j + 0.25) * h, left + (i + 0.75) * w, bottom + (j + 0.75) * h)
-            for j in range(n) for i in range(n)]
+    hw, hh = min(side, w / 2) / 2, min(side, h / 2) / 2
+    centres = [(left + (i + 0.5) * w, bottom + (j + 0.5) * h) for j in range(n) for i in range(n)]
+    return [(x - hw, y - hh, x + hw, y + hh) for x, y in centres]
 
 
 def read_windows(src: Any, band: int, boxes: list[tuple[float, float, float, float]], *,
@@ -371,7 +382,7 @@ def check_dem(path: str | os.PathLike, *, side: Literal["reference", "to_be_alig
             if problem is not None:
                 _raise(problem)
             b = band or 1
-            values = read_windows(src, b, _windows(tuple(src.bounds)))
+            values = read_windows(src, b, _windows(tuple(src.bounds), window_ground_side(src, b)))
             if nodata is not None and not np.isnan(nodata):
                 values[values == nodata] = np.nan
             problem = _kind_finding(src, path, side, b, values)
