@@ -328,3 +328,50 @@ def test_coarser_ref_is_noted_in_the_summary_and_the_json(pair, runner, tmp_path
     assert line in res.stderr and "swap REF and TBA" in res.stderr
     doc = json.loads((tmp_path / "a.json").read_text())
     assert doc["input_checks"]["notes"][0].startswith(line.removeprefix("Note: "))
+
+
+# --- bounded reads and the API -------------------------------------------------------------------
+
+def test_checks_read_a_few_windows_not_the_dem(tmp_path, monkeypatch):
+    """On a 2048 x 2048 tiled file without overviews the checks read, per DEM, 36 windows of at
+    most 96 x 96 pixels twice (its own check, then on the overlap): 16 % of this DEM, 0.17 % of
+    a 20000^2 one, whatever its size."""
+    yy, xx = np.mgrid[:2048, :2048]
+    z = (500 + 50 * np.sin(xx / 150.0) * np.cos(yy / 200.0)).astype("float32")
+    path = write_tif(tmp_path / "big.tif", z, tiled=True, blocksize=256)
+    reads = []
+    real_open = rasterio.open
+
+    class Spy:
+        def __init__(self, ds):
+            self.ds = ds
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.ds.close()
+
+        def __getattr__(self, name):
+            return getattr(self.ds, name)
+
+        def read(self, *args, window=None, **kw):
+            reads.append(window)
+            return self.ds.read(*args, window=window, **kw)
+
+    monkeypatch.setattr(rasterio, "open", lambda *a, **kw: Spy(real_open(*a, **kw)))
+    check_inputs(reference=path, to_be_aligned=path)
+    assert reads and all(w is not None and w.width <= 96 and w.height <= 96 for w in reads)
+    assert len(reads) <= 2 * 2 * 36 and sum(w.width * w.height for w in reads) <= 2 * 2 * 36 * 96 * 96
+
+
+def test_run_coreg_takes_the_same_options(pair, tmp_path):
+    from xdem.workflows import CoregRequest, run_coreg
+
+    feet = _tif(pair, "tba_feet_api.tif", (pair["tba_array"] * FEET).astype("float32"))
+    request = dict(reference=pair["ref"], to_be_aligned=feet, coreg=xdem.coreg.VerticalShift(), stats="none")
+    with pytest.raises(InputError, match="--tba-vertical-scale 0.3048"):
+        run_coreg(CoregRequest(**request, output=tmp_path / "a.tif"))
+    result = run_coreg(CoregRequest(**request, output=tmp_path / "b.tif", tba_vertical_scale=0.3048))
+    shift = result.document["steps"][0]["shift_z"]  # -median(dh): the truth to 5 cm (resampled content)
+    assert shift == pytest.approx(pair["truth"]["shift_z"], abs=0.05)

@@ -103,17 +103,19 @@ class Finding:
 
 @dataclass(frozen=True)
 class DemCheck:
-    """What :func:`check_dem` found of one DEM file: how to open it and its sampled elevations.
+    """What :func:`check_dem` found of one DEM file, and how to open it.
 
     Attributes
     ----------
+    path, band
+        The file and the band of elevations (1 unless given).
     nodata
         Values to open it with as nodata (:func:`xdem.open_dem`'s ``nodata``): the given or
         declared one first, then the sentinels found; ``None``: the file's own.
     vertical_scale
         Factor to metres (given, or from a vertical CRS in feet), 1 otherwise.
     resolution
-        Pixel size ``(x, y)`` in the units of its CRS.
+        Pixel size ``(x, y)`` in the units of its CRS (``(0, 0)``: not read, e.g. a Zarr store).
     findings
         What was found.
     """
@@ -128,7 +130,15 @@ class DemCheck:
 
 @dataclass(frozen=True)
 class InputChecks:
-    """Everything :func:`check_inputs` found; ``ref`` / ``tba`` are ``None`` for a points side."""
+    """Everything :func:`check_inputs` found.
+
+    Attributes
+    ----------
+    ref, tba
+        The :class:`DemCheck` of each DEM.
+    findings
+        Their findings, the pair's (vertical scale, resolution) and the masks', in order.
+    """
 
     ref: DemCheck | None
     tba: DemCheck | None
