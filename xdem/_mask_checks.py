@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from xdem.checks import Finding
+from xdem.errors import InputError
 
 __all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE", "MAX_RASTER_MASK_READ"]
 
@@ -157,7 +158,12 @@ def mask_findings(reference: str | os.PathLike, *, inlier_mask: str | os.PathLik
     for kind, mask in (("inlier", inlier_mask), ("exclude", exclude_mask)):
         if not isinstance(mask, (str, os.PathLike)):
             continue
-        c = mask_coverage(mask, reference)
+        try:
+            c = mask_coverage(mask, reference)
+        except InputError:
+            raise
+        except Exception:  # noqa: BLE001 - unreadable: reading the mask for the fit says how, in one line
+            continue
         covered, total = c["covered"], c["total"]
         if covered is None:
             continue

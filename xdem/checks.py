@@ -401,7 +401,9 @@ def check_dem(path: str | os.PathLike, *, side: Literal["reference", "to_be_alig
             scale, findings = _scale_of(src, path, side, vertical_scale)
             res = (abs(src.transform.a), abs(src.transform.e))
             declared = nodata if nodata is not None else src.nodata
-    except rasterio.errors.RasterioIOError:
+    except InputError:
+        raise
+    except Exception:  # noqa: BLE001 - unreadable or damaged: xdem.open_dem says how, in one line
         return DemCheck(path, band or 1, None if nodata is None else (nodata,), vertical_scale or 1.0, (0.0, 0.0), ())
     sentinels = find_sentinels(values)
     for value, share in sentinels:
@@ -487,10 +489,13 @@ def check_inputs(
                     vertical_scale=tba_vertical_scale)
     findings = [*ref.findings, *tba.findings]
     if ref.resolution != (0.0, 0.0) and tba.resolution != (0.0, 0.0):  # both rasterio files
-        scale = pair_scale_finding(ref, tba)
+        try:
+            scale, res = pair_scale_finding(ref, tba), _resolution_finding(ref, tba, grid)
+        except Exception:  # noqa: BLE001 - a damaged file or CRSs PROJ cannot relate: the run says it
+            scale = res = None
         if scale is not None and scale.severity == "error":
             _raise(scale)
-        findings += [f for f in (scale, _resolution_finding(ref, tba, grid)) if f is not None]
+        findings += [f for f in (scale, res) if f is not None]
     findings += mask_findings(reference, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     for f in findings:
         if f.severity == "error":
