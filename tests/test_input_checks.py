@@ -375,3 +375,36 @@ def test_run_coreg_takes_the_same_options(pair, tmp_path):
     result = run_coreg(CoregRequest(**request, output=tmp_path / "b.tif", tba_vertical_scale=0.3048))
     shift = result.document["steps"][0]["shift_z"]  # -median(dh): the truth to 5 cm (resampled content)
     assert shift == pytest.approx(pair["truth"]["shift_z"], abs=0.05)
+
+
+def _docs_blocks() -> list[str]:
+    """The ```text blocks of docs/input_checks.md, each one line."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "docs" / "input_checks.md").read_text()
+    return [part.split("```")[0].strip() for part in text.split("```text\n")[1:]]
+
+
+def test_docs_input_checks_lines_are_real_runs(runner, tmp_path, monkeypatch):
+    """docs/input_checks.md's lines are what `xdem coreg` prints on inputs built as its text says,
+    in a folder holding the pair of `xdem examples write-pair` (relative paths, as shown)."""
+    monkeypatch.chdir(tmp_path)
+    pair = write_example_pair(tmp_path)
+    with rasterio.open(pair["tba"]) as src:
+        tba, transform, crs = src.read(1), src.transform, src.crs
+    with rasterio.open(pair["ref"]) as src:
+        ref = src.read(1)
+    write_tif("tba_ft.tif", (tba * 3.28084).astype("float32"), transform=transform, crs=crs)
+    voids = _with_voids({"tba_array": tba}, -9999.0)
+    write_tif("tba_void.tif", voids, transform=transform, crs=crs)
+    left, bottom = rasterio.transform.array_bounds(400, 400, transform)[:2]
+    gpd.GeoDataFrame(geometry=[box(left + 50_050, bottom + 50, left + 50_150, bottom + 150)], crs=crs).to_file("far.gpkg")
+    coarse = ref.reshape(100, 4, 100, 4).mean(axis=(1, 3)).astype("float32")
+    write_tif("ref_coarse.tif", coarse, transform=transform * transform.scale(4, 4), crs=crs)
+    runs = [("ref.tif", "tba_ft.tif"), ("ref.tif", "tba_void.tif"), ("ref.tif", "tba.tif", "--inlier-mask", "far.gpkg"),
+            ("ref_coarse.tif", "tba.tif")]
+    shown = []
+    for args in runs:
+        res = runner.invoke(main, ["coreg", *args, "-o", "out.tif", "--no-stats", "--overwrite"])
+        shown.append(next(ln for ln in res.stderr.splitlines() if ln.startswith(("Error:", "Warning:", "Note:"))))
+    assert _docs_blocks() == shown
