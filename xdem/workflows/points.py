@@ -192,6 +192,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
             "filters": filters_record,
             "input_checks": {"findings": [f.to_dict() for f in dem_check.findings],
                              "notes": [f.message for f in dem_check.findings if f.severity == "note"],
+                             "warnings": [f.message for f in dem_check.findings if f.severity == "warning"],
                              "points_vertical_scale": scale_z},
             "frame": {"crs": learned.get("crs_")},
             "output": str(out),
