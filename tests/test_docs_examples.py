@@ -49,6 +49,9 @@ CHECKED = {
     ("cli.md", '"filters": {'): ("test_cli_polish.py", "test_docs_filters_json_is_that_of_a_real_run"),
     ("cli.md", "Error: Invalid value for '--method'"): ("test_cli_polish.py",
                                                         "test_docs_did_you_mean_message_is_the_real_one"),
+    **{("input_checks.md", start): ("test_input_checks.py", "test_docs_input_checks_lines_are_real_runs")
+       for start in ("Error: TBA 'tba_ft.tif'", "Warning: TBA 'tba_void.tif'", "Error: the inlier mask 'far.gpkg'",
+                     "Note: REF's pixels")},
 }
 
 

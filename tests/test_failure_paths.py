@@ -207,7 +207,7 @@ def test_raster_mask_not_overlapping_names_the_mask(tmp_path, pair):
         NuthKaab().fit(pair["ref"], pair["tba"], inlier_mask=mask)
     res = _xdem("coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "o.tif"), "--inlier-mask", str(mask))
     assert res.returncode == 1
-    line = _one_line_error(res.stderr, f"the mask '{mask}' does not overlap")
+    line = _one_line_error(res.stderr, f"the inlier mask '{mask}' does not overlap REF")
     assert "the DEMs do not overlap" not in line
 
 

@@ -118,6 +118,8 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
             try:
                 _, m = align_pair(dem, m, resampling="nearest")
             except OverlapError as exc:
+                if exclude:  # excludes nothing (xdem.checks warns of it before the fit)
+                    return da.ones(data.shape, dtype=bool, chunks=data.chunks)
                 mb = tuple(round(v, 3) for v in m.rio.bounds())
                 db = tuple(round(v, 3) for v in dem.rio.bounds())
                 raise OverlapError(

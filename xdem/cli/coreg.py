@@ -364,6 +364,8 @@ def _print_summary(doc: dict) -> None:
     if doc.get("frame", {}).get("crs"):
         echo(f"  fitted and applied in {doc['frame']['crs']} ({doc['frame']['why']}); output on the grid of "
              f"{doc.get('output_grid', 'tba').upper()}")
+    for note in (doc.get("input_checks") or {}).get("notes", []):
+        echo(f"Note: {note}")
     if doc.get("stats"):
         b, a = doc["stats"]["before"], doc["stats"]["after"]
         how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
@@ -482,6 +484,20 @@ def _print_points_summary(doc: dict) -> None:
               help="When REF or TBA is a points file (.gpkg, .parquet, .csv, .las...): the column of their elevation "
                    "(default: the points' z, else a column 'z').")
 @click.option("--points-crs", default=None, help="CRS of a points table without one (CSV), e.g. EPSG:4326.")
+@click.option("--ref-band", type=click.IntRange(min=1), default=None,
+              help="Band of REF holding the elevations (a multi-band file).")
+@click.option("--tba-band", type=click.IntRange(min=1), default=None,
+              help="Band of TBA holding the elevations (a multi-band file).")
+@click.option("--ref-nodata", type=float, default=None,
+              help="Value of REF to read as nodata instead of the file's (e.g. -9999 when the file does not declare it).")
+@click.option("--tba-nodata", type=float, default=None,
+              help="Value of TBA to read as nodata instead of the file's (e.g. -9999 when the file does not declare it).")
+@click.option("--ref-vertical-scale", type=click.FloatRange(min=0, min_open=True), default=None, metavar="F",
+              help="Multiply REF's elevations by F (e.g. 0.3048: feet to metres). Default: from its vertical CRS "
+                   "(feet are converted), else 1.")
+@click.option("--tba-vertical-scale", type=click.FloatRange(min=0, min_open=True), default=None, metavar="F",
+              help="Multiply TBA's elevations by F (e.g. 0.3048: feet to metres). Default: from its vertical CRS "
+                   "(feet are converted), else 1.")
 @click.option("--inlier-mask", type=click.Path(dir_okay=False), default=None,
               help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
 @click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,
@@ -530,6 +546,8 @@ def coreg(
     out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None, resume: bool = False,
     dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
     min_slope: float | None = None, nmad_filter: float | None = None, verbose: bool = False,
+    ref_band: int | None = None, tba_band: int | None = None, ref_nodata: float | None = None,
+    tba_nodata: float | None = None, ref_vertical_scale: float | None = None, tba_vertical_scale: float | None = None,
 ) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
@@ -588,6 +606,8 @@ def coreg(
         stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
         z_column=z_column, points_crs=points_crs, dh_out=dh_out, stable_mask_out=stable_mask_out,
         filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
+        ref_band=ref_band, tba_band=tba_band, ref_nodata=ref_nodata, tba_nodata=tba_nodata,
+        ref_vertical_scale=ref_vertical_scale, tba_vertical_scale=tba_vertical_scale,
     )
 
     # the stages of the run, for one progress bar over all of it (percent and ETA)

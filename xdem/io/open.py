@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,7 @@ def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> tuple[xr.Data
 
 
 def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
+    """:func:`open_dem` of a raster file, with one ``nodata`` value (or the file's)."""
     if not path.exists():
         raise InputError(f"DEM file not found: '{path}'; check the path")
     if path.is_dir():
@@ -269,13 +270,29 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
     return out
 
 
+def _mask_and_scale(dem: xr.DataArray, values: Sequence[float], scale: float) -> xr.DataArray:
+    """``dem`` with every value of ``values`` made NaN, then multiplied by ``scale``, lazily.
+
+    The result is derived (no region reader: :func:`xdem.io.sources.region_reader` gives
+    ``None``), so nothing reads the file's raw values for it, e.g. from overviews."""
+    data = dem.data
+    dtype = data.dtype
+    for value in values:
+        if not np.isnan(value):
+            data = da.where(data == dtype.type(value), dtype.type(np.nan), data)
+    if scale != 1.0:
+        data = data * dtype.type(scale)
+    return dem.copy(data=data)
+
+
 def open_dem(
     source: DEMLike,
     *,
     chunks: int | tuple[int, int] | str = "auto",
     band: int | None = None,
-    nodata: float | None = None,
+    nodata: float | Sequence[float] | None = None,
     allow_incomplete: bool = False,
+    vertical_scale: float = 1.0,
 ) -> xr.DataArray:
     """Open a DEM lazily as a 2-D, floating-point, dask-backed DataArray.
 
@@ -295,10 +312,15 @@ def open_dem(
     band
         Band to read, starting at 1. ``None`` requires a single-band source.
     nodata
-        Value to treat as nodata instead of the file's own.
+        Value to treat as nodata instead of the file's own, or several values instead of it
+        (e.g. the file's and an undeclared void sentinel such as -9999, see
+        :mod:`xdem.checks`): all become NaN.
     allow_incomplete
         Read a Zarr store whose writer stopped before the end (refused by default: chunks not
         yet written read as nodata).
+    vertical_scale
+        Factor multiplying the elevations (after nodata), lazily: e.g. 0.3048 for a DEM in
+        feet, to metres.
 
     Returns
     -------
@@ -319,7 +341,29 @@ def open_dem(
     >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
     >>> dem.dims, str(dem.dtype)
     (('y', 'x'), 'float32')
+
+    A DEM in feet, with voids of -9999 its file does not declare:
+
+    >>> feet = xdem.open_dem(xdem.examples.get_path("lidar"), nodata=[-9999.0], vertical_scale=0.3048)
     """
+    if nodata is None:
+        values: list[float] = []
+    elif isinstance(nodata, Sequence) or isinstance(nodata, np.ndarray):
+        values = [float(v) for v in nodata]
+    else:
+        values = [float(nodata)]
+    if not (np.isfinite(vertical_scale) and vertical_scale > 0):
+        raise InputError(f"vertical_scale must be a positive number, got {vertical_scale!r}")
+    dem = _open_dem(source, chunks=chunks, band=band, nodata=values[0] if values else None,
+                    allow_incomplete=allow_incomplete)
+    if len(values) > 1 or vertical_scale != 1.0:
+        dem = _mask_and_scale(dem, values[1:], float(vertical_scale)).rio.write_nodata(np.nan, encoded=False)
+    return dem
+
+
+def _open_dem(source: DEMLike, *, chunks: Any, band: int | None, nodata: float | None,
+              allow_incomplete: bool) -> xr.DataArray:
+    """:func:`open_dem` with at most one nodata value and no scale."""
     if isinstance(source, (str, os.PathLike)):
         from xdem.io.zarr_store import is_zarr_path, open_zarr_dem
 

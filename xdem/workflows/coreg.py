@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from xdem.checks import file_facts, vertical_warning
 from xdem.workflows import _summary as S
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "run_coreg"]
@@ -84,6 +85,12 @@ class CoregRequest:
         (:class:`xdem.workflows.filters.OutlierFilters`: slope limits, NMAD filter on ``dh``
         before); recorded in the document's ``filters``. ``None``: none. With points, they
         choose the points the fit uses (:func:`xdem.workflows.filters.filter_points`).
+    ref_band, tba_band, ref_nodata, tba_nodata
+        Band of elevations of a multi-band file; value to read as nodata instead of the file's.
+    ref_vertical_scale, tba_vertical_scale
+        Factor multiplying the elevations, lazily (e.g. 0.3048 for feet). ``None``: from the
+        vertical CRS (1 if untagged). The inputs are checked before the fit
+        (:func:`xdem.checks.check_inputs`): the JSON document's ``input_checks``.
     dh_out
         Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
         pass as the aligned DEM. Two DEMs only.
@@ -115,6 +122,12 @@ class CoregRequest:
     filters: Any = None
     dh_out: str | os.PathLike | None = None
     stable_mask_out: str | os.PathLike | None = None
+    ref_band: int | None = None
+    tba_band: int | None = None
+    ref_nodata: float | None = None
+    tba_nodata: float | None = None
+    ref_vertical_scale: float | None = None
+    tba_vertical_scale: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -385,14 +398,16 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         from xdem.io.zarr_store import is_zarr_path
 
         ck: Any = r.chunks if r.chunks else "auto"
-        ref_d, tba_d = open_dem(ref, chunks=ck), open_dem(tba, chunks=ck)
+        checks = _checked_inputs(r, ref, tba)
+        ref_d, tba_d = (open_dem(c.path, chunks=ck, band=c.band, nodata=c.nodata, vertical_scale=c.vertical_scale)
+                        for c in (checks.ref, checks.tba))
         where = sinfo["address"] or sinfo["scheduler"]
         prog.echo(f"xdem coreg: {model!r}")
         chunk_shape = grid_chunks(ref_d)
         n_workers = sinfo["workers"]
         prog.echo(f"  scheduler {where} ({n_workers} worker{'' if n_workers == 1 else 's'}), "
                   f"chunks {chunk_shape[0]} x {chunk_shape[1]}")
-        vertical = _vertical_warning(ref, tba)
+        vertical = vertical_warning(ref, tba)
         if vertical:
             warnings.warn(vertical, UserWarning, stacklevel=2)
         t0 = time.perf_counter()
@@ -489,13 +504,14 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
             "dh_output": None if paths.dh_out is None else str(paths.dh_out),
             "stable_mask_output": None if paths.stable_mask_out is None else str(paths.stable_mask_out),
             "filters": filters_record,
+            "input_checks": checks.to_dict(),
             "report": None if paths.report is None else str(paths.report),
             "inputs": {
                 "reference": abspath(ref), "to_be_aligned": abspath(tba),
                 "inlier_mask": abspath(inlier_mask), "exclude_mask": abspath(exclude_mask),
                 "reference_shape": list(ref_d.shape), "to_be_aligned_shape": list(tba_d.shape),
                 "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
-                "reference_facts": _facts(ref), "to_be_aligned_facts": _facts(tba),
+                "reference_facts": file_facts(ref), "to_be_aligned_facts": file_facts(tba),
                 "vertical_warning": vertical,
                 "method": method, "options": {k: v for k, v in r.options.items() if v is not None},
             },
@@ -528,35 +544,17 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
                        timings=dict(doc["timing"]), coreg=model)
 
 
-def _vertical_warning(ref: str, tba: str) -> str | None:
-    """The warning line when REF's and TBA's CRSs name different vertical references."""
-    from xdem.io.vertical import compare_vertical, file_crs
+def _checked_inputs(r: CoregRequest, ref: str, tba: str) -> Any:
+    """:func:`xdem.checks.check_inputs` of the request, its warnings issued."""
+    from xdem.checks import InputCheckWarning, check_inputs
 
-    return compare_vertical(file_crs(ref), file_crs(tba))
-
-
-def _facts(path: str) -> dict[str, Any] | None:
-    """What the JSON and the report say of one input file: CRS, resolution, size, nodata,
-    data type and vertical CRS (metadata only; ``None`` for a file GDAL cannot open)."""
-    import math
-
-    import rasterio
-
-    from xdem.io.vertical import vertical_crs
-
-    try:
-        with rasterio.Env(GTIFF_REPORT_COMPD_CS=True), rasterio.open(path) as src:
-            nodata = src.nodata
-            return {
-                "crs": src.crs.to_string() if src.crs else None,
-                "resolution": [abs(src.transform.a), abs(src.transform.e)],
-                "size": [src.width, src.height],
-                "nodata": None if nodata is None or math.isnan(nodata) else float(nodata),
-                "dtype": src.dtypes[0],
-                "vertical_crs": vertical_crs(src.crs),
-            }
-    except Exception:  # noqa: BLE001 - not a raster (points): described elsewhere
-        return None
+    checks = check_inputs(reference=ref, to_be_aligned=tba, ref_band=r.ref_band, tba_band=r.tba_band,
+                          ref_nodata=r.ref_nodata, tba_nodata=r.tba_nodata, ref_vertical_scale=r.ref_vertical_scale,
+                          tba_vertical_scale=r.tba_vertical_scale, inlier_mask=r.inlier_mask,
+                          exclude_mask=r.exclude_mask, grid=r.grid)
+    for finding in checks.of("warning"):
+        warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+    return checks
 
 
 def _dh_after(ref: Any, aligned: Any) -> Any:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -117,12 +117,15 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
     with environment as sinfo:
         prog = progress(sinfo) if progress is not None else _Silent()
         ck: Any = r.chunks if r.chunks else "auto"
-        dem = open_dem(os.fspath(r.to_be_aligned if ref_is_points else r.reference), chunks=ck)
+        dem_check, scale_z = _checked_sides(r, ref_is_points)
+        dem = open_dem(dem_check.path, chunks=ck, band=dem_check.band, nodata=dem_check.nodata,
+                       vertical_scale=dem_check.vertical_scale)
         prog.echo(f"xdem coreg: {model!r} ({'reference points' if ref_is_points else 'points to align'})")
         t0 = time.perf_counter()
         with prog.stage("reading the points"):
             pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column,
                               source_crs=r.points_crs)
+            pts = _scaled_and_checked(pts, scale_z, dem_check, ref_is_points)
         t_read = time.perf_counter() - t0
         t0 = time.perf_counter()
         fit_pts, filters_record = pts, None
@@ -188,6 +191,10 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                 "after_without_outliers": dh_at_points_stats(after[inl]),
             },
             "filters": filters_record,
+            "input_checks": {"findings": [f.to_dict() for f in dem_check.findings],
+                             "notes": [f.message for f in dem_check.findings if f.severity == "note"],
+                             "warnings": [f.message for f in dem_check.findings if f.severity == "warning"],
+                             "points_vertical_scale": scale_z},
             "frame": {"crs": learned.get("crs_")},
             "output": str(out),
             "output_kind": "points" if out_is_points else "dem",
@@ -213,6 +220,51 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
     text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
     return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
                        timings=dict(doc["timing"]), coreg=model)
+
+
+def _checked_sides(r: Any, ref_is_points: bool) -> tuple[Any, float]:
+    """:func:`xdem.checks.check_dem` of the DEM side (its warnings issued) and the points' vertical
+    scale; a band or nodata given for the points side is refused."""
+    import warnings
+
+    from xdem.checks import InputCheckWarning, check_dem
+    from xdem.errors import InputError
+
+    dem_side: Literal["reference", "to_be_aligned"] = "to_be_aligned" if ref_is_points else "reference"
+    pts_side = "ref" if ref_is_points else "tba"
+    for what in ("band", "nodata"):
+        if getattr(r, f"{pts_side}_{what}") is not None:
+            raise InputError(f"--{pts_side}-{what} ({pts_side}_{what}) applies to a DEM, and "
+                             f"{'REF' if ref_is_points else 'TBA'} is a points file")
+    mine = "tba" if ref_is_points else "ref"
+    dem_check = check_dem(os.fspath(r.to_be_aligned if ref_is_points else r.reference), side=dem_side,
+                          band=getattr(r, f"{mine}_band"), nodata=getattr(r, f"{mine}_nodata"),
+                          vertical_scale=getattr(r, f"{mine}_vertical_scale"))
+    for finding in dem_check.findings:
+        if finding.severity == "warning":
+            warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+    scale = getattr(r, f"{pts_side}_vertical_scale")
+    return dem_check, 1.0 if scale is None else float(scale)
+
+
+def _scaled_and_checked(pts: Any, scale: float, dem_check: Any, ref_is_points: bool) -> Any:
+    """The points with their elevations times ``scale``, refused when their spread against the
+    DEM's at them says other vertical units (:func:`xdem.checks.points_scale_finding`)."""
+    import dataclasses
+    import warnings
+
+    from xdem._scale_checks import points_scale_finding
+    from xdem.checks import InputCheckWarning
+    from xdem.errors import InputError
+
+    if scale != 1.0:
+        pts = dataclasses.replace(pts, z=pts.z * scale)
+    finding = points_scale_finding(dem_check, pts, points_side="reference" if ref_is_points else "to_be_aligned")
+    if finding is not None and finding.severity == "error":
+        raise InputError(finding.message)
+    if finding is not None:
+        warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+    return pts
 
 
 def _write_points(gdf: Any, path: Path, *, overwrite: bool) -> None:
