@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -127,7 +127,7 @@ def merged_legend(ax, twin=None, **kwargs: object) -> None:
         ax.legend(handles, labels, **kwargs)
 
 
-def sample_n(sample: dict[str, np.ndarray]) -> int:
+def sample_n(sample: Mapping[str, np.ndarray]) -> int:
     """Pixels of a subsample where every dh (``before``, ``after``) that has any finite value is
     finite: the report's subsample is drawn where both are (the same pixels before and after), so
     this is its size; an all-void "after" does not make it zero."""
@@ -261,7 +261,7 @@ def build_inside_maps_figure(maps: dict[str, np.ndarray], *, stable_map: np.ndar
         draw_voids(ax, maps[name], extent=extent, where=inside)
         ax.contour(np.asarray(stable_map), levels=[0.5], colors="k", linewidths=0.9, extent=tuple(extent),
                    origin="upper")
-        scale = f"{fmt_float(norm.vmin, sig=3)} to {fmt_float(norm.vmax, sig=3)} {units}"
+        scale = f"{fmt_float(float(norm.vmin or 0.0), sig=3)} to {fmt_float(float(norm.vmax or 0.0), sig=3)} {units}"
         _map_axes(ax, title=f"{title}, own scale {scale}", units=units, crs=crs)
         cb = fig.colorbar(im, ax=ax, shrink=0.85, extend="both")
         cb.set_label(f"dh ({units}), inside-mask scale", fontsize=8)

@@ -159,7 +159,7 @@ def inside_section(data: Any, *, random_state: int | None) -> str | None:
         return None
     block = inside_block(data.inside, sample=data.sample, resolution=data.resolution, random_state=random_state)
     u = data.units
-    names = [n for n in ("before", "after") if n in block]
+    names: list[str] = [n for n in ("before", "after") if n in block]
     metres = u == "m"
     area_u = U.area_unit([block["area"]]) if metres else (1.0, f"{u}²")
     vols = [block[n][k] for n in names for k in ("volume", "volume_uncertainty")]

@@ -209,6 +209,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                 write_points_report(paths.report, x=local.x, y=local.y, before=before, after=after, summary=doc,
                                     overwrite=r.overwrite)
             doc["timing"]["report_s"] = time.perf_counter() - t0
+            doc["timing"]["total_s"] = time.perf_counter() - t_start  # the total includes the report
     text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
     return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
                        timings=dict(doc["timing"]), coreg=model)
