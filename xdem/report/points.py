@@ -7,6 +7,7 @@ maps (every k-th point, in file order: whole tracks stay visible); the histogram
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,10 @@ def points_histogram_figure(dh: dict[str, np.ndarray]) -> str:
 
 
 def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
-                       summary: dict[str, Any]) -> str:
-    """The page: maps, histograms, statistics and the run's summary."""
+                       summary: dict[str, Any], on_final_block: Callable[[], None] | None = None) -> str:
+    """The page: maps, histograms, statistics and the run's summary. ``on_final_block`` is called
+    once the figures are drawn, just before the run's summary (the last block) is rendered from
+    ``summary``: ``xdem coreg --report`` sets its final timing there (page == JSON)."""
     crs = str(summary.get("inputs", {}).get("crs") or "")
     dh = {"before": before, "after": after}
     stats = summary.get("stats", {})
@@ -84,17 +87,21 @@ def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, afte
                 "(no subsample): the histograms' n are the counts of the table (after, with its outliers).")
          + img(points_histogram_figure(dh), "histograms of dh")),
         ("maps", "Tracks coloured by dh", img(tracks_figure(x, y, dh, crs=crs), "points coloured by dh")),
-        ("run", "Run", table(["", ""], key_value_rows({k: v for k, v in summary.items() if k != "stats"}, None))),
     ]
+    if on_final_block is not None:
+        on_final_block()
+    sections.append(("run", "Run", table(["", ""], key_value_rows({k: v for k, v in summary.items() if k != "stats"},
+                                                                  None))))
     p = summary.get("points", {})
     return document("xdem coreg with points", [f"{p.get('count')} points from {p.get('file')}, the "
                                                 f"{str(p.get('side', '')).replace('_', ' ')}"], sections)
 
 
 def write_points_report(path: str | Path, *, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
-                        summary: dict[str, Any], overwrite: bool = False) -> Path:
+                        summary: dict[str, Any], overwrite: bool = False,
+                        on_final_block: Callable[[], None] | None = None) -> Path:
     """Write :func:`points_report_html` to ``path`` atomically; returns the path."""
     from xdem.io.atomic import write_text_atomic
 
-    return write_text_atomic(path, points_report_html(x=x, y=y, before=before, after=after, summary=summary),
-                             overwrite=overwrite)
+    text = points_report_html(x=x, y=y, before=before, after=after, summary=summary, on_final_block=on_final_block)
+    return write_text_atomic(path, text, overwrite=overwrite)
