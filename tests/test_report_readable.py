@@ -230,6 +230,9 @@ def test_after_curve_flattened_by_the_before_axis_gets_its_own(monkeypatch):
     prof = np.add.outer(np.linspace(0, 1, 30), np.linspace(0, 1, 40))
     D.profiles_figure({"before": 100.0 * prof, "after": prof}, extent=(0, 40, 0, 30), units="m")
     assert len(figures[-1].axes) == 4
+    D.cdf_figure({"before": 100.0 * after, "after": after}, units="m")  # |dh| after on its own (top) x axis
+    main_ax, top = figures[-1].axes
+    assert np.ptp(main_ax.get_xlim()) > 50.0 * np.ptp(top.get_xlim()) and "top axis" in top.get_xlabel()
 
 
 def test_nuth_kaab_after_panel_on_its_own_range_when_flattened(monkeypatch):

@@ -20,6 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from xdem.report.figures import (
     _AFTER,
     _BEFORE,
+    AFTER_AXIS_RATIO,
     _dh_cmap,
     _empty,
     _hillshade,
@@ -180,7 +181,9 @@ def elevation_figure(sample: Mapping[str, np.ndarray], *, units: str) -> str:
 
 
 def cdf_figure(sample: Mapping[str, np.ndarray], *, units: str) -> str:
-    """Cumulative distribution of ``|dh|`` before and after, with the LE90 (90 % quantile) marked."""
+    """Cumulative distribution of ``|dh|`` before and after, with the LE90 (90 % quantile) marked;
+    "after" on its own x axis (top) when the shared one would squeeze it against zero (its 99.5th
+    percentile more than :data:`~xdem.report.figures.AFTER_AXIS_RATIO` times smaller)."""
     fig = Figure(figsize=(7.5, 3.8), layout="constrained")
     ax = fig.subplots()
     series = {n: np.sort(np.abs(np.asarray(sample[n], float)[np.isfinite(sample[n])])) for n in ("before", "after")
@@ -189,21 +192,33 @@ def cdf_figure(sample: Mapping[str, np.ndarray], *, units: str) -> str:
     if not series:
         _empty(ax, "CDF of |dh|")
         return to_png_base64(fig)
+    hi = symmetric_limit(*series.values(), q=99.5)
+    hi_after = symmetric_limit(series["after"], q=99.5) if "after" in series else hi
+    top = None
+    if len(series) == 2 and hi > AFTER_AXIS_RATIO * hi_after:
+        top = ax.twiny()
+        top.set_xlim(0, hi_after)
+        top.set_xlabel(f"|dh| after ({units}), top axis, own scale", fontsize=8, color=_AFTER)
+        top.tick_params(axis="x", labelsize=7, colors=_AFTER)
     for name, v in series.items():
+        target = top if name == "after" and top is not None else ax
         p = np.arange(1, v.size + 1) / v.size
         step = max(1, v.size // 2000)  # a few thousand points draw the curve
         le90 = fmt_float(float(np.quantile(v, 0.9)), sig=3)
-        ax.plot(v[::step], p[::step], color=_COLOURS[name], label=f"{name} (LE90 {le90} {units})")
-        ax.axvline(float(np.quantile(v, 0.9)), color=_COLOURS[name], ls="--", lw=0.8)
+        target.plot(v[::step], p[::step], color=_COLOURS[name], label=f"{name} (LE90 {le90} {units})")
+        target.axvline(float(np.quantile(v, 0.9)), color=_COLOURS[name], ls="--", lw=0.8)
     ax.axhline(0.9, color="k", lw=0.5, ls=":")
-    hi = symmetric_limit(*series.values(), q=99.5)
     ax.set_xlim(0, hi)
     ax.set_ylim(0, 1)
     ax.set_xlabel(f"|dh| ({units})", fontsize=8)
     ax.set_ylabel("Fraction of sampled pixels", fontsize=8)
     ax.set_title(f"Cumulative distribution of |dh| (dashed: LE90), n = {sample_n(sample)}", fontsize=10)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=8, loc="lower right")
+    handles, labels = ax.get_legend_handles_labels()
+    if top is not None:
+        h2, l2 = top.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + [f"{t}, top axis" for t in l2]
+    ax.legend(handles, labels, fontsize=8, loc="lower right")
     return to_png_base64(fig)
 
 
@@ -240,7 +255,8 @@ def profiles_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[float], 
                                 [profiles["after"][2 * i + 1]], what=f"dh ({units})")
         for name, p in profiles.items():
             target = twins[i] if name == "after" and twins[i] is not None else ax
-            target.plot(p[2 * i], p[2 * i + 1], color=_COLOURS[name], lw=1, label=name)
+            target.plot(p[2 * i], p[2 * i + 1], color=_COLOURS[name], lw=1 if name == "before" else 0.7,
+                        alpha=1.0 if name == "before" else 0.75, label=name)
     if not drawn:
         _empty(axes[0], "column profile of dh")
         _empty(axes[1], "row profile of dh")

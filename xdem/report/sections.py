@@ -505,8 +505,9 @@ def _inside_maps(data: ReportData) -> str:
     fig = F.inside_maps_figure({k: v for k, v in data.maps.items() if k in ("before", "after")}, stable_map=sm,
                                extent=data.extent, crs=data.crs, units=data.units)
     return img(fig, "dh inside the mask on its own colour scale") + note(
-        "Inside the mask only (map cells less than half stable), each on its own colour scale, symmetric at the 99th "
-        "percentile of |dh| of its cells: on the stable-terrain scale above, a glacier losing tens of metres is "
+        "Inside the mask only (map cells less than half stable), each on its own colour scale, from the 1st to the "
+        "99th percentile of the dh of its cells (red: negative, blue: positive; only the red or the blue half when "
+        "all of them are of one sign): on the stable-terrain scale above, a glacier losing tens of metres is "
         "saturated. Stable cells are left blank." + _VOIDS)
 
 
