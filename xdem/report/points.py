@@ -27,7 +27,8 @@ def tracks_figure(x: np.ndarray, y: np.ndarray, dh: dict[str, np.ndarray], *, cr
     """Maps of the points coloured by each ``dh`` series, one shared symmetric colour scale unless
     it would flatten a series (its own 98th percentile of ``|dh|`` more than
     :data:`~xdem.report.figures.AFTER_AXIS_RATIO` times smaller: then its own scale, said in the
-    title); points without a valid dh are not drawn (the title's n counts the others); PNG base64."""
+    title); points without a valid dh are not drawn (the title's n counts the others), the others on
+    a grey background (dh near 0 is near-white); PNG base64."""
     step = max(1, int(np.ceil(len(x) / MAX_MAP_POINTS)))
     shared = symmetric_limit(*dh.values())
     fig = Figure(figsize=(6.0 * len(dh), 5.2), layout="constrained")
@@ -43,6 +44,8 @@ def tracks_figure(x: np.ndarray, y: np.ndarray, dh: dict[str, np.ndarray], *, cr
                      + (f" (every {step}th drawn)" if step > 1 else "")
                      + f", {scale} ±{fmt_float(lim, sig=3)} m", fontsize=10)
         ax.set_aspect("equal")
+        ax.set_facecolor("0.8")  # dh near 0 is near-white in RdBu: visible on grey
+        ax.ticklabel_format(useOffset=False, style="plain")
         ax.set_xlabel(f"x ({crs})", fontsize=8)
         ax.set_ylabel("y", fontsize=8)
         ax.tick_params(labelsize=7)
