@@ -103,13 +103,19 @@ def test_page_never_shows_minus_zero(glacier_report):
 def test_inside_block_in_km2_m3_mt_and_mwe(glacier_report):
     text = glacier_report[0]
     units = {k: u for u, k in re.findall(r'data-unit="([^"]+)" data-key="report\.inside\.([^"]+)"', text)}
-    # 32 000 m² = 0.032 km²; 32 000 m² × 30 m = 9.6e5 m³ (below 0.01 km³: m³); × 850 kg/m³ = 0.816 Mt
-    assert units["area"] == "km²" and units["after.volume"] == "m³" and units["after.mass"] == "Mt"
+    # 32 000 m² = 0.032 km²; 32 000 m² × 30 m = 9.6e5 m³ = 0.96 10⁶ m³ (below 0.01 km³); × 850 kg/m³ = 0.816 Mt
+    assert units["area"] == "km²" and units["after.volume"] == "10⁶ m³" and units["after.mass"] == "Mt"
     assert units["after.mean_dh_we"] == "m w.e."
     shown = dict(re.findall(r'data-key="report\.inside\.([^"]+)">([^<]*)<', text))
     assert shown["area"] == "0.032"
     assert abs(float(shown["after.mean_dh_we"]) - 0.85 * float(shown["after.mean_dh"])) < 0.01
-    assert abs(float(shown["after.mass"]) - 850.0 * float(shown["after.volume"]) / 1e9) < 0.002  # Mt
+    assert abs(float(shown["after.mass"]) - 850.0 * float(shown["after.volume"]) * 1e6 / 1e9) < 0.002  # Mt
+    # at most 4 significant figures in every cell of the block (no 6-digit m³ count)
+    for key, value in shown.items():
+        if key == "mask_pixels" or key.endswith((".count", ".n_eff")):
+            continue  # counts are integers
+        significant = re.sub(r"e.*$", "", value).replace("-", "").replace(".", "").lstrip("0")
+        assert len(significant) <= 4, (key, value)
     assert "850 ± 60 kg/m³ (Huss, 2013" in _page_text(text)
 
 

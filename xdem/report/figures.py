@@ -92,20 +92,15 @@ def _padded_extent(extent: Sequence[float], shape: tuple[int, ...]) -> tuple[flo
 
 
 def _span(*arrays: np.ndarray) -> float:
-    vals = [np.asarray(a, dtype=float) for a in arrays if a is not None]
-    vals = [v[np.isfinite(v)] for v in vals]
-    vals = [v for v in vals if v.size]
-    if not vals:
-        return 0.0
-    allv = np.concatenate(vals)
-    return float(allv.max() - allv.min())
+    lo, hi = _range(*arrays)
+    return hi - lo
 
 
 def own_axis(ax, before: Sequence[np.ndarray], after: Sequence[np.ndarray], *, what: str):
     """The axis to draw the "after" curves on: ``ax`` itself, or a twin y axis on the right
-    (labelled ``what`` and coloured as "after") when the shared axis would span more than
-    :data:`AFTER_AXIS_RATIO` times the "after" values (``before``/``after``: the values each
-    draws, bands included)."""
+    (labelled ``what`` and coloured as "after", its zero dotted in that colour) when the shared
+    axis would span more than :data:`AFTER_AXIS_RATIO` times the "after" values
+    (``before``/``after``: the values each draws, bands included)."""
     shared, own = _span(*before, *after), _span(*after)
     if not before or shared <= AFTER_AXIS_RATIO * max(own, 1e-12) or own == 0.0:
         return ax
@@ -114,7 +109,17 @@ def own_axis(ax, before: Sequence[np.ndarray], after: Sequence[np.ndarray], *, w
     ax.patch.set_visible(False)
     twin.set_ylabel(f"{what}, after (right axis, own scale)", fontsize=8, color=_AFTER)
     twin.tick_params(axis="y", labelsize=7, colors=_AFTER)
+    lo, hi = _range(*after)
+    if lo <= 0.0 <= hi:  # where "after" is zero, on its own axis (the black line is zero of the left one)
+        twin.axhline(0.0, color=_AFTER, lw=0.8, ls=":")
     return twin
+
+
+def _range(*arrays: np.ndarray) -> tuple[float, float]:
+    vals = [np.asarray(a, dtype=float).ravel() for a in arrays if a is not None]
+    allv = np.concatenate(vals) if vals else np.empty(0)
+    allv = allv[np.isfinite(allv)]
+    return (float(allv.min()), float(allv.max())) if allv.size else (0.0, 0.0)
 
 
 def merged_legend(ax, twin=None, **kwargs: object) -> None:

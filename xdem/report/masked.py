@@ -21,8 +21,9 @@ outside the inlier mask. Its sums are computed in the report's one pass
 * in metres: ``mass`` and ``mean_dh_we`` (metres water equivalent) with their uncertainties,
   at the density of :mod:`xdem.report.units` (850 ± 60 kg/m³, Huss 2013).
 
-The page shows areas in km² (m² when tiny), volumes in km³ (m³ when small), masses in Gt
-(Mt, t when small): each cell carries ``data-key`` and ``data-unit``.
+The page shows areas in km² (m² when tiny), volumes in km³ (10⁶ m³, m³ when small), masses in Gt
+(Mt, t when small), each row in the unit that shows its values with 4 significant figures
+(before and after share it): each cell carries ``data-key`` and ``data-unit``.
 """
 
 from __future__ import annotations
@@ -162,8 +163,8 @@ def inside_section(data: Any, *, random_state: int | None) -> str | None:
     names: list[str] = [n for n in ("before", "after") if n in block]
     metres = u == "m"
     area_u = U.area_unit([block["area"]]) if metres else (1.0, f"{u}²")
-    vols = [block[n][k] for n in names for k in ("volume", "volume_uncertainty")]
-    vol_u = U.volume_unit(vols) if metres else (1.0, f"{u}³")
+    vol_u = U.volume_unit([block[n]["volume"] for n in names]) if metres else (1.0, f"{u}³")
+    vol_su = U.volume_unit([block[n]["volume_uncertainty"] for n in names]) if metres else (1.0, f"{u}³")
     one = (1.0, u)
     rows = [[label_cell("pixels inside the mask (on the reference grid)"),
              f'<td data-key="report.inside.mask_pixels">{fmt(block["mask_pixels"])}</td>'],
@@ -176,15 +177,16 @@ def inside_section(data: Any, *, random_state: int | None) -> str | None:
              lambda b: b["mean_dh_uncertainty"], one),
         _row("volume change = area × mean dh ({unit})", block, names, "volume", lambda b: b["volume"], vol_u),
         _row("uncertainty of the volume change, 1σ ({unit})", block, names, "volume_uncertainty",
-             lambda b: b["volume_uncertainty"], vol_u),
+             lambda b: b["volume_uncertainty"], vol_su),
     ]
     if metres:
         _with_mass(block, names)
-        mass_u = U.mass_unit([block[n][k] for n in names for k in ("mass", "mass_uncertainty")])
+        mass_u = U.mass_unit([block[n]["mass"] for n in names])
+        mass_su = U.mass_unit([block[n]["mass_uncertainty"] for n in names])
         trows += [
             _row("mass change = density × volume ({unit})", block, names, "mass", lambda b: b["mass"], mass_u),
             _row("uncertainty of the mass change, 1σ ({unit})", block, names, "mass_uncertainty",
-                 lambda b: b["mass_uncertainty"], mass_u),
+                 lambda b: b["mass_uncertainty"], mass_su),
             _row("mean change ({unit})", block, names, "mean_dh_we", lambda b: b["mean_dh_we"], (1.0, "m w.e.")),
             _row("uncertainty of the mean change, 1σ ({unit})", block, names, "mean_dh_we_uncertainty",
                  lambda b: b["mean_dh_we_uncertainty"], (1.0, "m w.e.")),

@@ -528,7 +528,9 @@ def _diagnostics(data: ReportData) -> str:
         f"n = {F.sample_n(data.sample)}. Profiles: "
         "the median of each row and column of the decimated maps" + (" (stable cells only)" if data.masked else "")
         + ". A trend against elevation is a hypsometric bias (e.g. a curvature or resolution effect on glaciers); "
-        "a trend along rows or columns is a tilt or an along-track bias.")
+        "a trend along rows or columns is a tilt or an along-track bias. Where the 'before' axis would draw 'after' "
+        "flat (more than 5 times its range), 'after' has its own axis: on the right in blue, its zero dotted (top "
+        "axis for the CDF).")
 
 
 #: Rows of the tile table shown in the report (all are in the JSON document).

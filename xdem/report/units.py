@@ -1,4 +1,4 @@
-r"""Units a glaciologist reads: areas in km² (m² when tiny), volumes in km³ (m³ when small),
+r"""Units a glaciologist reads: areas in km² (m² when tiny), volumes in km³ (10⁶ m³ or m³ when small),
 mass changes in Gt (Mt or t when small) and in metres water equivalent.
 
 Every number is then written by :func:`xdem.report.html.fmt` (4 significant figures, never
@@ -49,14 +49,18 @@ def area_unit(values_m2: list[float | None]) -> tuple[float, str]:
 
 
 def volume_unit(values_m3: list[float | None]) -> tuple[float, str]:
-    """``(divisor, unit)`` for volumes in m³: km³ from 0.01 km³ (10⁷ m³) up, else m³.
+    """``(divisor, unit)`` for volumes in m³: km³ from 0.01 km³ (10⁷ m³) up, 10⁶ m³ from 10⁴ m³
+    up, else m³ (so that 4 significant figures show the value: never a 6-digit m³ count).
 
     Examples
     --------
-    >>> volume_unit([-9.6e5, 1.0e2]), volume_unit([-3.2e9])
-    ((1.0, 'm³'), (1000000000.0, 'km³'))
+    >>> volume_unit([-9.6e5, 1.0e2]), volume_unit([-3.2e9]), volume_unit([5617.0, 53.7])
+    ((1000000.0, '10⁶ m³'), (1000000000.0, 'km³'), (1.0, 'm³'))
     """
-    return (1e9, "km³") if _largest(values_m3) >= 1e7 else (1.0, "m³")
+    big = _largest(values_m3)
+    if big >= 1e7:
+        return 1e9, "km³"
+    return (1e6, "10⁶ m³") if big >= 1e4 else (1.0, "m³")
 
 
 def mass_unit(values_kg: list[float | None]) -> tuple[float, str]:
