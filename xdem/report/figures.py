@@ -445,7 +445,7 @@ def blockwise_figure(tiles: dict, field: object, *, ref_map: np.ndarray, extent:
     if used.any():
         q = axes[0].quiver(x[used], y[used], dx[used], dy[used], color="k", angles="xy", scale_units="width",
                            scale=scale_len * 8.0, width=0.006)
-        axes[0].quiverkey(q, 0.1, 0.04, scale_len, f"{scale_len:.3g} {units}", labelpos="E", coordinates="axes",
+        axes[0].quiverkey(q, 0.1, 0.04, scale_len, f"{fmt_float(scale_len, sig=3)} {units}", labelpos="E", coordinates="axes",
                           color="b", labelcolor="b", fontproperties={"size": 8})
     if (~used).any():
         axes[0].plot(x[~used], y[~used], "x", color="red", markersize=9, mew=2, label="rejected tile")

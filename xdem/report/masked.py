@@ -80,7 +80,7 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
             raise ValueError("non-finite")
         r = float(params["range"].iloc[0])
         return sem, neff, (f"NMAD of stable dh / sqrt(n_eff), n_eff of a disk of the mask's area from a spherical "
-                           f"variogram (range {r:.4g}) fitted on {idx.size} stable sampled pixels"
+                           f"variogram (range {fmt(r)} in CRS units) fitted on {idx.size} stable sampled pixels"
                            + (", capped at the number of mask pixels" if capped else ""))
     except Exception:  # noqa: BLE001 - any failure of the fit gives the stated bound
         return nmad, None, "NMAD of stable dh (variogram fit failed: errors taken as fully correlated, an upper bound)"
