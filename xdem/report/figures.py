@@ -11,6 +11,7 @@ import io
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Colormap, ListedColormap, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
@@ -65,7 +66,7 @@ def symmetric_limit(*arrays: np.ndarray, q: float = 98.0, floor: float = 1e-3) -
     return max(lim, floor)
 
 
-def draw_voids(ax, arr: np.ndarray, *, extent: Sequence[float], where: np.ndarray | None = None) -> bool:
+def draw_voids(ax: Axes, arr: np.ndarray, *, extent: Sequence[float], where: np.ndarray | None = None) -> bool:
     """Draw the non-finite cells of ``arr`` (restricted to ``where`` if given) in
     :data:`VOID_COLOUR`, hatched, on top of ``ax``, with a legend entry :data:`VOID_LABEL`.
     Returns whether there was any void."""
@@ -75,7 +76,8 @@ def draw_voids(ax, arr: np.ndarray, *, extent: Sequence[float], where: np.ndarra
     if not void.any():
         return False
     layer = np.ma.masked_where(~void, np.ones(arr.shape))
-    ax.imshow(layer, extent=tuple(extent), cmap=ListedColormap([VOID_COLOUR]), vmin=0.0, vmax=1.0,
+    left, right, bottom, top = (float(v) for v in extent)
+    ax.imshow(layer, extent=(left, right, bottom, top), cmap=ListedColormap([VOID_COLOUR]), vmin=0.0, vmax=1.0,
               interpolation="nearest", origin="upper", zorder=3)
     ax.contourf(np.pad(void, 1).astype(float), levels=[0.5, 1.5], colors="none", hatches=[VOID_HATCH],
                 extent=_padded_extent(extent, arr.shape), origin="upper", zorder=4)
@@ -96,7 +98,7 @@ def _span(*arrays: np.ndarray) -> float:
     return hi - lo
 
 
-def own_axis(ax, before: Sequence[np.ndarray], after: Sequence[np.ndarray], *, what: str):
+def own_axis(ax: Axes, before: Sequence[np.ndarray], after: Sequence[np.ndarray], *, what: str) -> Axes:
     """The axis to draw the "after" curves on: ``ax`` itself, or a twin y axis on the right
     (labelled ``what`` and coloured as "after", its zero dotted in that colour) when the shared
     axis would span more than :data:`AFTER_AXIS_RATIO` times the "after" values
@@ -122,14 +124,14 @@ def _range(*arrays: np.ndarray) -> tuple[float, float]:
     return (float(allv.min()), float(allv.max())) if allv.size else (0.0, 0.0)
 
 
-def merged_legend(ax, twin=None, **kwargs: object) -> None:
+def merged_legend(ax: Axes, twin: Axes | None = None, *, fontsize: float = 8.0) -> None:
     """One legend on ``ax`` for its artists and those of its twin axis (if any, and not ``ax``)."""
     handles, labels = ax.get_legend_handles_labels()
     if twin is not None and twin is not ax:
         h2, l2 = twin.get_legend_handles_labels()
         handles, labels = handles + h2, labels + [f"{t} (right axis)" for t in l2]
     if handles:
-        ax.legend(handles, labels, **kwargs)
+        ax.legend(handles, labels, fontsize=fontsize)
 
 
 def sample_n(sample: Mapping[str, np.ndarray]) -> int:
