@@ -137,7 +137,8 @@ def test_glacier_pair_histograms_diagnostic_and_colour_scales_use_stable_pixels(
     text, seen = glacier_report
     keys = _keys(text)
     stable, _ = _stable_dh(glacier, "before")
-    assert keys["report.n_valid"] == fmt(int(da.isfinite(stable).sum().compute()))
+    stable_after, _ = _stable_dh(glacier, "after")  # one subsample: valid before AND after
+    assert keys["report.n_valid"] == fmt(int((da.isfinite(stable) & da.isfinite(stable_after)).sum().compute()))
     before, after = seen["hist"]["before"], seen["hist"]["after"]
     assert before.size == after.size == 20_000
     assert np.nanmin(after) > -5.0  # no glacier pixel (-20 m) in the histogram
@@ -147,31 +148,53 @@ def test_glacier_pair_histograms_diagnostic_and_colour_scales_use_stable_pixels(
     frac = seen["stable_map"]
     assert frac is not None and frac.min() == 0.0 and frac.max() == 1.0  # the outline is drawn from it
     assert "The black line is the outline of the mask" in text
-    assert "Stable pixels only" in text and "stable terrain only" in text  # histogram and diagnostic notes
+    assert "stable pixels only (inlier/exclude masks applied)" in text and "stable terrain only" in text  # notes
     assert keys["report.verdict.ok"] == "true"
 
 
-def test_inside_mask_block_mean_and_volume(glacier, glacier_report):
+#: SI factor of each unit the inside-mask block shows (``data-unit``).
+_SI = {"m": 1.0, "m²": 1.0, "km²": 1e6, "m³": 1.0, "10⁶ m³": 1e6, "km³": 1e9, "t": 1e3, "Mt": 1e9, "Gt": 1e12, "m w.e.": 1.0,
+       "pixels": 1.0, "samples": 1.0}
+
+
+def _inside(text: str) -> dict[str, tuple[float, str]]:
+    """``report.inside.*`` key -> (value in SI units, unit shown)."""
+    found = re.findall(r'data-unit="([^"]+)" data-key="(report\.inside\.[^"]+)">([^<]*)<', text)
+    return {k: (float(v) * _SI[_html.unescape(u)], _html.unescape(u)) for u, k, v in found if v != "—"}
+
+
+def test_inside_mask_block_mean_volume_and_mass_in_readable_units(glacier, glacier_report):
     text, _ = glacier_report
-    keys = _keys(text)
+    keys, shown = _keys(text), _inside(text)
     assert '<section id="inside-mask">' in text
     n_mask = 160 * 200
     assert keys["report.inside.mask_pixels"] == str(n_mask)
-    area = float(keys["report.inside.area"])
-    assert area == n_mask  # 1 m pixels
-    mean = float(keys["report.inside.after.mean_dh"])
+    area, unit = shown["report.inside.area"]
+    assert unit == "km²" and keys["report.inside.area"] == "0.032" and area == n_mask  # 1 m pixels
+    mean = shown["report.inside.after.mean_dh"][0]
     assert abs(mean - GLACIER_DH) < 0.05, mean
-    assert float(keys["report.inside.before.mean_dh"]) < -15.0  # + 2.5 m offset, glacier not yet on its outline
+    assert shown["report.inside.before.mean_dh"][0] < -15.0  # + 2.5 m offset, glacier not yet on its outline
+    rel = 2e-3  # each shown number has 4 significant figures (relative rounding <= 5e-4); products of two of them
     for name in ("before", "after"):
-        m = float(keys[f"report.inside.{name}.mean_dh"])
-        assert abs(float(keys[f"report.inside.{name}.volume"]) - area * m) <= area * 1e-4
-        u = float(keys[f"report.inside.{name}.mean_dh_uncertainty"])
-        nmad = float(keys[f"report.inside.{name}.nmad_stable"])
+        m = shown[f"report.inside.{name}.mean_dh"][0]
+        vol, vol_unit = shown[f"report.inside.{name}.volume"]
+        assert vol_unit == "10⁶ m³" and abs(vol - area * m) <= rel * abs(vol)  # ~6e5 m³: below 0.01 km³
+        u = shown[f"report.inside.{name}.mean_dh_uncertainty"][0]
+        nmad = shown[f"report.inside.{name}.nmad_stable"][0]
         # between independent pixels (n_eff = pixels of the mask) and fully correlated errors
-        assert nmad / np.sqrt(n_mask) * 0.99 <= u <= nmad + 1e-9, (name, u, nmad)
-        assert 1.0 <= float(keys[f"report.inside.{name}.n_eff"]) <= n_mask * 1.0001
-        assert abs(float(keys[f"report.inside.{name}.volume_uncertainty"]) - area * u) <= area * 1e-4 + 1e-3
+        assert nmad / np.sqrt(n_mask) * 0.99 <= u <= nmad * (1 + rel), (name, u, nmad)
+        assert 1.0 <= shown[f"report.inside.{name}.n_eff"][0] <= n_mask * 1.0001
+        vol_u = shown[f"report.inside.{name}.volume_uncertainty"][0]
+        assert abs(vol_u - area * u) <= rel * vol_u + 1e-3
+        # mass at 850 ± 60 kg/m³ (Huss 2013): M = rho V, sigma_M = hypot(rho sigma_V, V sigma_rho)
+        mass, mass_unit = shown[f"report.inside.{name}.mass"]
+        assert mass_unit == "Mt" and abs(mass - 850.0 * vol) <= rel * abs(mass)
+        sigma_m = shown[f"report.inside.{name}.mass_uncertainty"][0]
+        assert abs(sigma_m - np.hypot(850.0 * vol_u, 60.0 * vol)) <= rel * sigma_m
+        we, we_unit = shown[f"report.inside.{name}.mean_dh_we"]
+        assert we_unit == "m w.e." and abs(we - 0.85 * m) <= rel * abs(we)
     assert "n_eff" in text and "variogram" in text
+    assert "850 ± 60 kg/m³ (Huss, 2013" in text
 
 
 def test_masked_report_stays_out_of_core(tmp_path, monkeypatch):

@@ -283,6 +283,27 @@ def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], clas
     return out
 
 
+def _draw(valid: da.Array, aligned: xr.DataArray | None, arrays: dict[str, da.Array], also: dict[str, BlockWork],
+          *, subsample: int, random_state: int | None, masked: bool) -> Any:
+    """The report's one subsample: where ref, tba AND aligned are valid (the same pixels before and
+    after, so every figure has the same n), or, when the aligned DEM has no valid pixel there, where
+    ref and tba are (one more pass, only then)."""
+    tries = [valid & da.isfinite(aligned.data), valid] if aligned is not None else [valid]
+    for i, where_valid in enumerate(tries):
+        try:
+            return sample_valid(where_valid, arrays, subsample=subsample, random_state=random_state, min_count=1,
+                                also=also)
+        except NotEnoughDataError as exc:
+            if i + 1 < len(tries):
+                continue
+            where = " on stable terrain (outside the exclude mask, inside the inlier mask)" if masked else ""
+            raise NotEnoughDataError(
+                f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {valid.size} on the "
+                "reference grid); check that they cover the same area, their nodata values and the masks"
+            ) from exc
+    raise AssertionError("unreachable")
+
+
 def collect(
     ref: xr.DataArray,
     tba: xr.DataArray,
@@ -299,9 +320,10 @@ def collect(
 ) -> ReportData:
     """Compute everything the report shows, out of core, in ONE pass over the data (small results).
 
-    The pass reads each block of the inputs once and, from it, draws the subsample (histograms,
+    The pass reads each block of the inputs once and, from it, draws the subsample where ref, tba and
+    aligned are all valid (the same pixels before and after; :func:`_draw`) for the histograms,
     Nuth & Kääb diagnostic, colour scales, dh against elevation, the sampled columns of the slope
-    tables; :func:`xdem.sampling.sample_valid`), counts the valid pixels per slope class, computes
+    tables (:func:`xdem.sampling.sample_valid`), counts the valid pixels per slope class, computes
     the decimated maps (unless read from overviews), the sums inside the mask, and, when
     ``need_stats``, the statistics of dh (:func:`xdem.stats.dh_stats_blocks`: exact counts, min and
     max, the rest on a subsample of :data:`xdem.stats.STATS_SUBSAMPLE` pixels, as ``xdem coreg``).
@@ -376,14 +398,7 @@ def collect(
     if slope is not None and not exact_stats:
         also["slope_counts"] = BlockWork(partial(class_counts_block, edges=np.asarray(SLOPE_CLASSES, dtype=float)),
                                          [slope.data, *dhs.values()])
-    try:
-        sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state, min_count=1, also=also)
-    except NotEnoughDataError as exc:
-        where = " on stable terrain (outside the exclude mask, inside the inlier mask)" if masked else ""
-        raise NotEnoughDataError(
-            f"no pixel is valid in both the reference and the to-be-aligned DEM{where} (0 of {ref.size} on the "
-            "reference grid); check that they cover the same area, their nodata values and the masks"
-        ) from exc
+    sample = _draw(valid, aligned, arrays, also, subsample=subsample, random_state=random_state, masked=masked)
     done = sample.also
     inside: dict[str, Any] = {}
     if ov is not None:

@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import Colormap, ListedColormap, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from xdem.kernels.robust import bin_index
+from xdem.report.html import fmt_float
 
-__all__ = ["to_png_base64", "maps_figure", "histogram_figure", "nuth_kaab_figure", "history_figure", "symmetric_limit"]
+__all__ = ["to_png_base64", "maps_figure", "build_maps_figure", "inside_maps_figure", "build_inside_maps_figure",
+           "histogram_figure", "nuth_kaab_figure", "history_figure", "symmetric_limit", "draw_voids", "VOID_COLOUR",
+           "VOID_LABEL", "own_axis", "AFTER_AXIS_RATIO", "merged_legend", "sample_n", "inside_scale"]
 
 DPI = 100
 NO_DATA = "no valid data"
@@ -26,6 +31,14 @@ NO_DATA = "no valid data"
 #: and the project's gallery.
 DH_CMAP = "RdBu"
 _BEFORE, _AFTER = "#c0392b", "#2471a3"
+#: Colour of voids (no data) on every map: a mid grey, hatched, that no colormap of the report
+#: uses (``RdBu`` is near-white at dh = 0, so a transparent or white void would read as dh = 0).
+VOID_COLOUR = "#8c8c8c"
+VOID_HATCH = "////"
+VOID_LABEL = "void (no data)"
+#: An "after" curve gets its own y axis when the span of the shared axis exceeds this many
+#: times the span of the "after" values (it would be drawn flat).
+AFTER_AXIS_RATIO = 5.0
 
 
 def to_png_base64(fig: Figure) -> str:
@@ -53,7 +66,109 @@ def symmetric_limit(*arrays: np.ndarray, q: float = 98.0, floor: float = 1e-3) -
     return max(lim, floor)
 
 
-def maps_figure(
+def draw_voids(ax: Axes, arr: np.ndarray, *, extent: Sequence[float], where: np.ndarray | None = None) -> bool:
+    """Draw the non-finite cells of ``arr`` (restricted to ``where`` if given) in
+    :data:`VOID_COLOUR`, hatched, on top of ``ax``, with a legend entry :data:`VOID_LABEL`.
+    Returns whether there was any void."""
+    void = ~np.isfinite(arr)
+    if where is not None:
+        void &= where
+    if not void.any():
+        return False
+    layer = np.ma.masked_where(~void, np.ones(arr.shape))
+    left, right, bottom, top = (float(v) for v in extent)
+    ax.imshow(layer, extent=(left, right, bottom, top), cmap=ListedColormap([VOID_COLOUR]), vmin=0.0, vmax=1.0,
+              interpolation="nearest", origin="upper", zorder=3)
+    ax.contourf(np.pad(void, 1).astype(float), levels=[0.5, 1.5], colors="none", hatches=[VOID_HATCH],
+                extent=_padded_extent(extent, arr.shape), origin="upper", zorder=4)
+    ax.legend(handles=[Patch(facecolor=VOID_COLOUR, edgecolor="0.2", hatch=VOID_HATCH, label=VOID_LABEL)],
+              loc="lower right", fontsize=7, framealpha=0.9)
+    return True
+
+
+def _padded_extent(extent: Sequence[float], shape: tuple[int, ...]) -> tuple[float, float, float, float]:
+    """Extent of an array padded by one cell on each side (contours of a mask reach the border)."""
+    left, right, bottom, top = (float(v) for v in extent)
+    dx, dy = (right - left) / max(shape[1], 1), (top - bottom) / max(shape[0], 1)
+    return left - dx, right + dx, bottom - dy, top + dy
+
+
+def _span(*arrays: np.ndarray) -> float:
+    lo, hi = _range(*arrays)
+    return hi - lo
+
+
+def own_axis(ax: Axes, before: Sequence[np.ndarray], after: Sequence[np.ndarray], *, what: str) -> Axes:
+    """The axis to draw the "after" curves on: ``ax`` itself, or a twin y axis on the right
+    (labelled ``what`` and coloured as "after", its zero dotted in that colour) when the shared
+    axis would span more than :data:`AFTER_AXIS_RATIO` times the "after" values
+    (``before``/``after``: the values each draws, bands included)."""
+    shared, own = _span(*before, *after), _span(*after)
+    if not before or shared <= AFTER_AXIS_RATIO * max(own, 1e-12) or own == 0.0:
+        return ax
+    twin = ax.twinx()
+    ax.set_zorder(twin.get_zorder() + 1)  # "before" drawn over "after", legend on top
+    ax.patch.set_visible(False)
+    twin.set_ylabel(f"{what}, after (right axis, own scale)", fontsize=8, color=_AFTER)
+    twin.tick_params(axis="y", labelsize=7, colors=_AFTER)
+    lo, hi = _range(*after)
+    if lo <= 0.0 <= hi:  # where "after" is zero, on its own axis (the black line is zero of the left one)
+        twin.axhline(0.0, color=_AFTER, lw=0.8, ls=":")
+    return twin
+
+
+def _range(*arrays: np.ndarray) -> tuple[float, float]:
+    vals = [np.asarray(a, dtype=float).ravel() for a in arrays if a is not None]
+    allv = np.concatenate(vals) if vals else np.empty(0)
+    allv = allv[np.isfinite(allv)]
+    return (float(allv.min()), float(allv.max())) if allv.size else (0.0, 0.0)
+
+
+def merged_legend(ax: Axes, twin: Axes | None = None, *, fontsize: float = 8.0) -> None:
+    """One legend on ``ax`` for its artists and those of its twin axis (if any, and not ``ax``)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if twin is not None and twin is not ax:
+        h2, l2 = twin.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + [f"{t} (right axis)" for t in l2]
+    if handles:
+        ax.legend(handles, labels, fontsize=fontsize)
+
+
+def sample_n(sample: Mapping[str, np.ndarray]) -> int:
+    """Pixels of a subsample where every dh (``before``, ``after``) that has any finite value is
+    finite: the report's subsample is drawn where both are (the same pixels before and after), so
+    this is its size; an all-void "after" does not make it zero."""
+    series = [np.isfinite(np.asarray(sample[n], dtype=float)) for n in ("before", "after") if n in sample]
+    series = [f for f in series if f.any()]
+    return int(np.logical_and.reduce(series).sum()) if series else 0
+
+
+def maps_figure(maps: dict[str, np.ndarray], *, extent: Sequence[float], crs: str, units: str, factor: int,
+                limits: dict[str, float] | None = None, stable_map: np.ndarray | None = None,
+                from_overviews: bool = False) -> str:
+    """:func:`build_maps_figure` as base64 PNG."""
+    return to_png_base64(build_maps_figure(maps, extent=extent, crs=crs, units=units, factor=factor, limits=limits,
+                                           stable_map=stable_map, from_overviews=from_overviews))
+
+
+def _dh_cmap(name: str = DH_CMAP) -> Colormap:
+    """``name`` with non-finite values in :data:`VOID_COLOUR` (never white, i.e. never like dh = 0)."""
+    from matplotlib import colormaps
+
+    return colormaps[name].with_extremes(bad=VOID_COLOUR)
+
+
+def _map_axes(ax, *, title: str, units: str, crs: str) -> None:
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
+    ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.yaxis.set_major_locator(MaxNLocator(5))
+    ax.ticklabel_format(useOffset=False, style="plain")
+
+
+def build_maps_figure(
     maps: dict[str, np.ndarray],
     *,
     extent: Sequence[float],
@@ -63,7 +178,7 @@ def maps_figure(
     limits: dict[str, float] | None = None,
     stable_map: np.ndarray | None = None,
     from_overviews: bool = False,
-) -> str:
+) -> Figure:
     """Reference elevation and dh before/after on the reference grid, decimated ``factor`` times
     (block means, or the files' overviews when ``from_overviews``: the title says which).
 
@@ -72,7 +187,7 @@ def maps_figure(
     ``|dh|`` on stable pixels), else at the 98th percentile of the map's ``|dh|`` (read the
     colour bars: after a good fit the "after" scale is much smaller). ``stable_map``, the
     fraction of stable pixels per map cell, draws the mask outline (its 0.5 contour, black)
-    on every panel.
+    on every panel. Voids (no data) are grey and hatched (:func:`draw_voids`), with a legend entry.
     """
     names = [n for n in ("before", "after") if n in maps]
     ncols = 1 + len(names)
@@ -82,7 +197,7 @@ def maps_figure(
                                    else f" (mean of {factor}×{factor} pixels)")
     panels = [("ref", f"Reference elevation{step}", "terrain", f"Elevation ({units})")]
     titles = {"before": "dh before = tba − ref", "after": "dh after = aligned − ref"}
-    panels += [(n, titles[n], DH_CMAP, f"dh ({units})") for n in names]
+    panels += [(n, titles[n], DH_CMAP, f"dh ({units}), stable-terrain scale") for n in names]
     for ax, (key, title, cmap, label) in zip(axes, panels):
         arr = maps[key]
         if not np.isfinite(arr).any():
@@ -92,21 +207,73 @@ def maps_figure(
         if key != "ref":
             lim = (limits or {}).get(key) or symmetric_limit(arr)
             norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
-            title += f", ±{lim:.3g} {units}"
-        im = ax.imshow(arr, extent=tuple(extent), cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+            title += f", ±{fmt_float(lim, sig=3)} {units}"
+        im = ax.imshow(arr, extent=tuple(extent), cmap=_dh_cmap(cmap), norm=norm, interpolation="nearest",
+                       origin="upper")
+        draw_voids(ax, arr, extent=extent)
         if stable_map is not None and np.nanmin(stable_map) < 0.5 < np.nanmax(stable_map):
             ax.contour(stable_map, levels=[0.5], colors="k", linewidths=0.9, extent=tuple(extent), origin="upper")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
-        ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(4))
-        ax.yaxis.set_major_locator(MaxNLocator(5))
-        ax.ticklabel_format(useOffset=False, style="plain")
+        _map_axes(ax, title=title, units=units, crs=crs)
         cb = fig.colorbar(im, ax=ax, shrink=0.85, extend="both" if norm is not None else "neither")
         cb.set_label(label, fontsize=8)
         cb.ax.tick_params(labelsize=7)
-    return to_png_base64(fig)
+    return fig
+
+
+def inside_scale(values: np.ndarray, *, q: float = 1.0) -> tuple[Normalize, Colormap]:
+    """Colour scale of dh inside the mask: from its ``q``-th to its ``(100 - q)``-th percentile (a
+    glacier losing 30 m gets about -31 to -29 m, not the ±3 m of stable terrain), in the reds of
+    :data:`DH_CMAP` when all negative, its blues when all positive, the whole of it centred on
+    zero otherwise: red is still thinning."""
+    from matplotlib import colormaps
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    lo, hi = (float(np.percentile(v, q)), float(np.percentile(v, 100.0 - q))) if v.size else (-1.0, 1.0)
+    if hi - lo < 1e-6:
+        lo, hi = lo - 0.5e-6, hi + 0.5e-6
+    full = colormaps[DH_CMAP]
+    if lo < 0.0 < hi:
+        return TwoSlopeNorm(vcenter=0.0, vmin=lo, vmax=hi), full
+    part = (0.0, 0.42) if hi <= 0.0 else (0.58, 1.0)  # the red or the blue half, without the near-white centre
+    cmap = ListedColormap(full(np.linspace(*part, 128)))
+    return Normalize(vmin=lo, vmax=hi), cmap
+
+
+def inside_maps_figure(maps: dict[str, np.ndarray], *, stable_map: np.ndarray, extent: Sequence[float], crs: str,
+                       units: str) -> str:
+    """:func:`build_inside_maps_figure` as base64 PNG."""
+    return to_png_base64(build_inside_maps_figure(maps, stable_map=stable_map, extent=extent, crs=crs, units=units))
+
+
+def build_inside_maps_figure(maps: dict[str, np.ndarray], *, stable_map: np.ndarray, extent: Sequence[float],
+                             crs: str, units: str) -> Figure:
+    """dh before/after inside the mask only (map cells less than half stable), each on its own
+    colour scale (:func:`inside_scale` of the inside cells), stable cells left blank, voids
+    inside the mask grey and hatched."""
+    inside = ~(np.asarray(stable_map) >= 0.5)
+    names = [n for n in ("before", "after") if n in maps]
+    fig = Figure(figsize=(5.4 * max(len(names), 1), 4.6), layout="constrained")
+    axes = fig.subplots(1, max(len(names), 1), squeeze=False)[0]
+    titles = {"before": "dh before inside the mask", "after": "dh after inside the mask"}
+    for ax, name in zip(axes, names):
+        arr = np.where(inside, maps[name], np.nan)
+        title = titles[name]
+        if not np.isfinite(arr).any():
+            _empty(ax, title)
+            continue
+        norm, cmap = inside_scale(arr)
+        shown = np.ma.masked_where(~inside | ~np.isfinite(arr), arr)
+        im = ax.imshow(shown, extent=tuple(extent), cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+        draw_voids(ax, maps[name], extent=extent, where=inside)
+        ax.contour(np.asarray(stable_map), levels=[0.5], colors="k", linewidths=0.9, extent=tuple(extent),
+                   origin="upper")
+        scale = f"{fmt_float(float(norm.vmin or 0.0), sig=3)} to {fmt_float(float(norm.vmax or 0.0), sig=3)} {units}"
+        _map_axes(ax, title=f"{title}, own scale {scale}", units=units, crs=crs)
+        cb = fig.colorbar(im, ax=ax, shrink=0.85, extend="both")
+        cb.set_label(f"dh ({units}), inside-mask scale", fontsize=8)
+        cb.ax.tick_params(labelsize=7)
+    return fig
 
 
 def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: str) -> None:
@@ -115,11 +282,11 @@ def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: 
     for name, v in series:
         color = _BEFORE if name == "before" else _AFTER
         ax.hist(np.clip(v, -lim, lim), bins=bins, histtype="stepfilled", alpha=0.35, color=color,
-                edgecolor=color, label=f"{name} (n={v.size})")
+                edgecolor=color, label=f"{name} (n = {v.size})")
         ax.axvline(float(np.median(v)), color=color, lw=1.2, ls="--")
     ax.axvline(0.0, color="k", lw=0.6)
     ax.set_xlim(-lim, lim)
-    ax.set_xlabel(f"dh ({units}); beyond ±{lim:.3g} {units} counted in the end bins", fontsize=8)
+    ax.set_xlabel(f"dh ({units}); beyond ±{fmt_float(lim, sig=3)} {units} counted in the end bins", fontsize=8)
     ax.set_ylabel("Pixels", fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.tick_params(labelsize=7)
@@ -129,12 +296,13 @@ def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: 
 def histogram_figure(sample: dict[str, np.ndarray], *, units: str, n_valid: int, stable: bool = False) -> str:
     """Histograms of dh before and after (same bins, symmetric around zero) from a subsample,
     plus the "after" one on its own range when both exist. ``stable``: the subsample is of
-    stable pixels only (said in the title)."""
+    stable pixels only (said in the title). The title says ``n = <pixels of the subsample>``
+    and each legend entry its own count (the same when both dh are finite at every sampled pixel)."""
     series: list[tuple[str, np.ndarray]] = [(n, sample[n][np.isfinite(sample[n])]) for n in ("before", "after") if n in sample]
     series = [(n, v) for n, v in series if v.size]
     n_sample = len(next(iter(sample.values()), []))
     what = "valid stable pixels" if stable else "valid pixels"
-    title = f"dh, subsample of {n_sample} of {n_valid} {what}; dashed: medians"
+    title = f"dh, subsample n = {n_sample} of {n_valid} {what}; dashed: medians"
     both = len(series) == 2
     fig = Figure(figsize=(12.0 if both else 7.0, 3.8), layout="constrained")
     axes = fig.subplots(1, 2 if both else 1, squeeze=False)[0]
@@ -184,10 +352,13 @@ def nuth_kaab_figure(
     """
     names = [n for n in ("before", "after") if n in sample]
     fig = Figure(figsize=(5.6 * len(names), 4.2), layout="constrained")
-    axes = fig.subplots(1, len(names), squeeze=False, sharey=True)[0]
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
     terms = {n: nk_terms(sample, n) for n in names}
-    ylim = symmetric_limit(*(t[1] for t in terms.values()), q=95.0)
-    ylim = max(ylim, 1.2 * np.hypot(*shift)) if shift is not None else ylim
+    ylims = {n: symmetric_limit(terms[n][1], q=95.0) for n in names}
+    if shift is not None and "before" in ylims:
+        ylims["before"] = max(ylims["before"], 1.2 * float(np.hypot(*shift)))
+    shared = max(ylims.values(), default=1.0)
+    own = {n: ylims[n] if n == "after" and shared > AFTER_AXIS_RATIO * ylims[n] else shared for n in names}
     psi = np.linspace(0.0, 360.0, 361)
     for ax, name in zip(axes, names):
         title = f"Nuth & Kääb diagnostic, {name}"
@@ -203,17 +374,19 @@ def nuth_kaab_figure(
             dx, dy = -shift[0], -shift[1]
             if name == "before":
                 curve = dx * np.sin(np.radians(psi)) + dy * np.cos(np.radians(psi))
+                sign = "+" if dy >= 0 else "−"
                 ax.plot(psi, curve, "k-", lw=1.5,
-                        label=f"fitted: {dx:+.3f} sin ψ {dy:+.3f} cos ψ")
+                        label=f"fitted: {fmt_float(dx)} sin ψ {sign} {fmt_float(abs(dy))} cos ψ")
             else:
                 ax.plot(psi, np.zeros_like(psi), "k-", lw=1.5, label="expected after fit: 0")
         ax.axhline(0.0, color="k", lw=0.5)
         ax.set_xlim(0, 360)
         ax.set_xticks(np.arange(0, 361, 45))
-        ax.set_ylim(-ylim, ylim)
+        ax.set_ylim(-own[name], own[name])
         ax.set_xlabel("Aspect ψ (degrees clockwise from north)", fontsize=8)
-        ax.set_ylabel(f"(dh − median dh) / tan(slope) ({units})", fontsize=8)
-        ax.set_title(f"{title} (n={x.size})", fontsize=10)
+        scale = ", own y scale (zoomed)" if own[name] < shared else ""
+        ax.set_ylabel(f"(dh − median dh) / tan(slope) ({units}){scale}", fontsize=8)
+        ax.set_title(f"{title}, n = {x.size} (sampled pixels with slope ≥ 1°)", fontsize=10)
         ax.tick_params(labelsize=7)
         ax.legend(fontsize=7, loc="upper right")
     return to_png_base64(fig)
@@ -274,7 +447,7 @@ def blockwise_figure(tiles: dict, field: object, *, ref_map: np.ndarray, extent:
     if used.any():
         q = axes[0].quiver(x[used], y[used], dx[used], dy[used], color="k", angles="xy", scale_units="width",
                            scale=scale_len * 8.0, width=0.006)
-        axes[0].quiverkey(q, 0.1, 0.04, scale_len, f"{scale_len:.3g} {units}", labelpos="E", coordinates="axes",
+        axes[0].quiverkey(q, 0.1, 0.04, scale_len, f"{fmt_float(scale_len, sig=3)} {units}", labelpos="E", coordinates="axes",
                           color="b", labelcolor="b", fontproperties={"size": 8})
     if (~used).any():
         axes[0].plot(x[~used], y[~used], "x", color="red", markersize=9, mew=2, label="rejected tile")

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fmt", "render_value", "table", "section", "document", "img", "key_value_rows"]
+__all__ = ["fmt", "fmt_float", "SIGNIFICANT", "render_value", "table", "section", "document", "img", "key_value_rows"]
 
-#: Decimals of every floating-point number shown.
-DECIMALS = 4
+#: Significant figures of every floating-point number shown (integer digits are never rounded away).
+SIGNIFICANT = 4
 
 _CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
@@ -42,13 +42,48 @@ code{font-size:12px}
 """
 
 
-def fmt(value: Any) -> str:
-    """Text of a value: floats with :data:`DECIMALS` decimals, ints as ints, None as "—".
+def fmt_float(value: float, *, sig: int = SIGNIFICANT) -> str:
+    """Text of a float with ``sig`` significant figures, never "-0".
+
+    Trailing zeros are significant: they are dropped only when the value is exact at this
+    precision (``2.5`` -> ``"2.5"``, ``-29.9996`` -> ``"-30.00"``). Integer digits are kept
+    (``487654.3`` -> ``"487654"``: a coordinate is not rounded to ``4.877e+05``); magnitudes
+    below ``1e-4`` use scientific notation; a value that is zero (or ``-0.0``) is ``"0"``.
 
     Examples
     --------
-    >>> fmt(0.012345), fmt(3), fmt(float("nan")), fmt(True)
-    ('0.0123', '3', 'NaN', 'true')
+    >>> [fmt_float(v) for v in (0.012345, -0.0, 2.5, 1234.56, 487654.3, -3.00264, 9.99996, 1.2344e-7, 1e-5)]
+    ['0.01235', '0', '2.5', '1235', '487654', '-3.003', '10.00', '1.234e-07', '1e-05']
+    """
+    v = float(value)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0.0:
+        return "0"
+    rounded = float(f"{v:.{sig - 1}e}")  # sig significant figures (9.99996 -> 10.00)
+    a = abs(rounded)
+    if a >= 10 ** (sig - 1):
+        text = f"{v:.0f}"
+    elif a >= 1e-4:
+        text = f"{rounded:.{sig - 1 - math.floor(math.log10(a))}f}"
+        if rounded == v and "." in text:  # exact at this precision: no zeros that claim more
+            text = text.rstrip("0").rstrip(".")
+    else:
+        mantissa, exp = f"{rounded:.{sig - 1}e}".split("e")
+        text = f"{mantissa.rstrip('0').rstrip('.') if rounded == v else mantissa}e{exp}"
+    return "0" if float(text) == 0.0 else text
+
+
+def fmt(value: Any) -> str:
+    """Text of a value: floats by :func:`fmt_float` (:data:`SIGNIFICANT` significant figures,
+    never "-0"), ints as ints, None as "—".
+
+    Examples
+    --------
+    >>> fmt(0.012345), fmt(3), fmt(float("nan")), fmt(True), fmt(-0.00001), fmt(-0.0), fmt(-0.00001234)
+    ('0.01235', '3', 'NaN', 'true', '-1e-05', '0', '-1.234e-05')
     """
     if value is None:
         return "—"
@@ -57,12 +92,7 @@ def fmt(value: Any) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if math.isnan(v):
-            return "NaN"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return f"{v:.{DECIMALS}f}"
+        return fmt_float(float(value))
     return str(value)
 
 

@@ -17,7 +17,13 @@ outside the inlier mask. Its sums are computed in the report's one pass
   would give more effective samples than pixels). If that
   fit fails, the stated bound is :math:`\sigma_{\bar{dh}} = NMAD_{stable}` (errors fully
   correlated over the mask: an upper bound);
-* ``volume_uncertainty = area * mean_dh_uncertainty`` (the area is taken as exact).
+* ``volume_uncertainty = area * mean_dh_uncertainty`` (the area is taken as exact);
+* in metres: ``mass`` and ``mean_dh_we`` (metres water equivalent) with their uncertainties,
+  at the density of :mod:`xdem.report.units` (850 ± 60 kg/m³, Huss 2013).
+
+The page shows areas in km² (m² when tiny), volumes in km³ (10⁶ m³, m³ when small), masses in Gt
+(Mt, t when small), each row in the unit that shows its values with 4 significant figures
+(before and after share it): each cell carries ``data-key`` and ``data-unit``.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from xdem.kernels.robust import nmad
+from xdem.report import units as U
+from xdem.report.html import fmt, label_cell, note, table
 
-__all__ = ["VARIOGRAM_POINTS", "inside_block"]
+__all__ = ["VARIOGRAM_POINTS", "inside_block", "inside_section"]
 
 #: Stable sampled pixels used for the variogram of the uncertainty.
 VARIOGRAM_POINTS = 2000
@@ -72,7 +80,7 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
             raise ValueError("non-finite")
         r = float(params["range"].iloc[0])
         return sem, neff, (f"NMAD of stable dh / sqrt(n_eff), n_eff of a disk of the mask's area from a spherical "
-                           f"variogram (range {r:.4g}) fitted on {idx.size} stable sampled pixels"
+                           f"variogram (range {fmt(r)} in CRS units) fitted on {idx.size} stable sampled pixels"
                            + (", capped at the number of mask pixels" if capped else ""))
     except Exception:  # noqa: BLE001 - any failure of the fit gives the stated bound
         return nmad, None, "NMAD of stable dh (variogram fit failed: errors taken as fully correlated, an upper bound)"
@@ -123,3 +131,74 @@ def inside_block(
             "volume_uncertainty": None if sem is None else area * sem, "uncertainty_method": how,
         }
     return out
+
+
+def _unit_cell(value: Any, key: str, divisor: float, unit: str) -> str:
+    """``<td>`` of ``value / divisor`` carrying ``data-key`` and ``data-unit``."""
+    shown = None if value is None else float(value) / divisor
+    return f'<td data-unit="{unit}" data-key="{key}">{fmt(shown)}</td>'
+
+
+def _row(label: str, block: Mapping[str, Any], names: list[str], key: str, pick: Any, unit: tuple[float, str],
+         ) -> list[str]:
+    return [label_cell(label.format(unit=unit[1]))] + [
+        _unit_cell(pick(block[n]), f"report.inside.{n}.{key}", *unit) for n in names]
+
+
+def _with_mass(block: dict[str, Any], names: list[str]) -> None:
+    for n in names:
+        b = block[n]
+        b["mass"], b["mass_uncertainty"] = U.mass_change(b["volume"], b["volume_uncertainty"])
+        b["mean_dh_we"], b["mean_dh_we_uncertainty"] = U.water_equivalent(b["mean_dh"], b["mean_dh_uncertainty"])
+
+
+def inside_section(data: Any, *, random_state: int | None) -> str | None:
+    """HTML of the "Inside the mask" block of a :class:`~xdem.report.data.ReportData` (``None``
+    without a mask): area, mean dh, volume change and, in metres, mass change and m w.e., each
+    with its 1-sigma uncertainty, in the units of :mod:`xdem.report.units`."""
+    if not data.inside:
+        return None
+    block = inside_block(data.inside, sample=data.sample, resolution=data.resolution, random_state=random_state)
+    u = data.units
+    names: list[str] = [n for n in ("before", "after") if n in block]
+    metres = u == "m"
+    area_u = U.area_unit([block["area"]]) if metres else (1.0, f"{u}²")
+    vol_u = U.volume_unit([block[n]["volume"] for n in names]) if metres else (1.0, f"{u}³")
+    vol_su = U.volume_unit([block[n]["volume_uncertainty"] for n in names]) if metres else (1.0, f"{u}³")
+    one = (1.0, u)
+    rows = [[label_cell("pixels inside the mask (on the reference grid)"),
+             f'<td data-key="report.inside.mask_pixels">{fmt(block["mask_pixels"])}</td>'],
+            [label_cell(f"mask area ({area_u[1]})"), _unit_cell(block["area"], "report.inside.area", *area_u)]]
+    trows = [
+        _row("valid pixels inside the mask (dh finite, exact count)", block, names, "count", lambda b: b["count"],
+             (1.0, "pixels")),
+        _row("mean dh ({unit})", block, names, "mean_dh", lambda b: b["mean_dh"], one),
+        _row("uncertainty of mean dh, 1σ ({unit})", block, names, "mean_dh_uncertainty",
+             lambda b: b["mean_dh_uncertainty"], one),
+        _row("volume change = area × mean dh ({unit})", block, names, "volume", lambda b: b["volume"], vol_u),
+        _row("uncertainty of the volume change, 1σ ({unit})", block, names, "volume_uncertainty",
+             lambda b: b["volume_uncertainty"], vol_su),
+    ]
+    if metres:
+        _with_mass(block, names)
+        mass_u = U.mass_unit([block[n]["mass"] for n in names])
+        mass_su = U.mass_unit([block[n]["mass_uncertainty"] for n in names])
+        trows += [
+            _row("mass change = density × volume ({unit})", block, names, "mass", lambda b: b["mass"], mass_u),
+            _row("uncertainty of the mass change, 1σ ({unit})", block, names, "mass_uncertainty",
+                 lambda b: b["mass_uncertainty"], mass_su),
+            _row("mean change ({unit})", block, names, "mean_dh_we", lambda b: b["mean_dh_we"], (1.0, "m w.e.")),
+            _row("uncertainty of the mean change, 1σ ({unit})", block, names, "mean_dh_we_uncertainty",
+                 lambda b: b["mean_dh_we_uncertainty"], (1.0, "m w.e.")),
+        ]
+    trows += [
+        _row("NMAD of stable dh ({unit})", block, names, "nmad_stable", lambda b: b["nmad_stable"], one),
+        _row("effective samples over the mask", block, names, "n_eff", lambda b: b["n_eff"], (1.0, "samples")),
+    ]
+    methods = "; ".join(f"{n}: {block[n]['uncertainty_method']}" for n in names if block[n]["uncertainty_method"])
+    return (table(["Item", "Value"], rows) + table(["Inside the mask", *names], trows)
+            + note("Inside the mask = not stable terrain (inside the exclude mask or outside the inlier mask). Mean dh "
+                   "over its valid pixels (exact counts, every pixel: not the subsample); the area counts every mask "
+                   f"pixel (voids assumed to change as the mean). Uncertainty ({methods}); the volume uncertainty is "
+                   "area × that of the mean." + (" " + U.DENSITY_NOTE if metres else "")
+                   + " The map of dh inside the mask, on its own colour scale, is in the maps section."))

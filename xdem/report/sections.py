@@ -11,6 +11,7 @@ from xdem.report import diagnostics as D
 from xdem.report import figures as F
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
+from xdem.report.masked import inside_section
 
 __all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
@@ -157,8 +158,9 @@ def _stats_section(data: ReportData, summary: dict | None) -> str:
         exact = first["count"] == first["sampled"]
         counted = (f" count = {first['count']} {names[0]}: the stable pixels valid in both DEMs on the reference grid, "
                    "counted exactly; the statistics of the sampled pixels ("
-                   + ("all of them here, so they are exact" if exact else f"{first['sampled']} of them, a reproducible "
-                      "subsample, the same pixels before and after") + ") as said above.")
+                   + ("all of them here, so they are exact" if exact else f"n = {first['sampled']} (the statistics' "
+                      "own reproducible subsample, as xdem coreg draws it: up to 2 million pixels, more than the "
+                      "report's figures use), the same pixels before and after") + ") as said above.")
     return table(header, rows) + note(src + where + counted + " NMAD = 1.4826 · median(|dh − median(dh)|); "
                                       "RMSE = sqrt(mean(dh²)); LE90 = 90 % quantile of |dh|.")
 
@@ -342,7 +344,8 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
     ``summary`` (timing, memory...) as it is when this block is rendered: the last block of
     the page, so that ``xdem coreg --report`` can put its final timing in it first."""
     ny, nx = data.shape
-    stable = "valid stable pixels (finite in ref and tba, stable)" if data.masked else "valid pixels (finite in ref and tba)"
+    dems = "ref, tba and aligned" if "after" in data.sample else "ref and tba"
+    stable = f"valid stable pixels (finite in {dems}, stable)" if data.masked else f"valid pixels (finite in {dems})"
     rows = [
         [label_cell("grid (rows × columns)"), f'<td class="l">{render_value([ny, nx], "report.shape")}</td>'],
         [label_cell("resolution"), f'<td class="l">{render_value(list(data.resolution), "report.resolution")} {data.units}</td>'],
@@ -352,7 +355,8 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
         [label_cell("map decimation (pixels averaged per side)"), cell(data.factor, "report.factor", cls="l")],
         [label_cell("maps computed from"), cell(data.map_source, "report.map_source", cls="l")],
         [label_cell(f"n_valid: {stable}, exact"), cell(data.n_valid, "report.n_valid", cls="l")],
-        [label_cell("n_sample: pixels of the subsample for histograms, diagnostic and verdict"),
+        [label_cell("n_sample: pixels of the report's subsample (histograms, Nuth & Kääb diagnostic, elevation, CDF, "
+                    "sampled slope statistics, inside-mask uncertainty, and the verdict when computed here)"),
          cell(len(data.sample.get("row", [])), "report.n_sample", cls="l")],
         [label_cell("passes over the data (each reads every block once: subsample, slope-class counts, maps, sums "
                     "and statistics together; 2 when few pixels are valid)"),
@@ -379,14 +383,18 @@ def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[s
     from xdem.verdict import NMAD_RATIO_MAX, RESIDUAL_NMAD, RESIDUAL_PIXELS, compute_verdict
 
     verdict, prefix = _get(summary, "verdict"), "verdict"
-    src = "From the coregistration summary (its own stable subsample)."
+    sub = verdict.get("subsample") if isinstance(verdict, dict) else None
+    src = ("From the coregistration summary: " + (f"n = {sub} (the verdict's own stable subsample, drawn by xdem coreg "
+                                                  "while writing the aligned DEM, not the report's)." if sub else
+                                                  "its own stable subsample."))
     if not isinstance(verdict, dict):
         if "after" not in data.sample:
             return note("No aligned DEM: no verdict.")
         methods = [_method(d).lower() for d in steps[1]] if steps else []
         verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), methods=methods,
                                   units=data.units)
-        prefix, src = "report.verdict", "Computed by the report on its stable subsample (no extra pass)."
+        prefix = "report.verdict"
+        src = f"Computed by the report on its stable subsample, n = {F.sample_n(data.sample)} (no extra pass)."
         if verdict is None:
             return note("No verdict.")
     ok = bool(verdict.get("ok"))
@@ -408,30 +416,6 @@ def _esc(text: str) -> str:
     return html.escape(str(text))
 
 
-def _inside_section(data: ReportData, random_state: int | None) -> str | None:
-    from xdem.report.masked import inside_block
-
-    if not data.inside:
-        return None
-    block = inside_block(data.inside, sample=data.sample, resolution=data.resolution, random_state=random_state)
-    u = data.units
-    rows = [[label_cell("pixels inside the mask (on the reference grid)"),
-             cell(block["mask_pixels"], "report.inside.mask_pixels")],
-            [label_cell(f"mask area ({u}²)"), cell(block["area"], "report.inside.area")]]
-    names = [n for n in ("before", "after") if n in block]
-    labels = {"count": "valid pixels inside the mask (dh finite)", "mean_dh": f"mean dh ({u})",
-              "volume": f"volume change = area × mean dh ({u}³)", "nmad_stable": f"NMAD of stable dh ({u})",
-              "n_eff": "effective samples over the mask", "mean_dh_uncertainty": f"uncertainty of mean dh, 1σ ({u})",
-              "volume_uncertainty": f"uncertainty of the volume change, 1σ ({u}³)"}
-    table_rows = [[label_cell(lab)] + [cell(block[n][k], f"report.inside.{n}.{k}") for n in names]
-                  for k, lab in labels.items()]
-    methods = "; ".join(f"{n}: {block[n]['uncertainty_method']}" for n in names if block[n]["uncertainty_method"])
-    return (table(["Item", "Value"], rows) + table(["Inside the mask", *names], table_rows)
-            + note("Inside the mask = not stable terrain (inside the exclude mask or outside the inlier mask). Mean dh "
-                   "over its valid pixels (exact); the area counts every mask pixel (voids assumed to change as the "
-                   f"mean). Uncertainty ({methods}); the volume uncertainty is area × that of the mean."))
-
-
 def _maps_origin(data: ReportData) -> str:
     """First words of the maps' caption: full resolution, block means or overviews."""
     if data.map_source.startswith("overviews"):
@@ -449,6 +433,7 @@ def build_sections(
     steps = find_steps(summary, coreg)
     shift, (history, hlabel) = _nk_info(steps[1] if steps else None) if steps else (None, (None, ""))
     limits: dict[str, float] = {n: F.symmetric_limit(data.sample[n]) for n in ("before", "after") if n in data.sample}
+    n = F.sample_n(data.sample)
     maps = F.maps_figure(data.maps, extent=data.extent, crs=data.crs, units=data.units, factor=data.factor,
                          limits=limits, stable_map=data.stable_map,
                          from_overviews=data.map_source.startswith("overviews"))
@@ -462,7 +447,7 @@ def build_sections(
     inputs = _inputs_section(summary)
     if inputs is not None:
         sec.append(("inputs", "Inputs", inputs))
-    inside = _inside_section(data, random_state)
+    inside = inside_section(data, random_state=random_state)
     if inside is not None:
         sec.append(("inside-mask", "Inside the mask", inside))
     sec += [
@@ -472,20 +457,26 @@ def build_sections(
              "dh before and after on one shared colour scale over a hillshade of the reference")
          + note("Before and after on ONE colour scale (symmetric at the 98th percentile of |dh| before, on the sampled "
                 "stable pixels), over a hillshade of the reference: the two panels compare directly. Below, each on "
-                "its own scale." + outline)
+                "its own scale." + outline + _VOIDS)
          + img(maps, "maps of dh before and after") +
          note(_maps_origin(data) + f" on the reference grid ({data.crs}). dh colours: negative (tba below ref, "
               "e.g. thinning) red, positive "
               "blue. Each dh colour scale is centred on zero and symmetric at the 98th percentile of |dh| on the "
-              "sampled stable pixels (see the limits in the titles)." + outline)),
+              f"sampled stable pixels (n = {n}; see the limits in the titles)." + outline + _VOIDS)
+         + _inside_maps(data)),
         ("histograms", "Histograms of elevation differences", img(hist, "histograms of dh before and after")
-         + note("Stable pixels only (inlier/exclude masks applied)." if data.masked else "Every valid pixel (no mask).")),
+         + note(f"The report's subsample, n = {n}: "
+                + ("stable pixels only (inlier/exclude masks applied)" if data.masked else "every valid pixel (no mask)")
+                + (", valid in ref, tba and aligned (the same pixels before and after)." if "after" in data.sample
+                   else ", valid in ref and tba."))),
     ]
     if "slope" in data.sample:
         nk = img(F.nuth_kaab_figure(data.sample, units=data.units, shift=shift), "Nuth and Kaab diagnostic")
         if history:
             nk += img(F.history_figure(history, units=data.units, label=hlabel), "Nuth and Kaab iterations")
-        nk += note("Pixels with slope ≥ 1°" + (", stable terrain only" if data.masked else "") + ". A horizontal shift "
+        n_sloped = F.nk_terms(data.sample, "before")[0].size
+        nk += note(f"n = {n_sloped} (the pixels of the report's subsample of n = {n} with slope ≥ 1°"
+                   + (", stable terrain only" if data.masked else "") + "). A horizontal shift "
                    "(dx, dy) makes dh / tan(slope) vary with aspect as dx sin ψ + dy cos ψ (Nuth & Kääb, 2011); after a "
                    "good fit the binned medians lie on zero. The curve is the final fitted shift; for shifts of several "
                    "pixels the relation, a first-order one, underestimates it before coregistration, hence the "
@@ -502,6 +493,24 @@ def build_sections(
     return sec
 
 
+_VOIDS = (" Grey hatched cells are voids (no data in a DEM: drawn as such, never as dh = 0). Maps are computed "
+          "from every pixel (not the subsample).")
+
+
+def _inside_maps(data: ReportData) -> str:
+    """dh inside the mask on its own colour scale (the stable-terrain scale saturates there)."""
+    sm = data.stable_map
+    if sm is None or not (np.asarray(sm) < 0.5).any() or not any(k in data.maps for k in ("before", "after")):
+        return ""
+    fig = F.inside_maps_figure({k: v for k, v in data.maps.items() if k in ("before", "after")}, stable_map=sm,
+                               extent=data.extent, crs=data.crs, units=data.units)
+    return img(fig, "dh inside the mask on its own colour scale") + note(
+        "Inside the mask only (map cells less than half stable), each on its own colour scale, from the 1st to the "
+        "99th percentile of the dh of its cells (red: negative, blue: positive; only the red or the blue half when "
+        "all of them are of one sign): on the stable-terrain scale above, a glacier losing tens of metres is "
+        "saturated. Stable cells are left blank." + _VOIDS)
+
+
 def _diagnostics(data: ReportData) -> str:
     """NMAD/median by slope class (exact tables), dh against elevation and the CDF of |dh| (the
     subsample), row/column profiles (the decimated maps)."""
@@ -515,10 +524,13 @@ def _diagnostics(data: ReportData) -> str:
     parts.append(img(D.profiles_figure(data.maps, extent=data.extent, units=data.units, stable_map=data.stable_map),
                      "row and column profiles of dh"))
     return "".join(parts) + note(
-        f"By slope class: the exact tables of the next sections. Elevation and CDF: the subsample of {which}. Profiles: "
+        f"By slope class: the tables of the last section. Elevation and CDF: the report's subsample of {which}, "
+        f"n = {F.sample_n(data.sample)}. Profiles: "
         "the median of each row and column of the decimated maps" + (" (stable cells only)" if data.masked else "")
         + ". A trend against elevation is a hypsometric bias (e.g. a curvature or resolution effect on glaciers); "
-        "a trend along rows or columns is a tilt or an along-track bias.")
+        "a trend along rows or columns is a tilt or an along-track bias. Where the 'before' axis would draw 'after' "
+        "flat (more than 5 times its range), 'after' has its own axis: on the right in blue, its zero dotted (top "
+        "axis for the CDF).")
 
 
 #: Rows of the tile table shown in the report (all are in the JSON document).
