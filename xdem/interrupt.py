@@ -61,8 +61,9 @@ from types import FrameType
 
 from dask.callbacks import Callback
 
-__all__ = ["Interrupted", "Terminated", "RunState", "handling", "armed", "finish", "deferred", "checkpoint", "stop_requested", "stage",
-           "event", "note_removed", "note_kept", "note_restored", "describe", "signal_name", "PAUSE_ENV"]
+__all__ = ["Interrupted", "Terminated", "RunState", "handling", "armed", "finish", "deferred", "checkpoint",
+           "stop_requested", "stage", "event", "note_removed", "note_kept", "note_restored", "describe", "signal_name",
+           "PAUSE_ENV"]
 
 #: Environment variable of the test hook (see the module notes).
 PAUSE_ENV = "XDEM_TEST_PAUSE_AT"
@@ -389,5 +390,5 @@ def describe(st: RunState, *, finished: bool = False) -> str:
         parts.append("no output was left")
     more = len(st.signals) - 1
     if more:
-        parts[-1] += f" ({more} more signal{'s' if more > 1 else ''} received during the clean-up)"
+        parts[-1] += f" ({more} more signal{'s' if more > 1 else ''} received after it, recorded)"
     return "; ".join(parts) + f" (exit code {st.exit_code})"

@@ -40,6 +40,12 @@ def _command_name(ctx: click.Context) -> str:
     return f"xdem {args[0]}" if args else "xdem"
 
 
+def _error_line(text: str) -> None:
+    """``Error: text`` on stderr, on a line of its own (a progress bar drawn in place is cleared)."""
+    clear = "\r\033[K" if getattr(sys.stderr, "isatty", lambda: False)() else ""
+    click.echo(f"{clear}Error: {text}", err=True)
+
+
 class _XdemGroup(click.Group):
     """Turn xdem errors into one clear line on stderr and exit code 1, and signals into one
     line and exit code 128 + signum (see the module notes)."""
@@ -50,21 +56,20 @@ class _XdemGroup(click.Group):
 
         with interrupt.handling() as run:
             try:
-                with interrupt.armed(), interrupt.stage(f"the start of {_command_name(ctx)}", key="run"), \
-                        output_journal():
+                with interrupt.armed(), interrupt.stage(_command_name(ctx), key="run"), output_journal():
                     result = super().invoke(ctx)
                     interrupt.checkpoint()  # a signal whose exception was swallowed still ends the run
             except BaseException as exc:
                 if run.signals:  # whatever the exception became on its way up
-                    click.echo(f"Error: {interrupt.describe(run)}", err=True)
+                    _error_line(interrupt.describe(run))
                     interrupt.finish()
                     sys.exit(run.exit_code)
                 if isinstance(exc, (XdemError, OSError)):
-                    click.echo(f"Error: {exc}", err=True)
+                    _error_line(str(exc))
                     sys.exit(1)
                 raise
             if run.signals:  # came in the instant after the outputs were final: kept, but the signal is not lost
-                click.echo(f"Error: {interrupt.describe(run, finished=True)}", err=True)
+                _error_line(interrupt.describe(run, finished=True))
                 interrupt.finish()
                 sys.exit(run.exit_code)
             return result

@@ -1,12 +1,12 @@
 """GDAL's ``CreateCopy`` with its progress callback, through the libgdal rasterio loaded.
 
 rasterio's :func:`rasterio.shutil.copy` passes no progress function to GDAL, so the COG pass
-(compression and overviews, often a third of a run) would be a silent wait. This module calls
-``GDALCreateCopy`` of the very same libgdal (found among the process's mapped libraries, so
-the drivers rasterio registered and the configuration its ``rasterio.Env`` set apply) with a
-``GDALProgressFunc`` that forwards GDAL's completed fraction. Where that library cannot be
-found (not Linux, a GDAL built without the symbol), :func:`copy_with_progress` returns False
-and the caller copies with rasterio instead.
+(compression and overviews, often a third of a run) would be a silent wait, and a signal could
+not stop it. This module calls ``GDALCreateCopy`` of the very same libgdal (resolved through
+rasterio's extension module, so the drivers rasterio registered and the configuration its
+``rasterio.Env`` set apply) with a ``GDALProgressFunc`` that forwards GDAL's completed fraction.
+Where that library cannot be reached (a GDAL built without the symbol), :func:`copy_with_progress`
+returns False and the caller copies with rasterio instead.
 
 Signals (:mod:`xdem.interrupt`): Python would run a raising signal handler inside the callback,
 where ctypes swallows the exception. The call runs in :func:`xdem.interrupt.deferred`, so a
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,19 +28,15 @@ _PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_char_p, cty
 
 @functools.lru_cache(maxsize=1)
 def _libgdal() -> Any:
-    """The libgdal rasterio uses, with the signatures needed here, or None."""
-    import rasterio  # noqa: F401 - loads (and registers the drivers of) its libgdal
+    """The libgdal rasterio uses, with the signatures needed here, or None.
 
-    path = None
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                name = line.split()[-1] if line.split() else ""
-                if os.path.basename(name).startswith("libgdal"):
-                    path = name
-                    break
-    except OSError:
-        return None
+    The symbols are looked up through rasterio's own extension module (``dlsym`` searches a
+    library and the libraries it was linked with), never by name among the mapped libraries:
+    other packages bring their own libgdal (pyogrio's wheels do), with other drivers and codecs.
+    """
+    import rasterio._base  # loads (and registers the drivers of) its libgdal
+
+    path = getattr(rasterio._base, "__file__", None)
     if path is None:
         return None
     try:
@@ -57,6 +52,8 @@ def _libgdal() -> Any:
         lib.GDALClose.argtypes = [ctypes.c_void_p]
         lib.CPLGetLastErrorMsg.restype = ctypes.c_char_p
         lib.CPLGetLastErrorMsg.argtypes = []
+        lib.GDALVersionInfo.restype = ctypes.c_char_p
+        lib.GDALVersionInfo.argtypes = [ctypes.c_char_p]
     except (OSError, AttributeError):
         return None
     return lib
