@@ -545,7 +545,7 @@ def coreg(
     Both DEMs are read lazily; the fit, the output (a COG or a Zarr store, nodata -9999) and the exact
     statistics of dh = tba - ref before and after are computed out of core. Exit codes:
     0 success, 1 error (nothing new left behind, but an unfinished Zarr store, kept for --resume), 2 usage
-    error, 143 SIGTERM.
+    error, 130 SIGINT (Ctrl-C), 143 SIGTERM (the same clean-up, one line saying what was removed).
     """
     from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
     from xdem.points import is_points_source
