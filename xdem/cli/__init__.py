@@ -56,9 +56,12 @@ class _XdemGroup(click.Group):
 
         with interrupt.handling() as run:
             try:
-                with interrupt.armed(), interrupt.stage(_command_name(ctx), key="run"), output_journal():
-                    result = super().invoke(ctx)
-                    interrupt.checkpoint()  # a signal whose exception was swallowed still ends the run
+                with output_journal():  # outermost: whatever raises inside undoes the outputs
+                    with interrupt.armed(), interrupt.stage(_command_name(ctx), key="run"):
+                        result = super().invoke(ctx)
+                        interrupt.checkpoint()  # a signal whose exception was swallowed still ends the run
+                    if run.signals:  # came as the command ended, before its outputs were final: undone
+                        raise Interrupted.of(run.signals[0])
             except BaseException as exc:
                 if run.signals:  # whatever the exception became on its way up
                     _error_line(interrupt.describe(run))
