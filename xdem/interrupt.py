@@ -126,6 +126,7 @@ class RunState:
 _STATE: RunState | None = None
 #: Signals recorded by a :func:`deferred` block outside :func:`handling` (a library call).
 _LOOSE: list[int] = []
+_LOOSE_PREVIOUS: list[Callable[[int, FrameType | None], object]] = []
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:
@@ -245,6 +246,9 @@ def deferred() -> Iterator[None]:
     is deferred the same way and called once the block is over.
     """
     st = _STATE
+    if threading.current_thread() is not threading.main_thread():  # signal handlers run in the main thread only
+        yield
+        return
     if st is not None:
         st.deferring += 1
         try:
@@ -252,7 +256,7 @@ def deferred() -> Iterator[None]:
         finally:
             st.deferring -= 1
         return
-    if threading.current_thread() is not threading.main_thread():
+    if _LOOSE_PREVIOUS:  # nested: the outer block records and re-delivers
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
@@ -260,11 +264,13 @@ def deferred() -> Iterator[None]:
         yield
         return
     _LOOSE.clear()
+    _LOOSE_PREVIOUS.append(previous)
     signal.signal(signal.SIGINT, lambda signum, frame: _LOOSE.append(signum))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        _LOOSE_PREVIOUS.clear()
     if _LOOSE:
         _LOOSE.clear()
         previous(signal.SIGINT, None)
