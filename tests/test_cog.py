@@ -371,3 +371,17 @@ def test_write_cogs_refuses_duplicates_and_leaves_nothing_on_failure(tmp_path: P
     # the first output, already moved, was removed again; theirs and ours untouched; no temps
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tif", "c.tif"]
     assert (tmp_path / "b.tif").read_bytes() == b"theirs" and (tmp_path / "c.tif").read_bytes() == b"keep"
+
+
+def test_copy_with_progress_uses_the_libgdal_rasterio_links_even_when_another_is_loaded() -> None:
+    """pyogrio's wheels bring their own libgdal (other version, other codecs); once both are
+    loaded, GDAL's copy must still go through rasterio's (the one whose drivers and
+    configuration rasterio set): the version it reports is rasterio's."""
+    import pyogrio  # noqa: F401 - loads its own libgdal, mapped next to rasterio's
+
+    from xdem.io import _gdal_copy
+
+    _gdal_copy._libgdal.cache_clear()
+    lib = _gdal_copy._libgdal()
+    assert lib is not None
+    assert lib.GDALVersionInfo(b"RELEASE_NAME").decode() == rasterio.__gdal_version__

@@ -44,7 +44,9 @@ def _xdem(*args: str, **kw) -> subprocess.CompletedProcess:
 
 def _popen(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # SIGINT back to its default: a child started with it ignored (the launching shell's) keeps ignoring it
+    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _one_line_error(stderr: str, *needles: str) -> str:
@@ -402,7 +404,8 @@ def test_sigint_during_write_cleans_up(tmp_path, big_pair):
     out = tmp_path / "out.tif"
     proc = _signal_mid_write(big_pair, tmp_path, out, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode != 0 and list(tmp_path.iterdir()) == [], stderr
+    assert proc.returncode == 128 + signal.SIGINT and list(tmp_path.iterdir()) == [], stderr
+    _one_line_error(stderr, "interrupted by SIGINT (Ctrl-C)")
 
 
 _WRITER = """

@@ -361,7 +361,7 @@ def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict
     assert proc.poll() is None, "the resumed write ended before it could be terminated"
     proc.terminate()
     _, err = proc.communicate()
-    assert proc.returncode == 143 and "kept for --resume" in err, err
+    assert proc.returncode == 143 and f"kept the unfinished store {out} for --resume" in err, err
     assert zs.store_status(out) == "incomplete"
     res = runner.invoke(main, _coreg_args(big_pair, out, "--resume", "--json"))
     assert res.exit_code == 0, res.stderr

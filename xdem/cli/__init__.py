@@ -1,70 +1,81 @@
 """The ``xdem`` command line: one click group, one module per sub-command.
 
 Exit codes: 0 success, 1 error (an :class:`xdem.errors.XdemError` or an I/O failure,
-reported on one line), 2 usage error (click's own), 143 terminated by SIGTERM (128 + 15, the
-shell's convention; ``timeout``, SLURM and ``docker stop`` send it). SIGTERM unwinds the
-command like Ctrl-C (:class:`Terminated`, a ``KeyboardInterrupt``), so the same clean-up runs:
-temporary files are removed (an unfinished Zarr store is kept: ``--resume`` finishes it). Every
-command runs in one :func:`xdem.io.atomic.output_journal`: when it fails (any exit but 0), the
-outputs it had already moved into place are removed again (a file replaced with ``--overwrite``
-is restored), so a failed run leaves nothing new behind.
+reported on one line), 2 usage error (click's own), 128 + signum when a signal ended the run:
+130 for SIGINT (Ctrl-C), 143 for SIGTERM (``timeout``, SLURM and ``docker stop`` send it), the
+shell's convention.
+
+Signals are never lost (:mod:`xdem.interrupt`): every command runs under a handler that records
+SIGINT and SIGTERM and raises :class:`~xdem.interrupt.Interrupted` (a ``KeyboardInterrupt``)
+only where that is safe, so the clean-up of Ctrl-C runs at any moment of any stage (the fit,
+the block writes, GDAL's COG copy, which its progress callback stops, the statistics, the
+report, a Zarr write): temporary files are removed, outputs already moved into place are
+removed again (a file replaced with ``--overwrite`` is restored), an unfinished Zarr store is
+kept for ``--resume``, and ONE line on stderr says which signal came during which stage, what
+was removed and what was kept. A second signal during that clean-up is recorded and does not
+interrupt it; one after it ends the process at once. A process started with SIGINT ignored (a
+script's background job) keeps ignoring it; SIGTERM still stops it.
+
+Every command runs in one :func:`xdem.io.atomic.output_journal`: when it fails (any exit but
+0), the outputs it had already moved into place are removed again, so a failed run leaves
+nothing new behind.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable
-from types import FrameType
-from typing import Any
 
 import click
 
 from xdem._version import __version__
 from xdem.errors import XdemError
+from xdem.interrupt import Interrupted, Terminated
+
+__all__ = ["main", "Interrupted", "Terminated", "bound_process_memory"]
 
 
-class Terminated(KeyboardInterrupt):
-    """Raised in the main thread when the process receives SIGTERM (see the module notes)."""
+def _command_name(ctx: click.Context) -> str:
+    args = [a for a in (getattr(ctx, "_protected_args", None) or []) + list(ctx.args) if not a.startswith("-")]
+    return f"xdem {args[0]}" if args else "xdem"
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the clean-up
-    raise Terminated(signum)
-
-
-def _on_sigterm() -> Callable[[int, FrameType | None], Any] | int | None:
-    """Install the SIGTERM handler (main thread only); returns the previous one, or None."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, _raise_terminated)
+def _error_line(text: str) -> None:
+    """``Error: text`` on stderr, on a line of its own (a progress bar drawn in place is cleared)."""
+    clear = "\r\033[K" if getattr(sys.stderr, "isatty", lambda: False)() else ""
+    click.echo(f"{clear}Error: {text}", err=True)
 
 
 class _XdemGroup(click.Group):
-    """Turn xdem errors into one clear line on stderr and exit code 1."""
+    """Turn xdem errors into one clear line on stderr and exit code 1, and signals into one
+    line and exit code 128 + signum (see the module notes)."""
 
     def invoke(self, ctx: click.Context):  # noqa: D102
+        from xdem import interrupt
         from xdem.io.atomic import output_journal
 
-        previous = _on_sigterm()
-        try:
-            with output_journal():
-                return super().invoke(ctx)
-        except Terminated:
-            click.echo("Error: terminated by SIGTERM; temporary files were removed and no output was left (but an "
-                       "unfinished Zarr store, kept for --resume)", err=True)
-            sys.exit(128 + signal.SIGTERM)
-        except XdemError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
-        except OSError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(1)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+        with interrupt.handling() as run:
+            try:
+                with output_journal():  # outermost: whatever raises inside undoes the outputs
+                    with interrupt.armed(), interrupt.stage(_command_name(ctx), key="run"):
+                        result = super().invoke(ctx)
+                        interrupt.checkpoint()  # a signal whose exception was swallowed still ends the run
+                    if run.signals:  # came as the command ended, before its outputs were final: undone
+                        raise Interrupted.of(run.signals[0])
+            except BaseException as exc:
+                if run.signals:  # whatever the exception became on its way up
+                    _error_line(interrupt.describe(run))
+                    interrupt.finish()
+                    sys.exit(run.exit_code)
+                if isinstance(exc, (XdemError, OSError)):
+                    _error_line(str(exc))
+                    sys.exit(1)
+                raise
+            if run.signals:  # came in the instant after the outputs were final: kept, but the signal is not lost
+                _error_line(interrupt.describe(run, finished=True))
+                interrupt.finish()
+                sys.exit(run.exit_code)
+            return result
 
 
 @click.group(cls=_XdemGroup, context_settings={"help_option_names": ["-h", "--help"]})

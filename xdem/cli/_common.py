@@ -246,7 +246,17 @@ class Progress:
 
     @contextlib.contextmanager
     def stage(self, text: str, *, bars: bool = True) -> Iterator[None]:
-        """Announce ``text`` and report progress until the block ends."""
+        """Announce ``text`` and report progress until the block ends; the stage is also what
+        a signal's one line names (:func:`xdem.interrupt.stage`), quiet or not."""
+        from xdem import interrupt
+
+        phrase, key = _stage_phrase(text)
+        with interrupt.stage(phrase, key=key):
+            with self._shown(text, bars=bars):
+                yield
+
+    @contextlib.contextmanager
+    def _shown(self, text: str, *, bars: bool) -> Iterator[None]:
         if self.quiet:
             yield
             return
@@ -287,6 +297,29 @@ class Progress:
         finally:
             stop.set()
             thread.join()
+
+
+#: Stage announced (its first words) -> how a signal's line names it, and the test hook's key.
+_PHRASES = {"outlier filters": ("the outlier filters", "filters"), "fitting": ("the fit", "fit"),
+            "statistics": ("the statistics of dh", "stats"), "verdict": ("the verdict", "verdict")}
+
+
+def _stage_phrase(text: str) -> tuple[str, str | None]:
+    """``(phrase, key)`` of a stage announced as ``text`` (see :func:`xdem.interrupt.stage`).
+
+    Examples
+    --------
+    >>> _stage_phrase("fitting"), _stage_phrase("writing the report /d/r.html")
+    (('the fit', 'fit'), ('the report /d/r.html', 'report'))
+    """
+    if text.startswith("writing the report "):
+        return f"the report {text[len('writing the report '):]}", "report"
+    if text.startswith("writing "):
+        return f"the writing of {text[len('writing '):]}", "write"
+    for start, (phrase, key) in _PHRASES.items():
+        if text.startswith(start):
+            return phrase, key
+    return text, None
 
 
 @contextlib.contextmanager

@@ -568,7 +568,7 @@ def coreg(
     sampled by default: computed on a reproducible 2-million-pixel subsample (counts, min and max
     exact), exact on all pixels with --exact-stats. Exit codes:
     0 success, 1 error (nothing new left behind, but an unfinished Zarr store, kept for --resume), 2 usage
-    error, 143 SIGTERM.
+    error, 130 SIGINT (Ctrl-C), 143 SIGTERM (the same clean-up, one line saying what was removed).
     """
     from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
     from xdem.points import is_points_source

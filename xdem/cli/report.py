@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -70,12 +71,14 @@ def report(
     One pass over the data reads each block once (maps from the files' overviews when they
     have them); --exact-stats adds the passes of exact quantiles.
     """
+    from xdem import interrupt
     from xdem.report import write_report
 
     summary = _load_summary(json_summary)
-    out = write_report(
-        output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
-        max_pixels=max_pixels, subsample=subsample, random_state=random_state,
-        inlier_mask=inlier_mask, exclude_mask=exclude_mask, exact_stats=exact_stats,
-    )
+    with interrupt.stage(f"the report {os.path.abspath(output)}", key="report"):
+        out = write_report(
+            output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
+            max_pixels=max_pixels, subsample=subsample, random_state=random_state,
+            inlier_mask=inlier_mask, exclude_mask=exclude_mask, exact_stats=exact_stats,
+        )
     click.echo(str(out))

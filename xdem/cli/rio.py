@@ -2,7 +2,7 @@
 
 Declared in ``pyproject.toml`` under the ``rasterio.rio_plugins`` entry point group, which
 ``rio`` loads at start-up: ``rio xdem coreg REF TBA -o OUT.tif`` is ``xdem coreg REF TBA -o
-OUT.tif`` (same options, output, JSON, exit codes; the clean-up of a failed run and the SIGTERM
+OUT.tif`` (same options, output, JSON, exit codes; the clean-up of a failed run and the signal
 handling of :func:`xdem.cli.main` apply). rio's own options (``--verbose``, ``--aws-profile``...)
 go before ``xdem``; GDAL's configuration from ``rio --gdal-opt`` is not forwarded.
 

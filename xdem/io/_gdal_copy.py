@@ -1,19 +1,23 @@
 """GDAL's ``CreateCopy`` with its progress callback, through the libgdal rasterio loaded.
 
 rasterio's :func:`rasterio.shutil.copy` passes no progress function to GDAL, so the COG pass
-(compression and overviews, often a third of a run) would be a silent wait. This module calls
-``GDALCreateCopy`` of the very same libgdal (found among the process's mapped libraries, so
-the drivers rasterio registered and the configuration its ``rasterio.Env`` set apply) with a
-``GDALProgressFunc`` that forwards GDAL's completed fraction. Where that library cannot be
-found (not Linux, a GDAL built without the symbol), :func:`copy_with_progress` returns False
-and the caller copies with rasterio instead.
+(compression and overviews, often a third of a run) would be a silent wait, and a signal could
+not stop it. This module calls ``GDALCreateCopy`` of the very same libgdal (resolved through
+rasterio's extension module, so the drivers rasterio registered and the configuration its
+``rasterio.Env`` set apply) with a ``GDALProgressFunc`` that forwards GDAL's completed fraction.
+Where that library cannot be reached (a GDAL built without the symbol), :func:`copy_with_progress`
+returns False and the caller copies with rasterio instead.
+
+Signals (:mod:`xdem.interrupt`): Python would run a raising signal handler inside the callback,
+where ctypes swallows the exception. The call runs in :func:`xdem.interrupt.deferred`, so a
+signal is only recorded; the callback then returns 0 ("stop"), GDAL returns, and the recorded
+signal is raised as the run's interruption once the handles are closed.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,19 +28,15 @@ _PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_char_p, cty
 
 @functools.lru_cache(maxsize=1)
 def _libgdal() -> Any:
-    """The libgdal rasterio uses, with the signatures needed here, or None."""
-    import rasterio  # noqa: F401 - loads (and registers the drivers of) its libgdal
+    """The libgdal rasterio uses, with the signatures needed here, or None.
 
-    path = None
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                name = line.split()[-1] if line.split() else ""
-                if os.path.basename(name).startswith("libgdal"):
-                    path = name
-                    break
-    except OSError:
-        return None
+    The symbols are looked up through rasterio's own extension module (``dlsym`` searches a
+    library and the libraries it was linked with), never by name among the mapped libraries:
+    other packages bring their own libgdal (pyogrio's wheels do), with other drivers and codecs.
+    """
+    import rasterio._base  # loads (and registers the drivers of) its libgdal
+
+    path = getattr(rasterio._base, "__file__", None)
     if path is None:
         return None
     try:
@@ -52,21 +52,29 @@ def _libgdal() -> Any:
         lib.GDALClose.argtypes = [ctypes.c_void_p]
         lib.CPLGetLastErrorMsg.restype = ctypes.c_char_p
         lib.CPLGetLastErrorMsg.argtypes = []
+        lib.GDALVersionInfo.restype = ctypes.c_char_p
+        lib.GDALVersionInfo.argtypes = [ctypes.c_char_p]
     except (OSError, AttributeError):
         return None
     return lib
 
 
 def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str, Any],
-                       progress: Callable[[float], None]) -> bool:
-    """``GDALCreateCopy(driver, dst, src, options)`` calling ``progress(fraction)`` as GDAL
-    advances. Returns False (nothing done) when libgdal cannot be reached this way.
+                       progress: Callable[[float], None] | None = None) -> bool:
+    """``GDALCreateCopy(driver, dst, src, options)`` calling ``progress(fraction)`` (if given) as
+    GDAL advances. Returns False (nothing done) when libgdal cannot be reached this way.
+
+    A signal during the copy stops it (the callback returns "stop") and is raised once GDAL has
+    returned (:class:`xdem.interrupt.Interrupted` under the CLI, ``KeyboardInterrupt`` for
+    Ctrl-C elsewhere); ``dst`` may then be partly written (the caller removes its temp files).
 
     Raises
     ------
     OSError
         GDAL failed (its last error message).
     """
+    from xdem import interrupt
+
     lib = _libgdal()
     if lib is None:
         return False
@@ -76,36 +84,35 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     opts = [f"{k}={v}".encode() for k, v in options.items()]
     arr = (ctypes.c_char_p * (len(opts) + 1))(*opts, None)
 
-    interrupted: list[BaseException] = []
-
     def report(fraction: float, _msg: bytes | None, _data: Any) -> int:
-        # Python runs signal handlers here: Ctrl-C (KeyboardInterrupt) or SIGTERM (the CLI's
-        # Terminated) raised in this callback would be swallowed by ctypes; keep it, make GDAL
-        # stop (a false return), and raise it once GDAL has returned.
+        # runs inside interrupt.deferred(): no signal handler raises here, so nothing is swallowed
         try:
-            try:
+            interrupt.event()
+            if progress is not None:
                 progress(min(max(float(fraction), 0.0), 1.0))
-            except Exception:  # noqa: BLE001 - a display error must never break the copy
-                pass
-            return 0 if interrupted else 1
-        except BaseException as exc:  # noqa: BLE001 - see above
-            interrupted.append(exc)
-            return 0
+        except Exception:  # noqa: BLE001 - a display error must never break the copy
+            pass
+        return 0 if interrupt.stop_requested() else 1
 
     callback = _PROGRESS(report)
-    handle = lib.GDALOpen(src.encode(), 0)
-    if not handle:
-        raise OSError(f"cannot open '{src}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
-    try:
-        out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
-        if interrupted:
-            if out:
-                lib.GDALClose(out)
-            raise interrupted[0]
-        if not out:
-            raise OSError(f"cannot write '{dst}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
-        if lib.GDALClose(out) != 0:
-            raise OSError(f"cannot finish '{dst}': {(lib.CPLGetLastErrorMsg() or b'').decode(errors='replace')}")
-    finally:
-        lib.GDALClose(handle)
+    error = None
+    with interrupt.deferred():
+        handle = lib.GDALOpen(src.encode(), 0)
+        if not handle:
+            error = f"cannot open '{src}': {_last_error(lib)}"
+        else:
+            out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
+            stopped = interrupt.stop_requested()
+            if not out and not stopped:
+                error = f"cannot write '{dst}': {_last_error(lib)}"
+            if out and lib.GDALClose(out) != 0 and not stopped:
+                error = f"cannot finish '{dst}': {_last_error(lib)}"
+            lib.GDALClose(handle)
+    interrupt.checkpoint()  # the signal recorded during the copy (if any) ends the run here
+    if error is not None:
+        raise OSError(error)
     return True
+
+
+def _last_error(lib: Any) -> str:
+    return (lib.CPLGetLastErrorMsg() or b"").decode(errors="replace")

@@ -4,7 +4,8 @@ replaces a file it was not told to replace.
 - :func:`owned_temps`: a context manager yielding a temp-file prefix in the output folder
   (``.xdem-tmp-<pid>-<hex>-``). The prefix's ``owner.lock`` file is ``flock``-ed for as long as
   the writer lives; every file with the prefix is removed when the block exits, on any error,
-  ``KeyboardInterrupt`` or SIGTERM (the CLI turns SIGTERM into an exception).
+  ``KeyboardInterrupt`` or signal (the CLI turns SIGINT and SIGTERM into
+  :class:`xdem.interrupt.Interrupted`; what a failure removed is noted for its one line).
 - :func:`remove_stale_temps`: removes the temps of writers that died without cleaning up
   (SIGKILL, power loss): their ``owner.lock`` is no longer locked. A temp set whose owner
   lock can still not be taken belongs to a live process and is never touched. Called by every
@@ -32,6 +33,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from xdem import interrupt
 from xdem.errors import OutputError
 
 __all__ = ["check_output_path",
@@ -73,15 +75,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_set(folder: Path, prefix: str) -> None:
-    """Remove every file of one temp set, the owner lock last."""
+def _remove_set(folder: Path, prefix: str) -> list[Path]:
+    """Remove every file of one temp set, the owner lock last; returns the files removed."""
     owner = folder / (prefix + _OWNER)
+    removed = []
     for leftover in folder.glob(prefix + "*"):
         if leftover != owner:
             with contextlib.suppress(OSError):
                 leftover.unlink()
+                removed.append(leftover)
     with contextlib.suppress(OSError):
         owner.unlink()
+    return removed
 
 
 def remove_stale_temps(folder: str | os.PathLike) -> list[str]:
@@ -147,19 +152,27 @@ def owned_temps(folder: str | os.PathLike) -> Iterator[str]:
     remove_stale_temps(folder)
     prefix = f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}-"
     pending = folder / f".xdem-lock-{uuid.uuid4().hex}"
-    fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    with interrupt.deferred():  # a signal in between would leave the lock file: it is raised below
+        fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            _flock(fd, block=True)
+            os.rename(pending, folder / (prefix + _OWNER))
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                pending.unlink()
+            raise
     try:
-        _flock(fd, block=True)
-        os.rename(pending, folder / (prefix + _OWNER))
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            pending.unlink()
-        raise
-    try:
+        interrupt.checkpoint()
         yield str(folder / prefix)
-    finally:
+    except BaseException:  # an error or a signal: the run's one line says what was removed
+        for path in _remove_set(folder, prefix):
+            if not path.name.endswith(".lock"):
+                interrupt.note_removed(path)
+        raise
+    else:
         _remove_set(folder, prefix)
+    finally:
         os.close(fd)
 
 
@@ -226,8 +239,10 @@ class OutputJournal:
                     if backup is not None:
                         os.replace(backup, path)
                         backup = None
+                        interrupt.note_restored(path)
                     else:
                         path.unlink()
+                        interrupt.note_removed(path)
             if backup is not None:
                 with contextlib.suppress(OSError):
                     backup.unlink()
@@ -308,16 +323,18 @@ def move_into_place(tmp: str | os.PathLike, path: str | os.PathLike, *, overwrit
     with contextlib.suppress(OSError):  # temp files (mkstemp) are 0600: give the output a plain file's mode
         os.chmod(tmp, default_file_mode())
     journal = _JOURNALS[-1] if _JOURNALS else None
-    backup = journal.backup(path) if journal is not None and overwrite else None
-    try:
-        _move(tmp, path, overwrite=overwrite)
-    except BaseException:
-        if backup is not None:
-            with contextlib.suppress(OSError):
-                backup.unlink()
-        raise
-    if journal is not None:
-        journal.record(path, backup)
+    with interrupt.deferred():  # a signal between the move and its record would leave the output
+        backup = journal.backup(path) if journal is not None and overwrite else None
+        try:
+            _move(tmp, path, overwrite=overwrite)
+        except BaseException:
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    backup.unlink()
+            raise
+        if journal is not None:
+            journal.record(path, backup)
+    interrupt.checkpoint()
 
 
 def _move(tmp: str, path: Path, *, overwrite: bool) -> None:
@@ -353,7 +370,7 @@ def write_text_atomic(path: str | os.PathLike, text: str, *, overwrite: bool) ->
     try:
         tmp.write_text(text)
         move_into_place(tmp, path, overwrite=overwrite)
-    except OutputError:
+    except (OutputError, KeyboardInterrupt):  # KeyboardInterrupt: Ctrl-C or a signal (xdem.interrupt)
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise

@@ -43,6 +43,7 @@ import rasterio.shutil
 import rasterio.windows
 import xarray as xr
 
+from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
@@ -275,13 +276,17 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         try:
             from xdem.io._gdal_copy import copy_with_progress
 
-            done = progress is not None and copy_with_progress(tmp, out, driver="COG", options=options,
-                                                               progress=progress)
-            if not done:
-                rasterio.shutil.copy(tmp, out, driver="COG", **options)
+            # with a callback even without a bar: a signal stops GDAL at once (it returns "stop")
+            if not copy_with_progress(tmp, out, driver="COG", options=options, progress=progress):
+                with interrupt.deferred():  # rasterio's error handler is a Python callback too
+                    rasterio.shutil.copy(tmp, out, driver="COG", **options)
+                interrupt.checkpoint()
         except Exception:
             if "No space left on device" in captured.text():
                 raise OSError(errno.ENOSPC, "No space left on device", out) from None
+            raise
+        except KeyboardInterrupt:
+            captured.final = ""  # GDAL's "User terminated CreateCopy()": the CLI's one line says it
             raise
     if "No space left on device" in captured.text():  # GDAL may "succeed" with a truncated COG
         raise OSError(errno.ENOSPC, "No space left on device", out)
@@ -453,16 +458,19 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
             items.append(_Pass1(plan.data, tmp, profile, tuple(also[i])))
             tmps.append((tmp, tmp_cog))
         current = plans[0]
+        names = ", ".join(str(p.out) for p in plans)
         try:
-            extra = _store_blocks(items, progress=progress)
+            with interrupt.stage(f"the block writes of {names}", key="blocks"):
+                extra = _store_blocks(items, progress=progress)
             full = False
             report = COPY_PROGRESS.get()
             for i, (plan, (tmp, tmp_cog)) in enumerate(zip(plans, tmps)):
                 current = plan
                 _tag_units(tmp, plan.units)
                 step = None if report is None else (lambda f, i=i: report((i + f) / len(plans)))
-                _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize,
-                             progress=step)
+                with interrupt.stage(f"the COG copy of {plan.out}", key="copy"):
+                    _copy_to_cog(tmp, tmp_cog, compress=compress, predictor=plan.predictor, blocksize=blocksize,
+                                 progress=step)
                 full = full or _disk_full(None, plan.out.parent)  # GDAL may "succeed" with a truncated COG
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)  # free the disk space before the next copy

@@ -13,7 +13,8 @@ temporary file and moved into place; a store being written IS the checkpoint a r
 continues, so it must be found at ``path``. It is recognisable as incomplete (``.xdem/`` holds
 a fingerprint but no completion marker) from the first byte written, and
 :func:`xdem.open_dem` refuses it. It is kept on any error (including Ctrl-C and SIGTERM) so
-that ``resume=True`` can finish it.
+that ``resume=True`` can finish it; under the CLI, a signal's one line says so
+(:func:`xdem.interrupt.note_kept`).
 
 Resume: ``resume=True`` on an incomplete store compares the fingerprint of this write (the
 dask token of the array written, the input files' sizes and modification times, the store
@@ -45,6 +46,7 @@ import numpy as np
 import rasterio
 import xarray as xr
 
+from xdem import interrupt
 from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.sources import find_sources
@@ -242,6 +244,8 @@ def _initialise(data: da.Array, dem: xr.DataArray, path: Path, *, variable: str,
     except FileExistsError:
         raise OutputError(f"'{path}' was created by another process while this one was starting to write it; "
                           "it was left untouched: choose another path") from None
+    interrupt.note_kept(path, f"the unfinished store {path} for --resume (run the same command with --resume to "
+                              "finish it)")
     zs.start_book(path, fp)
     arr = xr.DataArray(data, dims=("y", "x"), coords={"y": dem["y"].values, "x": dem["x"].values}, name=variable)
     arr = arr.rio.write_crs(dem.rio.crs).rio.write_transform(dem.rio.transform(recalc=False))
@@ -396,6 +400,7 @@ def write_zarr(
             stack.enter_context(zs.writer_lock(out))
         keep = _prepare_target(out, fp, overwrite=overwrite, resume=resume)
         if keep is None:
+            interrupt.note_kept(out, f"the complete store {out} (--resume found it finished)")
             return ZarrResult(path=out, written=0, kept=total, fingerprint=fp)
         if not keep:  # fresh, or a resume with no chunk to keep: its metadata may be half-written, start again
             if keep is not _FRESH:
@@ -408,10 +413,14 @@ def write_zarr(
         tasks = [dask.delayed(_write_chunk, pure=True)(blocks[i, j], store=str(out), variable=variable, i=i, j=j,
                                                       row0=int(rows[i]), col0=int(cols[j]))
                  for i in range(len(rows)) for j in range(len(cols)) if (i, j) not in keep]
+        interrupt.note_kept(out, f"the unfinished store {out} for --resume (run the same command with --resume to "
+                                 "finish it)")
         try:
-            _compute(tasks, progress=progress)
+            with interrupt.stage(f"the Zarr write of {out}", key="zarr"):
+                _compute(tasks, progress=progress)
+                _finalise(out, fp)
         except OSError as exc:
             raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions, then resume with "
                               "resume=True / --resume") from exc
-        _finalise(out, fp)
+    interrupt.note_kept(out, f"the complete store {out}, written before the signal (--resume finds it finished)")
     return ZarrResult(path=out, written=len(tasks), kept=total - len(tasks), fingerprint=fp)

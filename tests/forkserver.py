@@ -1,0 +1,147 @@
+"""A fork server running ``xdem`` commands in real child processes, for tests/test_signals.py.
+
+Starting ``python -m xdem`` costs seconds of imports (dask, xarray, rasterio, numba...); a test
+that interrupts a run at 30+ moments would spend most of its time importing. This script
+imports the CLI once, then forks one child per command: each child is a real process (its
+own signals, threads and exit code) that runs ``xdem`` exactly as ``python -m xdem`` does after
+its imports, and ends as the interpreter does (waiting for its threads, then the atexit
+functions; see :func:`_child`). The server itself never computes anything, so it has no thread
+when it forks.
+
+Protocol, one JSON object per line on stdin, one answer per line on stdout:
+
+- ``{"op": "run", "args": [...], "cwd": ..., "env": {...}, "stdout": path, "stderr": path,
+  "sigint": "default" | "ignore"}`` -> ``{"pid": N}``. The child starts like a fresh Python:
+  SIGINT raises ``KeyboardInterrupt`` (or is ignored, as in a job started with SIGINT ignored),
+  SIGTERM has its default action, until the CLI installs its own handlers.
+- ``{"op": "wait", "pid": N}`` -> ``{"status": S, "cpu_s": T}`` (``os.wait4``'s status, and the
+  child's CPU time).
+
+:class:`ForkServer` is the test side.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+
+def _child(req: dict) -> None:
+    """In the forked child: become a fresh ``xdem`` process, run the command, exit (never returns)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN if req.get("sigint") == "ignore" else signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.environ.update(req.get("env", {}))
+    os.chdir(req["cwd"])
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        target = os.open(req[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    devnull = os.open(os.devnull, os.O_RDONLY)  # not the server's requests
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.argv = ["xdem", *req["args"]]
+    from xdem.cli import main
+
+    try:
+        main(args=req["args"], prog_name="xdem")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # as the interpreter does with an uncaught exception
+        traceback.print_exc()
+        code = 1
+    # The interpreter's shutdown as far as a program can tell: wait for the non-daemon threads
+    # (dask's pool finishing its tasks), then the atexit functions. Tearing down the modules is
+    # skipped: in a forked child it would copy every page of the server's heap (0.5 s a child).
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def serve() -> None:
+    """The server loop (``python tests/forkserver.py``)."""
+    import xdem.cli  # noqa: F401 - the slow imports, once
+    import xdem.cli.coreg  # noqa: F401
+    import xdem.report  # noqa: F401
+
+    out = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "run":
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(req)
+            out.write(json.dumps({"pid": pid}) + "\n")
+        elif req["op"] == "wait":
+            _, status, usage = os.wait4(req["pid"], 0)
+            out.write(json.dumps({"status": status, "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
+        out.flush()
+
+
+class ForkServer:
+    """The test side: ``run(args, ...)`` starts a command in a forked child and returns its pid;
+    ``wait(pid)`` returns its exit code (negative: killed by that signal)."""
+
+    def __init__(self, *, pythonpath: str) -> None:
+        env = {**os.environ, "PYTHONPATH": pythonpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        env.pop("XDEM_TEST_PAUSE_AT", None)
+        self.cpu_s: dict[int, float] = {}
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve())], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    def _ask(self, req: dict, *, timeout: float) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError(f"the fork server did not answer {req['op']} in {timeout:.0f} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fork server ended (exit code {self.proc.wait()})")
+        return json.loads(line)
+
+    def run(self, args: list[str], *, cwd: Path, stdout: Path, stderr: Path, env: dict | None = None,
+            sigint: str = "default") -> int:
+        """Start ``xdem *args`` in a child; returns its pid."""
+        req = {"op": "run", "args": args, "cwd": str(cwd), "env": env or {}, "stdout": str(stdout),
+               "stderr": str(stderr), "sigint": sigint}
+        return int(self._ask(req, timeout=60)["pid"])
+
+    def wait(self, pid: int, *, timeout: float = 180) -> int:
+        """The exit code of child ``pid`` (killed with SIGKILL if it has not ended in ``timeout`` s);
+        its CPU time is then in ``self.cpu_s[pid]``."""
+        try:
+            answer = self._ask({"op": "wait", "pid": pid}, timeout=timeout)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            assert self.proc.stdout is not None
+            self.proc.stdout.readline()  # the server's late answer: the next request must not read it
+            raise
+        self.cpu_s[pid] = float(answer["cpu_s"])
+        return os.waitstatus_to_exitcode(int(answer["status"]))
+
+    def close(self) -> None:
+        """End the server (after its children)."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    serve()
