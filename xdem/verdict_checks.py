@@ -3,37 +3,36 @@
 :func:`xdem.verdict.compute_verdict` runs every check below on stable terrain (inside the
 inlier mask, outside the exclude mask) and says **"ok"** only when every check that could be
 evaluated passed. A check that cannot be evaluated (e.g. no slope in a geographic CRS, no step
-that reports convergence) has ``passed = None`` and does not block; it is listed with the reason.
+that reports convergence) has ``passed = None`` and does not block; its hint says why.
 
-``residual_shift``: residual aspect-dependent amplitude, **absolute, in pixels**
-    ``a`` of ``dh_after / tan(slope) = a cos(b - aspect) + c`` (Nuth & Kääb's robust
-    estimator) divided by the pixel size must be at most :data:`RESIDUAL_PIXELS` (0.2 px):
-    Nuth & Kääb converges to a few hundredths of a pixel and resampling artefacts stay below
-    0.1 pixel. Not compared with the NMAD: a huge NMAD must not hide a huge residual.
-``nmad_not_worse``: NMAD after / NMAD before at most :data:`NMAD_RATIO_MAX` (1.05).
-``improved``: the robust error ``sqrt(median² + NMAD²)`` of dh after / before at most
-    :data:`IMPROVED_RATIO_MAX` (0.95): a correction that removed neither spread nor offset
-    did nothing (status **"not improved"** when this is the only failure).
-``noise``: NMAD after at most the spread expected for the resolution and the slope:
-    ``max(NOISE_FLOOR, NOISE_FLAT_PX * pixel) + NOISE_SLOPE_PX * pixel * median(tan(slope))``
-    (pixel in metres; ``tan(slope) = 1`` when the slope is unknown). The dh error of DEMs
-    grows about linearly with ``tan(slope)`` (Hugonnet et al. 2022): the slope term is the dh
-    a horizontal error of :data:`NOISE_SLOPE_PX` (2) pixels makes (DEMs resolve 2-3 pixels);
-    the flat term, :data:`NOISE_FLOOR` (1 m) or :data:`NOISE_FLAT_PX` (0.1) pixel, covers lidar
-    to 30-90 m global DEMs on flat stable terrain. A deliberately generous bound: above it the
-    inputs are wrong (units, nodata, not a DEM), not merely noisy.
-``median_after``: ``|median dh after| <= MEDIAN_FLOOR + MEDIAN_NMAD * NMAD after``
-    (0.05 m + 0.25 NMAD; the median of 1000 pixels is known to 0.04 NMAD), only when the
-    last step removes the median of dh (:data:`CAPABILITIES`).
-``stable_share``: stable valid pixels / pixels valid in both DEMs at least
-    :data:`STABLE_SHARE_MIN` (1 %) and at least :data:`MIN_STABLE_PIXELS` (100) pixels.
-``fit_share``: each step's points in its final fit / the stable valid pixels it could draw
-    (its ``subsample``: a count or a fraction) at least :data:`FIT_SHARE_MIN` (5 %).
-``converged``: every step that reports ``converged`` did.
-``outliers``: share of stable pixels with ``|dh after - median| > OUTLIER_NOISE * noise bound``
-    (5 x) at most :data:`OUTLIER_SHARE_MAX` (2 %): undeclared nodata (-9999), voids or
-    unmasked unstable terrain, which ruin the mean and the RMSE while the median and the
-    NMAD stay fine.
+* ``residual_shift``: the residual aspect-dependent amplitude, **absolute, in pixels**: ``a``
+  of ``dh_after / tan(slope) = a cos(b - aspect) + c`` (Nuth & Kääb's robust estimator)
+  divided by the pixel size, at most :data:`RESIDUAL_PIXELS` (0.2 px). Nuth & Kääb converges
+  to a few hundredths of a pixel and resampling artefacts stay below 0.1 pixel. Not compared
+  with the NMAD: a huge NMAD must not hide a huge residual.
+* ``nmad_not_worse``: NMAD after / NMAD before at most :data:`NMAD_RATIO_MAX` (1.05).
+* ``improved``: the robust error ``sqrt(median² + NMAD²)`` of dh after / before at most
+  :data:`IMPROVED_RATIO_MAX` (0.95): a correction that removed neither spread nor offset did
+  nothing (status **"not improved"** when this is the only failure).
+* ``noise``: NMAD after at most the spread expected for the resolution and the slope,
+  ``max(NOISE_FLOOR, NOISE_FLAT_PX * pixel) + NOISE_SLOPE_PX * pixel * median(tan(slope))``
+  (pixel in metres; ``tan(slope) = 1`` when the slope is unknown). The dh error of DEMs grows
+  about linearly with ``tan(slope)`` (Hugonnet et al. 2022): the slope term is the dh that a
+  horizontal error of :data:`NOISE_SLOPE_PX` (2) pixels makes (DEMs resolve 2-3 pixels); the
+  flat term, :data:`NOISE_FLOOR` (1 m) or :data:`NOISE_FLAT_PX` (0.1) pixel, covers lidar to
+  30-90 m global DEMs on flat stable terrain. A deliberately generous bound: above it the
+  inputs are wrong (units, nodata, not a DEM), not merely noisy.
+* ``median_after``: ``|median dh after| <= MEDIAN_FLOOR + MEDIAN_NMAD * NMAD after`` (0.05 m
+  + 0.25 NMAD; the median of 1000 pixels is known to 0.04 NMAD), only when the last step
+  removes the median of dh (:data:`CAPABILITIES`).
+* ``stable_share``: stable valid pixels / pixels valid in both DEMs at least
+  :data:`STABLE_SHARE_MIN` (1 %), and at least :data:`MIN_STABLE_PIXELS` (100) pixels.
+* ``fit_share``: each step's points in its final fit / the stable valid pixels it could draw
+  (its ``subsample``: a count or a fraction) at least :data:`FIT_SHARE_MIN` (5 %).
+* ``converged``: every step that reports ``converged`` did.
+* ``outliers``: the share of stable pixels with ``|dh after - median| > OUTLIER_NOISE x noise
+  bound`` (5 x) at most :data:`OUTLIER_SHARE_MAX` (2 %): undeclared nodata (-9999), voids or
+  unmasked unstable terrain ruin the mean and the RMSE while the median and the NMAD stay fine.
 """
 
 from __future__ import annotations
