@@ -45,6 +45,7 @@ from xdem.verdict_checks import (
     OUTLIER_SHARE_MAX,
     RESIDUAL_PIXELS,
     STABLE_SHARE_MIN,
+    Check,
     Facts,
     run_checks,
     status_of,
@@ -93,7 +94,7 @@ def residual_sinusoid(
             "dh_explained": a * float(np.median(tan_s)), "n": int(ok.sum())}
 
 
-def _from_stats(stats: Mapping[str, Any] | None, when: str, key: str) -> float | None:
+def _from_stats(stats: Mapping[str, object] | None, when: str, key: str) -> float | None:
     part = stats.get(when) if stats else None
     v = part.get(key) if isinstance(part, Mapping) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
@@ -112,8 +113,8 @@ def compute_verdict(
     nmad_after: float | None = None,
     methods: Sequence[str] = (),
     units: str = "m",
-    stats: Mapping[str, Any] | None = None,
-    steps: Sequence[Mapping[str, Any]] | None = None,
+    stats: Mapping[str, object] | None = None,
+    steps: Sequence[Mapping[str, object]] | None = None,
     counts: Mapping[str, int] | None = None,
     pixel_size_m: float | None = None,
 ) -> dict[str, Any] | None:
@@ -179,20 +180,23 @@ def compute_verdict(
     mb = mb if mb is not None else (_median(before) if before is not None else None)
     ma = _from_stats(stats, "after", "median")
     ma = ma if ma is not None else _median(after)
-    res = None
     has_slope = "slope" in sample and "aspect" in sample
-    if has_slope:
-        res = residual_sinusoid(after, sample["slope"], sample["aspect"])
-    run_steps = list(steps) if steps is not None else [{"method": m} for m in methods]
+    res = residual_sinusoid(after, sample["slope"], sample["aspect"]) if has_slope else None
     if counts is None:
         counts = {k[2:]: int(np.sum(sample[k])) for k in ("n_stable", "n_overlap") if k in sample}
     facts = Facts(after=after, slope=np.asarray(sample["slope"]) if has_slope else np.empty(0), residual=res,
                   nmad_before=nb, nmad_after=na, median_before=mb, median_after=ma, pixel_size=float(pixel_size),
                   pixel_size_m=float(pixel_size_m if pixel_size_m is not None else pixel_size),
-                  n_stable=counts.get("stable"), n_overlap=counts.get("overlap"), steps=run_steps, units=units)
-    checks = run_checks(facts)
+                  n_stable=counts.get("stable"), n_overlap=counts.get("overlap"),
+                  steps=list(steps) if steps is not None else [{"method": m} for m in methods], units=units)
+    return _verdict_record(facts, run_checks(facts), n_after=int(np.isfinite(after).sum()))
+
+
+def _verdict_record(f: Facts, checks: list[Check], *, n_after: int) -> dict[str, Any]:
+    """The verdict's JSON record: status, checks and the numbers they judged."""
     status = status_of(checks)
     hints = [c.hint for c in checks if c.passed is False and c.hint]
+    res, nb, na = f.residual, f.nmad_before, f.nmad_after
     return {
         "status": status,
         "ok": status == "ok",
@@ -205,10 +209,10 @@ def compute_verdict(
         "nmad_before": nb,
         "nmad_after": na,
         "nmad_ratio": None if nb is None or na is None or nb <= 0 else float(na) / float(nb),
-        "median_before": mb,
-        "median_after": ma,
-        "n_points": int(np.isfinite(after).sum()) if res is None else res["n"],
-        "thresholds": {"residual_px": RESIDUAL_PIXELS, "residual_m": RESIDUAL_PIXELS * pixel_size,
+        "median_before": f.median_before,
+        "median_after": f.median_after,
+        "n_points": n_after if res is None else int(res["n"]),
+        "thresholds": {"residual_px": RESIDUAL_PIXELS, "residual_m": RESIDUAL_PIXELS * f.pixel_size,
                        "nmad_ratio_max": NMAD_RATIO_MAX, "improved_ratio_max": IMPROVED_RATIO_MAX,
                        "stable_share_min": STABLE_SHARE_MIN, "fit_share_min": FIT_SHARE_MIN,
                        "outlier_share_max": OUTLIER_SHARE_MAX},
@@ -295,7 +299,7 @@ def verdict_of_run(
     ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
     inlier_mask: MaskLike = None, exclude_mask: MaskLike = None, random_state: int | None = None,
     subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
-    steps: Sequence[Mapping[str, Any]] | None = None,
+    steps: Sequence[Mapping[str, object]] | None = None,
 ) -> dict[str, Any] | None:
     """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while
     writing, :func:`verdict_while_writing`) or, without it, on :func:`verdict_sample` (one
