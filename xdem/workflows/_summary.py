@@ -198,6 +198,13 @@ def stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, e
                                   subsample=subsample, random_state=random_state)
 
 
+def _shown(value: float, unit: str) -> str:
+    """A check's number for people: fractions in %, ratios bare, others with their unit."""
+    if unit == "fraction":
+        return f"{100 * value:.3g} %"
+    return f"{value:.4g}" if unit == "ratio" else f"{value:.4g} {unit}"
+
+
 def verdict_lines(v: dict) -> list[str]:
     """Human lines of a run's ``verdict``: the status and the checks, the residual amplitude
     and NMAD ratio, then for each failing check its value, threshold and hint.
@@ -226,8 +233,8 @@ def verdict_lines(v: dict) -> list[str]:
              + ", NMAD after/before " + ("n/a" if ratio is None else f"{ratio:.3f}")
              + f" ({v['n_points']} stable sampled pixels)"]
     for c in failed:
-        lines.append(f"  hint ({c['name']}: {c['value']:.4g} {c['unit']}, not {c.get('passes_if', '<=')} "
-                     f"{c['threshold']:.4g} {c['unit']}): {c['hint']}")
+        lines.append(f"  hint ({c['name']}: {_shown(c['value'], c['unit'])}, not {c.get('passes_if', '<=')} "
+                     f"{_shown(c['threshold'], c['unit'])}): {c['hint']}")
     if not checks and v.get("hint"):
         lines.append(f"  hint: {v['hint']}")
     return lines
