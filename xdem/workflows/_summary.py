@@ -25,8 +25,9 @@ from xdem.stats import STATS_SUBSAMPLE, stats_method
 
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_transform", "merged_matrix",
            "transform_lines", "dh_stats", "sampled_stats",
-           "stats_while_writing", "verdict_lines", "verdict_while_writing", "frame_summary", "report_writer",
-           "jsonable", "dump_json", "peak_rss_mb", "check_new_output"]
+           "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
+           "peak_rss_mb", "check_new_output"]
+__all__ += ["verdict_lines"]
 
 
 def steps_of(coreg: Any) -> list[Any]:
