@@ -117,6 +117,13 @@ def test_counts_fit_share_and_convergence_fail_with_their_hints():
     assert checks["stable_share"]["value"] == pytest.approx(50 / 160_000)
     assert checks["fit_share"]["passed"] is True and checks["fit_share"]["value"] == pytest.approx(40 / 50)  # of 50
     assert checks["converged"]["passed"] is False and "--max-iterations" in checks["converged"]["hint"]
+    # a blockwise step converged when every tile it used did (a rejected tile does not count)
+    tiles = {"converged": [True, False, False], "status": ["used", "used", "rejected: flat terrain"]}
+    v = compute_verdict(s, pixel_size=1.0, steps=[{"method": "BlockwiseCoreg", "tiles": tiles}])
+    assert _by_name(v)["converged"]["passed"] is False and "tiles that did not converge" in v["hint"]
+    tiles["converged"][1] = True
+    assert _by_name(compute_verdict(s, pixel_size=1.0, steps=[{"method": "BlockwiseCoreg", "tiles": tiles}]))[
+        "converged"]["passed"] is True
     # the fit share is of what the fit could draw: 300 points of a 0.1 subsample of 100,000 stable pixels
     v = compute_verdict(s, pixel_size=1.0, counts={"stable": 100_000, "overlap": 100_000},
                         steps=[{"method": "Deramp", "count": 300, "params": {"subsample": 0.1}}])

@@ -29,7 +29,7 @@ that reports convergence) has ``passed = None`` and does not block; its hint say
   :data:`STABLE_SHARE_MIN` (1 %), and at least :data:`MIN_STABLE_PIXELS` (100) pixels.
 * ``fit_share``: each step's points in its final fit / the stable valid pixels it could draw
   (its ``subsample``: a count or a fraction) at least :data:`FIT_SHARE_MIN` (5 %).
-* ``converged``: every step that reports ``converged`` did.
+* ``converged``: every step that reports ``converged`` did (a blockwise step: each tile it used).
 * ``outliers``: the share of stable pixels with ``|dh after - median| > OUTLIER_NOISE x noise
   bound`` (5 x) at most :data:`OUTLIER_SHARE_MAX` (2 %): undeclared nodata (-9999), voids or
   unmasked unstable terrain ruin the mean and the RMSE while the median and the NMAD stay fine.
@@ -307,15 +307,30 @@ def _fit_share(f: Facts) -> Check:
     return Check(name, label, share, FIT_SHARE_MIN, "fraction", passed, hint, ">=")
 
 
+def _step_converged(step: Mapping[str, object]) -> bool | None:
+    """A step's ``converged``; a blockwise step's: all its used tiles' (``tiles.converged``)."""
+    if isinstance(step.get("converged"), bool):
+        return bool(step["converged"])
+    tiles = step.get("tiles")
+    if isinstance(tiles, Mapping) and isinstance(tiles.get("converged"), list):
+        status = tiles.get("status")
+        used = status if isinstance(status, list) else ["used"] * len(tiles["converged"])
+        flags = [bool(c) for c, st in zip(tiles["converged"], used) if st == "used" and c is not None]
+        return all(flags) if flags else None
+    return None
+
+
 def _converged(f: Facts) -> Check:
     name, label = "converged", "steps that did not converge"
-    reporting = [s for s in f.steps if isinstance(s.get("converged"), bool)]
+    reporting = [(s, _step_converged(s)) for s in f.steps]
+    reporting = [(s, c) for s, c in reporting if c is not None]
     if not reporting:
         return _skip(name, label, "steps", "no step reports convergence", 0)
-    bad = [s for s in reporting if not s["converged"]]
+    bad = [s for s, c in reporting if not c]
     hint = None
     if bad:
-        what = ", ".join(f"{s.get('method')} (stopped after {s.get('n_iterations', '?')} iterations)" for s in bad)
+        what = ", ".join(f"{s.get('method')} (stopped after {s.get('n_iterations', '?')} iterations)"
+                         if "tiles" not in s else f"{s.get('method')} (tiles that did not converge)" for s in bad)
         hint = (f"{what} did not converge to its tolerance: raise --max-iterations, start closer with "
                 "--initial-shift, or check the inputs (a wrong CRS or units makes the fit wander)")
     return Check(name, label, float(len(bad)), 0.0, "steps", not bad, hint)
