@@ -412,12 +412,11 @@ def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[s
     if not isinstance(verdict, dict):
         if "after" not in data.sample:
             return note("No aligned DEM: no verdict.")
-        geographic = data.units == "°"
-        pixel_m = metric_pixel_size(resolution=data.resolution, geographic=geographic,
+        pixel_m = metric_pixel_size(resolution=data.resolution, geographic=data.units == "°",
                                     latitude=(data.extent[2] + data.extent[3]) / 2.0)
-        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))),
-                                  steps=_flat_steps(steps), units=data.units, counts={"stable": data.n_valid},
-                                  pixel_size_m=pixel_m)
+        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), steps=_flat_steps(steps),
+                                  counts={"stable": data.n_valid}, pixel_size_m=pixel_m,
+                                  units=data.units)
         prefix, src = "report.verdict", "Computed by the report on its stable subsample (no extra pass)."
         if verdict is None:
             return note("No verdict.")
