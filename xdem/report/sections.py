@@ -9,6 +9,7 @@ import numpy as np
 
 from xdem.report import diagnostics as D
 from xdem.report import figures as F
+from xdem.report import verdict_box as V
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 
@@ -376,34 +377,6 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
     return out
 
 
-def _flat_steps(steps: tuple[list[str], list[dict]] | None) -> list[dict]:
-    """The steps as flat records (``method``, learned values without their trailing ``_``,
-    ``params``), from a summary's ``steps`` or the fitted object's documents."""
-    out = []
-    for d in steps[1] if steps else []:
-        flat = {k[:-1] if k.endswith("_") else k: v for k, v in _learned(d).items()}
-        out.append(flat | {"method": _method(d), "params": d.get("params", {})})
-    return out
-
-
-_STATUS_HEAD = {"ok": ("#1e7d32", "OK: the coregistration did its job on stable terrain"),
-                "not improved": ("#b26a00", "NOT IMPROVED: the correction did not improve dh"),
-                "not ok": ("#b3261e", "NOT OK")}
-
-
-def _checks_table(verdict: dict, prefix: str) -> str:
-    """One row per check: what it measures, value, rule, threshold, unit, result, hint."""
-    rows = []
-    for i, c in enumerate(verdict.get("checks") or []):
-        key = f"{prefix}.checks.{i}"
-        result = {True: "pass", False: "FAIL", None: "not evaluated"}[c.get("passed")]
-        rows.append([label_cell(f"{c['name']}: {c['label']}"), cell(c.get("value"), f"{key}.value"),
-                     cell(c.get("passes_if", "<="), cls="l"),
-                     cell(c.get("threshold"), f"{key}.threshold"), cell(c.get("unit"), cls="l"),
-                     cell(result, cls="l"), cell(c.get("hint"), f"{key}.hint", cls="l")])
-    return table(["Check", "Value", "Passes if", "Threshold", "Unit", "Result", "Hint"], rows) if rows else ""
-
-
 def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
     from xdem.verdict import compute_verdict, metric_pixel_size
 
@@ -414,20 +387,20 @@ def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[s
             return note("No aligned DEM: no verdict.")
         pixel_m = metric_pixel_size(resolution=data.resolution, geographic=data.units == "°",
                                     latitude=(data.extent[2] + data.extent[3]) / 2.0)
-        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), steps=_flat_steps(steps),
+        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), steps=V.flat_steps(steps),
                                   counts={"stable": data.n_valid}, pixel_size_m=pixel_m,
                                   units=data.units)
         prefix, src = "report.verdict", "Computed by the report on its stable subsample (no extra pass)."
         if verdict is None:
             return note("No verdict.")
     status = str(verdict.get("status", "ok" if verdict.get("ok") else "not ok"))
-    colour, words = _STATUS_HEAD.get(status, _STATUS_HEAD["not ok"])
+    colour, words = V.STATUS_HEAD.get(status, V.STATUS_HEAD["not ok"])
     head = f'<p style="font-size:16px;font-weight:bold;color:{colour}">{_esc(words)}</p>'
     hint = verdict.get("hint")
     if hint:
         head += f'<p><b>Hint:</b> <span data-key="{prefix}.hint">{_esc(hint)}</span></p>'
     rows = key_value_rows(verdict, prefix, skip=("hint", "checks", "failed"), labels=_VERDICT_LABELS)
-    return head + _checks_table(verdict, prefix) + table(["Item", "Value"], rows) + note(
+    return head + V.checks_table(verdict, prefix) + table(["Item", "Value"], rows) + note(
         src + " OK only when every check that could be evaluated passed; each check's threshold and reasoning are "
         "in xdem.verdict_checks and docs/report.md (Verdict).")
 
