@@ -376,9 +376,11 @@ def test_verdict_flags_vshift_on_a_shifted_pair_and_passes_nuthkaab(tmp_path):
     assert bad["residual_dh_m"] > 0.25 * bad["nmad_after"]  # shift x tan(slope) well above the noise
     assert bad["nmad_ratio"] == pytest.approx(1.0, abs=0.01)
     assert "residual sinusoid" in bad["hint"] and "nuthkaab" in bad["hint"]
-    assert "Verdict: NOT DONE" in errs["vshift"] and "hint: residual sinusoid" in errs["vshift"]
-    assert good["ok"] is True and good["hint"] is None and good["residual_amplitude_m"] < 0.02
-    assert good["nmad_ratio"] < 0.05 and "Verdict: OK" in errs["nuthkaab"]
+    assert bad["status"] == "not ok" and bad["failed"] == ["residual_shift"]  # every other check passes
+    assert "Verdict: NOT OK (failed: residual_shift;" in errs["vshift"]
+    assert "hint (residual_shift: 3.4" in errs["vshift"] and "px, not <= 0.2 px): residual sinusoid" in errs["vshift"]
+    assert good["ok"] is True and good["status"] == "ok" and good["hint"] is None and good["residual_amplitude_m"] < 0.02
+    assert good["nmad_ratio"] < 0.05 and "Verdict: OK (9 of 9 checks passed)" in errs["nuthkaab"]
     assert good["passes"] == bad["passes"] == 0  # drawn in the pass that writes the aligned DEM
     # not fused with the write (--exact-stats): one pass of its own, the same verdict
     res = runner.invoke(main, ["coreg", str(folder / "ref.tif"), str(folder / "tba.tif"), "-o",

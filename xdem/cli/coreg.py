@@ -377,15 +377,9 @@ def _print_summary(doc: dict) -> None:
         for label, s in (("before", b), ("after", a)):
             echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}" + "".join(f"{s[k]:>12.4f}" for k in more)
                  + f"{s['count']:>12d}")
-    v = doc.get("verdict")
-    if v:
-        amp = v.get("residual_amplitude_m")
-        ratio = v.get("nmad_ratio")
-        echo(f"Verdict: {'OK' if v['ok'] else 'NOT DONE'} (residual aspect-dependent amplitude "
-             + ("n/a" if amp is None else f"{amp:.3f} m") + ", NMAD after/before "
-             + ("n/a" if ratio is None else f"{ratio:.3f}") + f"; fitted on {v['n_points']} stable sampled pixels)")
-        if v.get("hint"):
-            echo(f"  hint: {v['hint']}")
+    if doc.get("verdict"):
+        for line in S.verdict_lines(doc["verdict"]):
+            echo(line)
     f = doc.get("filters")
     if f:
         kept = f.get("kept_fraction_sampled")

@@ -9,6 +9,7 @@ import numpy as np
 
 from xdem.report import diagnostics as D
 from xdem.report import figures as F
+from xdem.report import verdict_box as V
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 from xdem.report.masked import inside_section
@@ -33,7 +34,8 @@ _STEP_LABELS = {
     "learned: n_iterations_": "learned: n_iterations_ (iterations of the fit)",
 }
 _VERDICT_LABELS = {
-    "ok": "ok (job done on stable terrain)",
+    "ok": "ok (every evaluated check passed)",
+    "status": "status (ok, not improved, not ok)",
     "residual_amplitude_m": "residual aspect-dependent amplitude a (m): dh/tan(slope) = a cos(b − aspect) + c, after",
     "residual_direction_deg": "its direction b (degrees from north)",
     "residual_dh_m": "dh it explains: a × median tan(slope) (m)",
@@ -380,7 +382,7 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
 
 
 def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
-    from xdem.verdict import NMAD_RATIO_MAX, RESIDUAL_NMAD, RESIDUAL_PIXELS, compute_verdict
+    from xdem.verdict import compute_verdict, metric_pixel_size
 
     verdict, prefix = _get(summary, "verdict"), "verdict"
     sub = verdict.get("subsample") if isinstance(verdict, dict) else None
@@ -390,24 +392,25 @@ def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[s
     if not isinstance(verdict, dict):
         if "after" not in data.sample:
             return note("No aligned DEM: no verdict.")
-        methods = [_method(d).lower() for d in steps[1]] if steps else []
-        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), methods=methods,
+        pixel_m = metric_pixel_size(resolution=data.resolution, geographic=data.units == "°",
+                                    latitude=(data.extent[2] + data.extent[3]) / 2.0)
+        verdict = compute_verdict(data.sample, pixel_size=float(max(map(abs, data.resolution))), steps=V.flat_steps(steps),
+                                  counts={"stable": data.n_valid}, pixel_size_m=pixel_m,
                                   units=data.units)
         prefix = "report.verdict"
         src = f"Computed by the report on its stable subsample, n = {F.sample_n(data.sample)} (no extra pass)."
         if verdict is None:
             return note("No verdict.")
-    ok = bool(verdict.get("ok"))
-    head = (f'<p style="font-size:16px;font-weight:bold;color:{"#1e7d32" if ok else "#b3261e"}">'
-            f'{"OK: the coregistration did its job on stable terrain" if ok else "NOT DONE"}</p>')
+    status = str(verdict.get("status", "ok" if verdict.get("ok") else "not ok"))
+    colour, words = V.STATUS_HEAD.get(status, V.STATUS_HEAD["not ok"])
+    head = f'<p style="font-size:16px;font-weight:bold;color:{colour}">{_esc(words)}</p>'
     hint = verdict.get("hint")
     if hint:
         head += f'<p><b>Hint:</b> <span data-key="{prefix}.hint">{_esc(hint)}</span></p>'
-    rows = key_value_rows(verdict, prefix, skip=("hint",), labels=_VERDICT_LABELS)
-    return head + table(["Item", "Value"], rows) + note(
-        src + f" Not done when the residual amplitude exceeds {RESIDUAL_PIXELS} pixel and explains more than "
-        f"{RESIDUAL_NMAD} × the NMAD after, or when NMAD after / NMAD before exceeds {NMAD_RATIO_MAX} "
-        "(see xdem.verdict).")
+    rows = key_value_rows(verdict, prefix, skip=("hint", "checks", "failed"), labels=_VERDICT_LABELS)
+    return head + V.checks_table(verdict, prefix) + table(["Item", "Value"], rows) + note(
+        src + " OK only when every check that could be evaluated passed; each check's threshold and reasoning are "
+        "in xdem.verdict_checks and docs/report.md (Verdict).")
 
 
 def _esc(text: str) -> str:

@@ -27,6 +27,7 @@ __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merg
            "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
            "peak_rss_mb", "check_new_output"]
+__all__ += ["verdict_lines"]
 
 
 def steps_of(coreg: Any) -> list[Any]:
@@ -246,6 +247,48 @@ def stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, e
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
                                   subsample=subsample, random_state=random_state)
+
+
+def _shown(value: float, unit: str) -> str:
+    """A check's number for people: fractions in %, ratios bare, others with their unit."""
+    if unit == "fraction":
+        return f"{100 * value:.3g} %"
+    return f"{value:.4g}" if unit == "ratio" else f"{value:.4g} {unit}"
+
+
+def verdict_lines(v: dict) -> list[str]:
+    """Human lines of a run's ``verdict``: the status and the checks, the residual amplitude
+    and NMAD ratio, then for each failing check its value, threshold and hint.
+
+    Examples
+    --------
+    >>> check = {"name": "noise", "value": 15.3065, "threshold": 1.43, "unit": "m", "passed": False,
+    ...          "hint": "NMAD after is too large", "passes_if": "<="}
+    >>> v = {"status": "not ok", "checks": [check], "residual_amplitude_m": None, "nmad_ratio": 1.0, "n_points": 9}
+    >>> for line in verdict_lines(v):
+    ...     print(line)
+    Verdict: NOT OK (failed: noise; 0 of 1 checks passed)
+      residual aspect-dependent amplitude n/a, NMAD after/before 1.000 (9 stable sampled pixels)
+      hint (noise: 15.31 m, not <= 1.43 m): NMAD after is too large
+    """
+    checks = v.get("checks") or []
+    failed = [c for c in checks if c.get("passed") is False]
+    amp, ratio = v.get("residual_amplitude_m"), v.get("nmad_ratio")
+    status = str(v.get("status", "ok" if v.get("ok") else "not ok")).upper()
+    skipped = sum(c.get("passed") is None for c in checks)
+    head = (f"failed: {', '.join(c['name'] for c in failed)}; " if failed else "") + (
+        f"{sum(c.get('passed') is True for c in checks)} of {len(checks)} checks passed"
+        + (f", {skipped} not evaluated" if skipped else ""))
+    lines = [f"Verdict: {status} ({head})",
+             "  residual aspect-dependent amplitude " + ("n/a" if amp is None else f"{amp:.3f} m")
+             + ", NMAD after/before " + ("n/a" if ratio is None else f"{ratio:.3f}")
+             + f" ({v['n_points']} stable sampled pixels)"]
+    for c in failed:
+        lines.append(f"  hint ({c['name']}: {_shown(c['value'], c['unit'])}, not {c.get('passes_if', '<=')} "
+                     f"{_shown(c['threshold'], c['unit'])}): {c['hint']}")
+    if not checks and v.get("hint"):
+        lines.append(f"  hint: {v['hint']}")
+    return lines
 
 
 def verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,

@@ -486,10 +486,11 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
         if not no_stats:
             from xdem.verdict import verdict_of_run
 
-            with prog.stage("verdict (residual sinusoid and NMAD ratio on stable pixels)"):
+            with prog.stage("verdict (checks of the result on stable pixels)"):
                 sample = finish_verdict(written_cog.also[1]) if finish_verdict is not None else None
                 verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
                                          methods=[type(s).__name__ for s in S.steps_of(model)],
+                                         steps=S.steps_summary(model),
                                          inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                                          random_state=r.random_state)
         t_verdict = time.perf_counter() - t0
