@@ -20,6 +20,9 @@ from xdem.cli import main
 from xdem.examples import write_example_pair
 from xdem.io.cog import write_cog
 
+# end-to-end (real dask.distributed clusters): `pytest -m 'not slow'` leaves them out; `make test` runs them
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 SHIFTS = ("shift_x_", "shift_y_", "shift_z_")

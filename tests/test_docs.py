@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# end-to-end (builds the documentation with Sphinx): `pytest -m 'not slow'` leaves them out; `make test` runs them
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_PACKAGES = {
     "sphinx": "sphinx",

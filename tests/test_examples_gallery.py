@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# end-to-end (runs the gallery scripts): `pytest -m 'not slow'` leaves them out; `make test` runs them
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("**/plot_*.py"))

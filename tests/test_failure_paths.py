@@ -31,6 +31,9 @@ from xdem.examples import example_pair, write_example_pair
 from xdem.io import atomic
 from xdem.io.cog import write_cog
 
+# end-to-end (real CLI processes killed, signalled, run concurrently): `pytest -m "not slow"` skips them
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Displacement of the bundled 400 m lidar DEM by more than half its width (see the divergence tests).
 FAR = (-260.0, 120.0)

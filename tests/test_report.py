@@ -277,6 +277,7 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+@pytest.mark.slow
 def test_report_in_headless_chromium(pair_files, tmp_path):
     import html as _html
 

@@ -23,6 +23,9 @@ import xdem
 from xdem.cli import main
 from xdem.report.html import fmt
 
+# end-to-end (headless Chromium): `pytest -m 'not slow'` leaves them out; `make test` runs them
+pytestmark = pytest.mark.slow
+
 
 def _browser_check(report, tmp_path, name):
     """Images and data-key texts as Chromium shows them; a screenshot ``<name>.png`` in tmp_path."""

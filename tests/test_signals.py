@@ -39,6 +39,9 @@ from xdem import interrupt
 from xdem.io import zarr_store as zs
 from xdem.io.cog import COPY_PROGRESS, write_cog
 
+# end-to-end (real child processes signalled at many moments): `pytest -m 'not slow'` leaves them out; `make test` runs them
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Seed of the drawn moments.
 SEED = 23
