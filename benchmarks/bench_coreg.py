@@ -191,12 +191,12 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 def _fit_small_models() -> dict:
     """Fitted models (as dicts) on the 4000^2 pair, to apply to a larger lazily-opened DEM."""
     import xdem
-    from xdem.cli.coreg import build_coreg, resolve_methods
+    from xdem.coreg import from_spec
 
     pair = coreg_pair(4000)
     out = {}
     for m in METHODS:
-        model = build_coreg(resolve_methods(m), {})
+        model = from_spec(m)
         model.fit(xdem.open_dem(pair["ref"]), xdem.open_dem(pair["tba"]))
         out[m] = model.to_dict()
     return out
@@ -268,7 +268,8 @@ def profile(size: int, method: str) -> dict:
 
     import xdem
     import xdem.io.cog as cog
-    from xdem.cli.coreg import build_coreg, resolve_methods, sampled_stats
+    from xdem.cli.coreg import sampled_stats
+    from xdem.coreg import from_spec
 
     os.environ.setdefault("GDAL_CACHEMAX", "256")  # as the xdem CLI does, before GDAL's first read
     pair = coreg_pair(size)
@@ -304,7 +305,7 @@ def profile(size: int, method: str) -> dict:
             n0, t0 = len(computes), time.perf_counter()
             if name == "fit":
                 ref, tba = xdem.open_dem(pair["ref"]), xdem.open_dem(pair["tba"])
-                model = build_coreg(resolve_methods(method), {})
+                model = from_spec(method)
                 model.fit(ref, tba)
             elif name == "apply (graph)":
                 aligned = model.apply(tba)

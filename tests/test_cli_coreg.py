@@ -372,7 +372,8 @@ def test_rigid_methods_resolve_and_take_the_rigid_options(text, names):
 def test_rotating_step_summary_lines():
     """What the CLI prints for a rotating step and for the merged transform of a pipeline."""
     from xdem.cli.coreg import _fmt_step
-    from xdem.workflows._summary import merged_transform, steps_summary, transform_lines
+    from xdem.coreg import merged_transform
+    from xdem.workflows._summary import steps_summary, transform_lines
 
     a = xdem.coreg.RigidTransform.from_rotations(0.01, -0.02, 0.25, translation=(1.0, 2.0, 0.5),
                                                  centroid=(500.0, 400.0, 100.0))

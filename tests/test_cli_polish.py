@@ -143,7 +143,7 @@ def test_methods_lists_registry_options_and_defaults(runner):
     res = runner.invoke(main, ["methods", "--json"])
     assert res.exit_code == 0, res.output
     table = {m["name"]: m for m in json.loads(res.stdout)}
-    from xdem.cli.coreg import _registry, documented_name
+    from xdem.coreg.spec import _registry, documented_name
 
     assert set(table) == {documented_name(k) for k in _registry()}
     nk = {o["name"]: o for o in table["nuthkaab"]["options"]}

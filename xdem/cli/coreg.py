@@ -1,235 +1,68 @@
 """``xdem coreg``: coregister a DEM onto a reference and write the result as a COG, out of core.
 
-Methods are found by name in :data:`xdem.coreg.METHODS` (lower-case class names) after a
-small alias table, so a newly registered method works without editing this module.
-``+`` joins methods into a pipeline (``nuthkaab+vshift``); ``blockwise:<methods>`` fits
-``<methods>`` per tile (:class:`~xdem.coreg.BlockwiseCoreg`): ``blockwise:nuthkaab+vshift`` takes
-the rest of the chain as the tile step, ``blockwise:(nuthkaab+vshift)+deramp`` only what is in
-the parentheses.
+``--method`` is a method spec of :mod:`xdem.coreg.spec` (``nuthkaab+vshift``,
+``blockwise:nuthkaab``...); the method options map to :func:`xdem.coreg.from_spec`'s options,
+and its errors become usage errors (exit code 2) naming the option.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import inspect
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
-from xdem.cli.methods import _angle_note, did_you_mean, documented_name
+from xdem.coreg import DirectionalBias
+from xdem.coreg.base import Coreg
+from xdem.coreg.spec import Blockwise, MethodSpecError, Step
+from xdem.coreg.spec import build_coreg as _build_coreg
+from xdem.coreg.spec import resolve_methods as _resolve_methods
 from xdem.workflows import _summary as S
-
-if TYPE_CHECKING:
-    from xdem.coreg.base import Coreg
 
 __all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
            "frame_summary"]
 
-#: CLI name -> registry name (``xdem.coreg.METHODS`` keys are lower-case class names).
-ALIASES = {
-    "vshift": "verticalshift",
-    "vertical": "verticalshift",
-    "nk": "nuthkaab",
-    "nuth": "nuthkaab",
-    "bias": "biascorr",
-    "blockwise": "blockwisecoreg",
-}
-#: Method options of the CLI -> constructor parameter names they may set (first found wins).
-METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
-    "poly_order": ("poly_order",),
-    "angle": ("angle",),
-    "terrain_attribute": ("terrain_attribute", "attribute"),
-    "fit_or_bin": ("fit_or_bin",),
-    "subsample": ("subsample",),
-    "random_state": ("random_state",),
-    "initial_shift": ("initial_shift",),
-    "on_divergence": ("on_divergence",),
-    "resampling": ("resampling",),
-    "block_size": ("block_size",),
-    "block_iterations": ("n_iterations",),
-}
-_OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
-_OPTION_FLAGS["on_divergence"] = "--allow-divergence"
-#: Options that go to the first step that takes them only: a start (``--initial-shift``) is where
-#: the pipeline begins; later steps start from the earlier steps' result, and the shift given
-#: again would be counted twice.
-FIRST_STEP_ONLY = frozenset({"initial_shift"})
 #: Suffixes ``-o`` (and ``--dh-out``, ``--stable-mask-out``) may end with when the output is a
 #: DEM: the COG writer writes GeoTIFFs.
 RASTER_OUTPUTS: tuple[str, ...] = (".tif", ".tiff")
-#: Registered but not offered as ``--method``: pipelines are built with ``+``; a RigidTransform is
-#: given (``RigidTransform.from_matrix``), not fitted.
-_HIDDEN = {"coregpipeline", "rigidtransform"}
 
 
-_IMPORT_ERRORS: dict[str, str] = {}
+@contextlib.contextmanager
+def _usage_errors() -> Iterator[None]:
+    """A :class:`~xdem.coreg.spec.MethodSpecError` as a usage error on the option it names."""
+    try:
+        yield
+    except MethodSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
 
 
-def _registry() -> dict[str, type]:
-    """Every registered coregistration class, after importing every ``xdem.coreg`` submodule
-    (methods register themselves on import; a module that fails to import is remembered
-    and named in the unknown-method message)."""
-    import pkgutil
-
-    import xdem.coreg
-    from xdem.coreg import METHODS
-
-    for info in pkgutil.iter_modules(xdem.coreg.__path__):
-        module = f"xdem.coreg.{info.name}"
-        if info.name.startswith("_") or module in _IMPORT_ERRORS:
-            continue
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - one broken module must not hide the others
-            _IMPORT_ERRORS[module] = f"{type(exc).__name__}: {exc}"
-    return {k: v for k, v in METHODS.items() if k not in _HIDDEN and not getattr(v, "__abstractmethods__", None)}
+def resolve_methods(text: str) -> list[Step]:
+    """:func:`xdem.coreg.spec.resolve_methods`, an unknown name a usage error (:class:`click.BadParameter`)."""
+    with _usage_errors():
+        return _resolve_methods(text)
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+def build_coreg(items: Sequence[Step], options: Mapping[str, object]) -> Coreg:
+    """:func:`xdem.coreg.spec.build_coreg`, an option no step takes a usage error (:class:`click.BadParameter`)."""
+    with _usage_errors():
+        return _build_coreg(items, options)
 
 
-def resolve_methods(text: str) -> list[Any]:
-    """Classes named by ``text`` (``"nuthkaab"``, ``"nuthkaab+vshift"``...), in order.
-
-    Raises
-    ------
-    click.BadParameter
-        An unknown or empty name; the message lists the known ones.
-
-    Examples
-    --------
-    >>> [c.__name__ for c in resolve_methods("nuthkaab+vshift")]
-    ['NuthKaab', 'VerticalShift']
-    >>> [c.__name__ for c in resolve_methods("vshift+blockwise:nuthkaab+vshift")]
-    ['VerticalShift', 'BlockwiseCoreg[NuthKaab+VerticalShift]']
-    """
-    if ":" in text:
-        return _resolve_blockwise(text)
-    registry = _registry()
-    by_norm = {_norm(k): v for k, v in registry.items()}
-    aliases = {_norm(k): _norm(v) for k, v in ALIASES.items() if _norm(v) in by_norm}
-    documented = sorted(documented_name(k) for k in registry)
-    classes = []
-    for part in text.split("+"):
-        key = _norm(part)
-        key = aliases.get(key, key)
-        if key not in by_norm:
-            what = f"unknown method '{part.strip()}'" if part.strip() else f"empty method name in '{text}'"
-            guess = did_you_mean(part, documented) if part.strip() else None
-            broken = "".join(f"; {m} failed to import ({e})" for m, e in _IMPORT_ERRORS.items())
-            raise click.BadParameter(
-                f"{what}{f'; did you mean {guess}?' if guess else ''} Methods: {', '.join(documented)} "
-                f"(join several with +, e.g. nuthkaab+vshift; `xdem methods` lists their options){broken}",
-                param_hint="'--method'",
-            )
-        cls = by_norm[key]
-        classes.append(Blockwise((by_norm["nuthkaab"],)) if cls.__name__ == "BlockwiseCoreg" else cls)
-    return classes
-
-
-@dataclass(frozen=True)
-class Blockwise:
-    """``blockwise:<methods>`` in ``--method``: a :class:`~xdem.coreg.BlockwiseCoreg` fitting the
-    pipeline of ``inner`` classes on each tile."""
-
-    inner: tuple[type, ...]
-
-    @property
-    def __name__(self) -> str:  # noqa: A003 - reads like the classes next to it
-        return "BlockwiseCoreg[" + "+".join(c.__name__ for c in self.inner) + "]"
-
-
-def _split_chain(text: str) -> list[str]:
-    """``text`` split on ``+`` outside parentheses."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "+" and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
-def _resolve_blockwise(text: str) -> list[Any]:
-    """:func:`resolve_methods` with ``blockwise:...`` parts made :class:`Blockwise`."""
-    parts = _split_chain(text)
-    out: list[Any] = []
-    i = 0
-    while i < len(parts):
-        head, sep, rest = parts[i].partition(":")
-        if sep and _norm(head) in ("blockwise", "blockwisecoreg"):
-            rest = rest.strip()
-            if rest.startswith("(") and rest.endswith(")"):
-                inner_text, i = rest[1:-1], i + 1
-            else:
-                inner_text, i = "+".join([rest] + parts[i + 1:]), len(parts)
-            if "blockwise" in _norm(inner_text):
-                raise click.BadParameter("a blockwise step cannot contain another one", param_hint="'--method'")
-            out.append(Blockwise(tuple(resolve_methods(inner_text))))
-            continue
-        out.extend(resolve_methods(parts[i]))
-        i += 1
-    return out
-
-
-def _param_names(cls: type[Coreg]) -> list[str]:
-    return list(cls._param_names())
-
-
-def build_coreg(items: list[Any], options: dict[str, Any]) -> Any:
-    """Instantiate the steps with the options that apply to each; a pipeline if several.
-
-    ``options`` maps :data:`METHOD_OPTIONS` keys to values (``None`` = not given). Every
-    given option is passed to each step whose constructor has a matching parameter, except
-    those of :data:`FIRST_STEP_ONLY`, passed to the first such step only. A :class:`Blockwise`
-    item counts as the ``BlockwiseCoreg`` (``--block-size``, ``--resampling``) followed by its
-    tile steps (``--subsample``...).
-
-    Raises
-    ------
-    click.BadParameter
-        An option was given but no step takes it.
-    """
-    from xdem.coreg import BlockwiseCoreg, CoregPipeline
-
-    classes: list[type] = []
-    for item in items:
-        classes += [BlockwiseCoreg, *item.inner] if isinstance(item, Blockwise) else [item]
-    kwargs: list[dict[str, Any]] = [{} for _ in classes]
-    for key, value in options.items():
-        if value is None:
-            continue
-        used = False
-        for i, cls in enumerate(classes):
-            names = _param_names(cls)
-            param = next((p for p in METHOD_OPTIONS[key] if p in names), None)
-            if param is not None and not (used and key in FIRST_STEP_ONLY):
-                kwargs[i][param] = value
-                used = True
-        if not used:
-            takers = sorted(
-                {name for name, cls in _registry().items() if any(p in _param_names(cls) for p in METHOD_OPTIONS[key])}
-            )
-            hint = f"; it applies to: {', '.join(takers)}" if takers else ""
-            raise click.BadParameter(
-                f"no step of '{'+'.join(c.__name__ for c in classes)}' takes {_OPTION_FLAGS[key]}{hint}",
-                param_hint=f"'{_OPTION_FLAGS[key]}'",
-            )
-    built = iter([cls(**kw) for cls, kw in zip(classes, kwargs)])
-    steps = []
-    for item in items:
-        step = next(built)
-        if isinstance(item, Blockwise):
-            inner = [next(built) for _ in item.inner]
-            step.set_params(step=inner[0] if len(inner) == 1 else CoregPipeline(inner))
-        steps.append(step)
-    return steps[0] if len(steps) == 1 else CoregPipeline(steps)
+def _angle_note(classes: Sequence[Step], angle: float | None) -> str | None:
+    """The line saying which track angle a directional bias step uses when ``--angle`` is not given."""
+    flat: list[type] = []
+    for c in classes:
+        flat += list(c.inner) if isinstance(c, Blockwise) else [c]
+    if angle is not None or DirectionalBias not in flat:
+        return None
+    default = inspect.signature(DirectionalBias).parameters["angle"].default
+    return (f"directionalbias: no --angle given, using {default:g} degrees (clockwise from east, upstream xdem's "
+            "convention: the bias varies with easting); give --angle, the satellite's along-track direction, e.g. "
+            "--angle 90 for a north-south track")
 
 
 # What a run reports lives in the library workflow (xdem.workflows); re-exported here.

@@ -6,8 +6,10 @@ Examples
 >>> ref, tba, truth = xdem.examples.example_pair()
 >>> nk = xdem.coreg.NuthKaab().fit(ref, tba)
 >>> aligned = nk.apply(tba)  # lazy
+>>> pipe = xdem.coreg.from_spec("nuthkaab+vshift")  # as ``xdem coreg --method`` names it
 """
 
+from xdem.coreg._transform import merged_transform
 from xdem.coreg.affine import AffineCoreg, NuthKaab, VerticalShift, shift_dem
 from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, TerrainBias
@@ -20,9 +22,10 @@ from xdem.coreg.lzd import LZD
 from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
 from xdem.coreg.pipeline import CoregPipeline
 from xdem.coreg.rigid import RigidCoreg, RigidTransform
+from xdem.coreg.spec import describe_methods, from_spec
 
 __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem",
            "clone"]
 __all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "ICP",
             "LZD"]
-__all__ += ["DhMinimize", "BlockwiseCoreg"]
+__all__ += ["DhMinimize", "BlockwiseCoreg", "from_spec", "describe_methods", "merged_transform"]

@@ -31,6 +31,7 @@ Zarr store is never deleted), one writer per store at a time (``.xdem/writer.loc
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import warnings
@@ -49,6 +50,7 @@ import xarray as xr
 from xdem import interrupt
 from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
+from xdem.io.jsondoc import jsonable
 from xdem.io.sources import find_sources
 
 __all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "VARIABLE", "check_store_path"]
@@ -119,10 +121,6 @@ def _identities(sources: set[Path]) -> list[dict]:
 
 def _fingerprint(data: da.Array, *, variable: str, store_chunks: tuple[int, int], nodata: float | None,
                  compressor: str, sources: set[Path], extra: Mapping[str, Any] | None) -> dict:
-    import json
-
-    from xdem.workflows._summary import jsonable
-
     doc = {
         "format": "xdem-zarr-1",
         "dask_token": dask.base.tokenize(data),

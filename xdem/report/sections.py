@@ -285,7 +285,7 @@ def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, c
     if summary and isinstance(summary.get("rotations_deg"), list):
         values, prefix = summary, ""
     elif coreg is not None and getattr(coreg, "is_fitted", False):
-        from xdem.workflows._summary import merged_transform
+        from xdem.coreg import merged_transform
 
         m = merged_transform(coreg)
         values = {"rotations_deg": m["rotations_deg"], "rotation_centre": m["centre"], "translation": m["translation"]}

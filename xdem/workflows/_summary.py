@@ -20,18 +20,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xdem.coreg._transform import merged_transform, steps_of
 from xdem.io.jsondoc import jsonable
 from xdem.stats import STATS_SUBSAMPLE, stats_method
 
-__all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_transform", "merged_matrix",
+__all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix",
            "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
            "peak_rss_mb", "check_new_output"]
 __all__ += ["verdict_lines"]
-
-
-def steps_of(coreg: Any) -> list[Any]:
-    return list(coreg.steps) if hasattr(coreg, "steps") else [coreg]
 
 
 def steps_summary(coreg: Any) -> list[dict]:
@@ -56,58 +53,6 @@ def steps_summary(coreg: Any) -> list[dict]:
     return out
 
 
-def merged_transform(coreg: Any) -> dict:
-    """The rigid part of the whole correction: ``matrix`` (4 x 4, applied to the to-be-aligned
-    DEM's points in the frame's coordinates), ``rotations_deg`` (``R = Rz Ry Rx``), ``centre``
-    (what they turn about: the first rotating step's ``centroid_``, else the first rigid step's,
-    else the origin), ``translation`` (the motion of that centre) and ``complete`` (whether the
-    matrix is the whole correction).
-
-    A single affine step or a pipeline of them: its own ``to_matrix()`` (a pipeline multiplies
-    its steps' matrices). Otherwise the affine steps' matrices multiplied in order, with a step
-    that is a translation plus something else and says so with ``translation_part()``
-    (:class:`~xdem.coreg.NuthKaabDeramp`: its shift and, as z, minus its ramp at the centre of
-    the reference grid) counted as that translation; the matrix is then complete only if every
-    step is affine and no remainder is left (no non-constant ramp). Translations alone add up.
-
-    Examples
-    --------
-    >>> import xdem
-    >>> t = xdem.coreg.RigidTransform.from_rotations(rz=0.25, translation=(1.0, 2.0, 0.5), centroid=(10.0, 20.0, 0.0))
-    >>> m = merged_transform(t)
-    >>> [round(v, 9) for v in m["rotations_deg"]], m["centre"], m["translation"], m["complete"]
-    ([0.0, 0.0, 0.25], [10.0, 20.0, 0.0], [1.0, 2.0, 0.5], True)
-    """
-    import numpy as np
-
-    from xdem.coreg._shift import translation_matrix
-    from xdem.kernels.rigid import rotations_of, split_matrix
-
-    steps = steps_of(coreg)
-    rotating = [s for s in steps if s.is_affine and _rotates(s)]
-    centred = rotating or [s for s in steps if s.is_affine and hasattr(s, "centroid_")]
-    centre = np.asarray(centred[0].centroid_ if centred else (0.0, 0.0, 0.0), dtype=float)
-    if all(s.is_affine for s in steps) and hasattr(coreg, "to_matrix"):
-        matrix, complete = np.asarray(coreg.to_matrix(), dtype=float), True
-    else:
-        matrix, complete = np.eye(4), True
-        for step in steps:
-            if step.is_affine:
-                m = np.asarray(step.to_matrix(), dtype=float)
-            elif hasattr(step, "translation_part"):
-                translation, exact = step.translation_part()
-                m = translation_matrix(*np.asarray(translation, dtype=float))
-                complete = complete and exact
-            else:
-                complete = False
-                continue
-            matrix = m @ matrix
-    rotation, translation = split_matrix(matrix, centre)
-    rotations = [0.0, 0.0, 0.0] if np.array_equal(rotation, np.eye(3)) else [float(a) for a in rotations_of(rotation)]
-    return {"matrix": matrix.tolist(), "rotations_deg": rotations, "centre": [float(v) for v in centre],
-            "translation": [float(v) for v in translation], "complete": complete}
-
-
 def translation_in_pixels(translation: Any, dem: Any) -> list[float] | None:
     """A horizontal translation in pixels of ``dem``'s grid (``None`` for a geographic grid,
     whose correction is in metres of a UTM zone, or without a translation).
@@ -127,7 +72,7 @@ def translation_in_pixels(translation: Any, dem: Any) -> list[float] | None:
 
 def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
     """The keys of a run's JSON document (DEM pair or points) giving the merged rigid transform
-    (:func:`merged_transform`), ``translation_px`` in pixels of ``dem``'s grid: ``matrix``
+    (:func:`xdem.coreg.merged_transform`), ``translation_px`` in pixels of ``dem``'s grid: ``matrix``
     (about the CRS origin, ``matrix_about: "origin"``), ``matrix_about_centre`` (the same
     transform about ``rotation_centre``, upstream xdem's ``to_matrix()`` frame),
     ``matrix_is_complete``, ``rotations_deg``, ``rotation_centre``, ``translation``.
@@ -158,13 +103,8 @@ def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
     }
 
 
-def _rotates(step: Any) -> bool:
-    has_rotation = getattr(step, "has_rotation", None)
-    return bool(has_rotation()) if callable(has_rotation) else False
-
-
 def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
-    """``(matrix, complete)`` of :func:`merged_transform`."""
+    """``(matrix, complete)`` of :func:`xdem.coreg.merged_transform`."""
     m = merged_transform(coreg)
     return m["matrix"], m["complete"]
 
