@@ -6,7 +6,7 @@ Open DEMs lazily with :func:`open_dem`, align them with the classes of
 The names below are imported on first use (:pep:`562`), so ``import xdem`` and the command
 line's ``xdem --help`` start without loading dask.array, pandas, numba or matplotlib; every
 name of ``__all__`` is importable as before (``xdem.open_dem``, ``from xdem import coreg``,
-``import xdem.coreg``).
+``import xdem.coreg``), and so is any other sub-module as an attribute (``xdem.io``, ``xdem.stats``).
 
 Examples
 --------
@@ -17,11 +17,14 @@ Examples
 'xdem.io.open'
 >>> sorted(set(xdem.__all__) - set(dir(xdem)))
 []
+>>> xdem.stats.__name__
+'xdem.stats'
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING
 
 from xdem._version import __version__
@@ -46,6 +49,8 @@ def __getattr__(name: str) -> object:
         value: object = importlib.import_module(f"xdem.{name}")
     elif name in _FUNCTIONS:
         value = getattr(importlib.import_module(_FUNCTIONS[name]), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"xdem.{name}") is not None:
+        value = importlib.import_module(f"xdem.{name}")  # another sub-module, as an eager import made it an attribute
     else:
         raise AttributeError(f"module 'xdem' has no attribute {name!r}")
     globals()[name] = value

@@ -34,7 +34,6 @@ import os
 import sys
 
 import click
-from click.utils import make_default_short_help
 
 from xdem._version import __version__
 from xdem.errors import XdemError
@@ -90,7 +89,7 @@ class _XdemGroup(click.Group):
             return
         limit = formatter.width - 6 - max(len(n) for n in names)
         rows = [(n, self.commands[n].get_short_help_str(limit) if n in self.commands
-                 else make_default_short_help(COMMANDS[n][1], limit)) for n in names]
+                 else click.Command(n, help=COMMANDS[n][1]).get_short_help_str(limit)) for n in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
