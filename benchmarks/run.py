@@ -25,6 +25,7 @@ QUICK = {
     "terrain": ["--sizes", "2000"],
     "rigid": ["--sizes", "2000"],
     "blockwise": ["--sizes", "4000"],
+    "start": ["--repeat", "3"],
 }
 
 

@@ -2,12 +2,61 @@
 
 Open DEMs lazily with :func:`open_dem`, align them with the classes of
 :mod:`xdem.coreg`, and write the result with :func:`write_cog` or :func:`write_zarr`.
+
+The names below are imported on first use (:pep:`562`), so ``import xdem`` and the command
+line's ``xdem --help`` start without loading dask.array, pandas, numba or matplotlib; every
+name of ``__all__`` is importable as before (``xdem.open_dem``, ``from xdem import coreg``,
+``import xdem.coreg``), and so is any other sub-module as an attribute (``xdem.io``, ``xdem.stats``).
+
+Examples
+--------
+>>> import xdem
+>>> xdem.__version__
+'0.1.0'
+>>> xdem.open_dem.__module__
+'xdem.io.open'
+>>> sorted(set(xdem.__all__) - set(dir(xdem)))
+[]
+>>> xdem.stats.__name__
+'xdem.stats'
 """
 
-from xdem import coreg, errors, examples, spatialstats, terrain
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
+
 from xdem._version import __version__
-from xdem.io import open_dem, write_cog, write_zarr
-from xdem.io.grid import align_pair
+
+if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from xdem import coreg, errors, examples, spatialstats, terrain
+    from xdem.io import open_dem, write_cog, write_zarr
+    from xdem.io.grid import align_pair
 
 __all__ = ["__version__", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
            "spatialstats"]
+
+#: Sub-packages imported on first access of ``xdem.<name>``.
+_SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain"})
+#: Functions imported on first access: name -> the module that defines it.
+_FUNCTIONS = {"open_dem": "xdem.io", "write_cog": "xdem.io", "write_zarr": "xdem.io", "align_pair": "xdem.io.grid"}
+
+
+def __getattr__(name: str) -> object:
+    """Import a name of ``__all__`` on first use and keep it in the module (:pep:`562`)."""
+    if name in _SUBMODULES:
+        value: object = importlib.import_module(f"xdem.{name}")
+    elif name in _FUNCTIONS:
+        value = getattr(importlib.import_module(_FUNCTIONS[name]), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"xdem.{name}") is not None:
+        value = importlib.import_module(f"xdem.{name}")  # another sub-module, as an eager import made it an attribute
+    else:
+        raise AttributeError(f"module 'xdem' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazy ones of ``__all__`` included."""
+    return sorted(set(globals()) | set(__all__))

@@ -19,10 +19,17 @@ script's background job) keeps ignoring it; SIGTERM still stops it.
 Every command runs in one :func:`xdem.io.atomic.output_journal`: when it fails (any exit but
 0), the outputs it had already moved into place are removed again, so a failed run leaves
 nothing new behind.
+
+The group is lazy: ``xdem --help`` lists the sub-commands from :data:`COMMANDS` (name, module,
+one-line help) without importing their modules, and ``xdem --version`` or a usage error
+(``xdem nosuchcommand``, a bad top-level option) do not import them either, so these start in
+well under a second without dask.array, pandas, numba or matplotlib. A sub-command's module is
+imported when that command runs (or its own ``--help`` is asked).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -32,7 +39,21 @@ from xdem._version import __version__
 from xdem.errors import XdemError
 from xdem.interrupt import Interrupted, Terminated
 
-__all__ = ["main", "Interrupted", "Terminated", "bound_process_memory"]
+__all__ = ["main", "COMMANDS", "Interrupted", "Terminated", "bound_process_memory"]
+
+#: The sub-commands: name -> (module defining the click command of that name, the first
+#: sentence of its help, which ``xdem --help`` shows without importing the module; a test
+#: checks it against the command's own help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("xdem.cli.info", "Print the metadata of DEM (a raster file or a Zarr store) and its exact median, "
+                              "NMAD, min, max and valid fraction."),
+    "examples": ("xdem.cli.examples", "Bundled example data (a 400 x 400, 1 m lidar DEM, MIT licence)."),
+    "coreg": ("xdem.cli.coreg", "Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT."),
+    "terrain": ("xdem.cli.terrain", "Compute terrain attributes of DEM and write each as a COG, out of core."),
+    "report": ("xdem.cli.report", "Write a self-contained HTML report comparing REF with TBA (and ALIGNED, if given)."),
+    "convert": ("xdem.cli.convert", "Copy the DEM SOURCE (GeoTIFF, COG, VRT or Zarr store) to OUTPUT, out of core."),
+    "methods": ("xdem.cli.methods", "List the methods of `xdem coreg --method`, their options and defaults."),
+}
 
 
 def _command_name(ctx: click.Context) -> str:
@@ -48,9 +69,34 @@ def _error_line(text: str) -> None:
 
 class _XdemGroup(click.Group):
     """Turn xdem errors into one clear line on stderr and exit code 1, and signals into one
-    line and exit code 128 + signum (see the module notes)."""
+    line and exit code 128 + signum (see the module notes). The sub-commands of
+    :data:`COMMANDS` are imported when first asked for (:meth:`get_command`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module = importlib.import_module(COMMANDS[cmd_name][0])
+            self.add_command(getattr(module, cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The ``Commands`` section of ``--help``, from :data:`COMMANDS` for the sub-commands not
+        imported yet (the same text as click's own listing)."""
+        names = [n for n in self.list_commands(ctx) if n not in self.commands or not self.commands[n].hidden]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, self.commands[n].get_short_help_str(limit) if n in self.commands
+                 else click.Command(n, help=COMMANDS[n][1]).get_short_help_str(limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):  # noqa: D102
+        args = [*(getattr(ctx, "_protected_args", None) or []), *ctx.args]
+        if args and args[0] not in self.list_commands(ctx):  # a usage error, before the imports below
+            self.resolve_command(ctx, args)
         from xdem import interrupt
         from xdem.io.atomic import output_journal
 
@@ -111,28 +157,3 @@ def bound_process_memory() -> None:
             libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (also disables the dynamic threshold)
         except (OSError, AttributeError):  # not glibc: nothing to tune
             pass
-
-
-def _register() -> None:
-    """Attach the sub-commands (each lives in its own module)."""
-    import importlib
-
-    for module, name in [
-        ("xdem.cli.info", "info"),
-        ("xdem.cli.examples", "examples"),
-        ("xdem.cli.coreg", "coreg"),
-        ("xdem.cli.terrain", "terrain"),
-        ("xdem.cli.report", "report"),
-        ("xdem.cli.convert", "convert"),
-        ("xdem.cli.methods", "methods"),
-    ]:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:  # sub-command not written yet
-                continue
-            raise
-        main.add_command(getattr(mod, name))
-
-
-_register()

@@ -1,0 +1,107 @@
+"""A fast start: ``xdem --help``, ``--version`` and usage errors import none of the heavy
+libraries, ``import xdem`` is lazy, and every public name still resolves.
+
+Each start runs in a fresh interpreter that prints ``sys.modules`` when it exits; wall times
+are measured by ``benchmarks/bench_start.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Modules a start must not import (dask itself is light: ``xdem.interrupt`` uses its callbacks).
+HEAVY = ("dask.array", "dask.dataframe", "distributed", "pandas", "numba", "matplotlib", "rasterio", "xarray",
+         "scipy", "xdem.io", "xdem.coreg", "xdem.workflows")
+#: Runs ``python -m xdem ARGV`` as the console script would; prints the modules at exit.
+HARNESS = """
+import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+sys.argv = ["xdem", *sys.argv[1:]]
+runpy.run_module("xdem", run_name="__main__", alter_sys=True)
+"""
+
+
+def _start(code: str, *args: str) -> tuple[int, str, set[str]]:
+    """Exit code, stdout and imported modules of ``python -c CODE ARGS`` in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return proc.returncode, proc.stdout + proc.stderr, set(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(("argv", "code", "shows"), [
+    (["--help"], 0, "Commands:"),
+    (["--version"], 0, "version"),
+    ([], 2, "Commands:"),
+    (["nosuchcommand"], 2, "No such command 'nosuchcommand'"),
+    (["--no-such-option"], 2, "No such option"),
+    (["-h"], 0, "coreg"),
+])
+def test_start_of_the_command_line_imports_no_heavy_library(argv, code, shows):
+    rc, out, modules = _start(HARNESS, *argv)
+    assert (rc, shows in out) == (code, True), out
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)) == []
+    assert not [m for m in modules if m.startswith("xdem.cli.") and m != "xdem.cli.__main__"]
+
+
+def test_import_xdem_is_lazy():
+    rc, out, modules = _start("import json, sys, xdem; print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
+    assert rc == 0, out
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in (*HEAVY, "numpy", "dask"))) == []
+
+
+def test_every_public_name_of_xdem_resolves():
+    import xdem
+    from xdem import align_pair, coreg, errors, examples, open_dem, spatialstats, terrain, write_cog, write_zarr
+
+    assert set(xdem.__all__) <= set(dir(xdem))
+    for name in xdem.__all__:
+        assert getattr(xdem, name) is not None
+    assert (open_dem, write_cog, write_zarr) == (xdem.io.open_dem, xdem.io.write_cog, xdem.io.write_zarr)
+    assert align_pair is xdem.io.grid.align_pair
+    assert [m.__name__ for m in (coreg, errors, examples, spatialstats, terrain)] == [
+        "xdem.coreg", "xdem.errors", "xdem.examples", "xdem.spatialstats", "xdem.terrain"]
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        xdem.no_such_name  # noqa: B018
+
+
+def test_command_table_matches_the_commands():
+    """The one-line help ``xdem --help`` shows without importing a sub-command is that command's own."""
+    import importlib
+
+    from xdem.cli import COMMANDS
+
+    for name, (module, text) in COMMANDS.items():
+        cmd = getattr(importlib.import_module(module), name)
+        assert cmd.name == name
+        for limit in (30, 45, 70, 200):
+            assert click.Command(name, help=text).get_short_help_str(limit) == cmd.get_short_help_str(limit), name
+
+
+def test_help_lists_the_same_commands_as_an_eager_group():
+    from xdem.cli import COMMANDS, main
+
+    fresh = click.Group("xdem", commands={}, help=main.help, params=main.params,
+                        context_settings={"help_option_names": ["-h", "--help"]})
+    lazy_help = CliRunner().invoke(main, ["--help"], prog_name="xdem").output
+    for name in COMMANDS:
+        fresh.add_command(main.get_command(click.Context(main), name))
+    assert CliRunner().invoke(fresh, ["--help"], prog_name="xdem").output == lazy_help
+    assert CliRunner().invoke(main, ["--help"], prog_name="xdem").output == lazy_help  # once imported: unchanged
+
+
+def test_rio_plugin_offers_the_same_commands():
+    from xdem.cli import main
+    from xdem.cli.rio import xdem as rio_group
+
+    assert rio_group.list_commands(click.Context(rio_group)) == main.list_commands(click.Context(main))
+    result = CliRunner().invoke(rio_group, ["methods", "--help"])
+    assert result.exit_code == 0 and "List the methods" in result.output
