@@ -45,8 +45,8 @@ import xarray as xr
 from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
 
-# the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
-from xdem.io._cog_blocks import _FD2_LOCK, _active_client, _captured_fd2, _ProcessLock, _WindowWriter  # noqa: F401
+# the lock, window writer and fd-2 capture of the block-writing pass
+from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.sources import find_sources
