@@ -289,13 +289,12 @@ def test_statistics_fused_in_the_write_equal_those_of_the_written_file(pair, tmp
     model = xdem.coreg.NuthKaab(subsample=20_000).fit(str(pair["ref"]), str(pair["tba"]))
     ref, tba = xdem.open_dem(pair["ref"], chunks=128), xdem.open_dem(pair["tba"], chunks=128)
     aligned = model.apply(tba)
-    results: list = []
     block_stats, finish = cli_coreg._stats_while_writing(ref, tba, aligned, inlier_mask=None, exclude_mask=None,
                                                          random_state=5)
     with count_computes() as c:
-        xdem.write_cog(aligned, out, also=[block_stats], results=results)
+        written = xdem.write_cog(aligned, out, also=[block_stats])
     assert c.count == 1  # one pass writes the blocks and draws the statistics
-    fused = finish(results[0])
+    fused = finish(written.also[0])
     after = cli_coreg.sampled_stats(ref, tba, xdem.open_dem(out, chunks=200), random_state=5)
     assert 0 < fused["after"]["sampled"] < fused["after"]["count"]  # a real subsample
     for when in ("before", "after"):

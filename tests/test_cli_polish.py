@@ -198,9 +198,6 @@ def test_write_pair_options_name_the_misalignment(runner, tmp_path):
     assert res.exit_code == 0, res.output
     truth = json.loads((tmp_path / "a" / "truth.json").read_text())
     assert (truth["shift_x"], truth["shift_y"], truth["shift_z"]) == (-2.0, 1.0, -3.0)
-    res = runner.invoke(main, ["examples", "write-pair", str(tmp_path / "b"), "--shift-x", "2"])  # deprecated alias
-    assert res.exit_code == 0 and "--shift-x is deprecated, use --dx" in res.stderr
-    assert json.loads((tmp_path / "b" / "truth.json").read_text())["shift_x"] == -2.0
     assert "--shift-x" not in runner.invoke(main, ["examples", "write-pair", "--help"]).output
 
 

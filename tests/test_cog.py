@@ -316,14 +316,9 @@ def test_write_cog_returns_a_path_like_result(tmp_path: Path) -> None:
     assert isinstance(result, CogResult) and result.path == (tmp_path / "r.tif").absolute()
     assert os.fspath(result) == str(result) == str(tmp_path / "r.tif") and result == tmp_path / "r.tif"
     assert result.also == ([(0, 0), (0, 32), (32, 0), (32, 32)],)
-    with pytest.warns(DeprecationWarning, match="result.path.name"):
-        assert result.name == "r.tif"  # the Path returned before: still works, deprecated
+    assert result.path.name == "r.tif"
     with rasterio.open(result) as src:
         assert src.shape == (64, 48)
-    old: list = []
-    with pytest.warns(DeprecationWarning, match="results="):
-        write_cog(dem, tmp_path / "old.tif", blocksize=16, also=[BlockStats(lambda b, row0, col0: row0)], results=old)
-    assert old == [[0, 0, 32, 32]]
 
 
 def test_write_cogs_one_compute_shared_blocks_run_once(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ X0, Y0 = 500000.0, 4000000.0
 T = Affine(RES, 0.0, X0, 0.0, -RES, Y0)
 ROUGH = SineTerrain(crs=CRS, origin=(X0, Y0), shortest=50.0)
 STEEP = SineTerrain(crs=CRS, origin=(X0, Y0), shortest=40.0, relief=0.29)
-#: The issue's rotation case: a few tenths of a degree about z, hundredths about x and y.
+#: The rotation case: a few tenths of a degree about z, hundredths about x and y.
 ROTATIONS = (0.02, -0.03, 0.3)
 MOVE = np.array([1.5, -2.0, 0.8])
 
@@ -123,8 +123,8 @@ def test_window_gradient_of_a_wave():
     assert gy[0] == pytest.approx(-0.5 * k * np.sin(0.5 * k * (y[2, 2] - Y0)), rel=0.03)
 
 
-# --------------------------------------------------------------------------------- the issue's cases
-def test_rotation_case_of_the_issue():
+# ---------------------------------------------------------- a rotation of a few tenths of a degree
+def test_rotation_of_three_tenths_of_a_degree_recovered_within_half_a_millidegree():
     """1000^2 DEM, 5 m pixels, rough terrain, rotated by (0.02, -0.03, 0.3) degrees about
     (x, y, z) and moved by (1.5, -2.0, 0.8) m: rotations within 0.0005 degree, translation
     within 0.005 m (a thousandth of a pixel), NMAD of dh after a cubic apply within 0.010 m."""

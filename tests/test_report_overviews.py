@@ -32,7 +32,6 @@ from scipy.ndimage import maximum_filter, minimum_filter
 from truth import SineTerrain, dem_of
 
 import xdem
-import xdem.report.data as report_data
 from xdem.io import write_cog
 from xdem.report import write_report
 from xdem.report.data import coarsen_mean, collect, open_inputs
@@ -114,7 +113,6 @@ def test_report_reads_overviews_without_a_pass_for_the_maps(pair, tmp_path, monk
 
     import xdem.report.blocks
 
-    monkeypatch.setattr(report_data, "maps_and_reductions", no_pass)
     monkeypatch.setattr(xdem.report.blocks, "map_cells_block", no_pass)  # the maps of the report's one pass
     for i, args in enumerate(({n: str(p) for n, p in paths.items()},  # paths
                               {n: xdem.open_dem(p, chunks=2 * CHUNK) for n, p in paths.items()})):  # opened files

@@ -430,11 +430,6 @@ def dh_stats_while_writing(
     return BlockStats(partial(_dh_written_block, per_block=func), arrays), lambda parts: dh_stats_finish(
         _dh_merge(parts, names))
 
-    ref = _as_2d(_as_dask(ref))
-    limit, stable, names, arrs = _dh_inputs(ref, others, stable, subsample)
-    func = partial(_dh_written_block, limit=limit, ncols=ref.shape[1], random_state=random_state)
-    return BlockStats(func, [ref, stable, *arrs]), lambda parts: dh_stats_finish(_dh_merge(parts, names))
-
 
 def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
     from xdem.sampling import hash_bound, resolve_count

@@ -7,7 +7,7 @@
   and closes whatever it started.
 - :class:`Progress`: stage messages, dask progress bars (local schedulers) or a periodic
   report (distributed) on stderr; silent when quiet.
-- :func:`stdout_to_stderr`, :func:`dump_json`, :func:`peak_rss_mb`, :func:`one_line_warnings`.
+- :func:`stdout_to_stderr`, :func:`one_line_warnings`.
 
 Examples
 --------
@@ -33,9 +33,6 @@ import dask
 
 from xdem.errors import XdemError
 
-# the JSON document and output checks, shared with the library workflow (re-exported here)
-from xdem.workflows._summary import check_new_output, dump_json, jsonable, peak_rss_mb
-
 __all__ = [
     "LOCAL_SCHEDULERS",
     "scheduler_option",
@@ -45,10 +42,6 @@ __all__ = [
     "Progress",
     "stdout_to_stderr",
     "one_line_warnings",
-    "jsonable",
-    "dump_json",
-    "peak_rss_mb",
-    "check_new_output",
 ]
 
 #: Scheduler names accepted by ``--scheduler`` besides a ``tcp://host:port`` address.

@@ -30,9 +30,6 @@ def path_cmd(name: str) -> None:
               help="Misalignment: tba is ref moved by dy (m, north); the correction to find is shift_y = -dy.")
 @click.option("--dz", type=float, default=DEFAULT_SHIFT[2], show_default=True,
               help="Misalignment: dz (m) added to tba; the correction to find is shift_z = -dz.")
-@click.option("--shift-x", "old_dx", type=float, default=None, hidden=True)  # deprecated names of --dx/--dy/--dz:
-@click.option("--shift-y", "old_dy", type=float, default=None, hidden=True)  # they named the misalignment after
-@click.option("--shift-z", "old_dz", type=float, default=None, hidden=True)  # the correction (opposite sign)
 @click.option("--tilt-x", type=float, default=0.0, show_default=True,
               help="Misalignment: tilt added to tba along x (m per m).")
 @click.option("--tilt-y", type=float, default=0.0, show_default=True,
@@ -45,18 +42,12 @@ def path_cmd(name: str) -> None:
 def write_pair(
     folder: str, overwrite: bool, dx: float, dy: float, dz: float, tilt_x: float,
     tilt_y: float, mode: str, noise: float, holes: int, seed: int,
-    old_dx: float | None = None, old_dy: float | None = None, old_dz: float | None = None,
 ) -> None:
     """Write ref.tif, tba.tif and truth.json of a known misalignment to FOLDER.
 
     tba(x, y) = ref(x - dx, y - dy) + dz: the translation a coregistration must apply to
     tba is (-dx, -dy, -dz), stored in truth.json as shift_x, shift_y, shift_z.
     """
-    for old, name, value in (("--shift-x", "--dx", old_dx), ("--shift-y", "--dy", old_dy), ("--shift-z", "--dz", old_dz)):
-        if value is not None:
-            click.echo(f"Warning: {old} is deprecated, use {name} (the same value: the misalignment given to tba)",
-                       err=True)
-    dx, dy, dz = (v if old is None else old for v, old in ((dx, old_dx), (dy, old_dy), (dz, old_dz)))
     shift_x, shift_y, shift_z = dx, dy, dz  # write_example_pair's names (the displacement, see its docs)
     tilt = None if tilt_x == 0 and tilt_y == 0 else (tilt_x, tilt_y)
     out = write_example_pair(

@@ -42,10 +42,6 @@ from xdem.warp import FrameOp, Grid, crs_key, warp_dem
 
 __all__ = ["RigidCoreg", "RigidTransform"]
 
-#: Rotations (degrees) below this are treated as none when deciding the apply route.
-_NO_ROTATION = 0.0
-
-
 class RigidCoreg(AffineCoreg):
     """Base class of the rigid (rotation + translation) coregistrations.
 

@@ -29,7 +29,6 @@ import contextvars
 import errno
 import os
 import shutil
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +45,9 @@ import xarray as xr
 from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
 
-# the lock, window writer and fd-2 capture (re-exported here: tests and benchmarks patch this module)
-from xdem.io._cog_blocks import _FD2_LOCK, _active_client, _captured_fd2, _ProcessLock, _WindowWriter  # noqa: F401
-from xdem.io.atomic import TEMP_PREFIX, check_output_path, move_into_place, output_journal, owned_temps
+# the lock, window writer and fd-2 capture of the block-writing pass
+from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.sources import find_sources
 
@@ -63,7 +62,6 @@ TEMP_COMPRESS: str | None = None
 TEMP_COMPRESS_LOW_DISK = "ZSTD"
 #: GDAL block cache used by both passes, in MB.
 GDAL_CACHE_MB = 256
-_TEMP_PREFIX = TEMP_PREFIX
 _COMPRESSIONS = {"deflate", "lzw", "zstd", "lzma", "packbits", "none"}
 
 
@@ -315,21 +313,14 @@ def _validate(out: str) -> None:
         raise OutputError(f"GDAL produced an invalid COG ({'; '.join(errors)}); please report this with your GDAL version")
 
 
-#: ``Path`` attributes still forwarded (deprecated) by :class:`CogResult`.
-_PATH_ATTRIBUTES = frozenset({"name", "stem", "suffix", "parent", "parts", "exists", "stat", "is_file", "absolute",
-                              "resolve", "as_posix"})
-
-
 @dataclass(frozen=True, eq=False)
 class CogResult:
     """What :func:`write_cog` wrote: the absolute ``path`` and, for each of its ``also``, the
     per-block results (blocks in row-major order).
 
-    Path-like: ``os.fspath(result)`` and ``str(result)`` give the path, ``result == path``
-    compares paths, so ``rasterio.open(result)`` and code written for the ``Path`` that
-    ``write_cog`` returned before keep working (a few ``Path`` attributes, ``.name``,
-    ``.parent``, ``.exists()``..., are forwarded to ``path`` with a ``DeprecationWarning``:
-    use ``result.path.name``).
+    Path-like: ``os.fspath(result)`` and ``str(result)`` give the path and ``result == path``
+    compares paths, so ``rasterio.open(result)`` works; the ``Path`` itself is ``result.path``
+    (e.g. ``result.path.name``).
 
     Examples
     --------
@@ -358,13 +349,6 @@ class CogResult:
 
     def __hash__(self) -> int:
         return hash(self.path)
-
-    def __getattr__(self, name: str) -> Any:  # pre-CogResult callers used a Path
-        if name not in _PATH_ATTRIBUTES:  # not "open"/"read_bytes": file-like sniffers (rasterio) must see a path
-            raise AttributeError(name)
-        warnings.warn(f"write_cog returns a CogResult: use result.path.{name} (result.{name} will be removed)",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(self.path, name)
 
 
 @dataclass(frozen=True)
@@ -503,7 +487,6 @@ def write_cog(
     nodata: float | None = -9999,
     progress: bool = False,
     also: Sequence[BlockStats] = (),
-    results: list | None = None,
 ) -> CogResult:
     """Write a 2-D DataArray of any size to a Cloud-Optimized GeoTIFF, out of core.
 
@@ -535,9 +518,6 @@ def write_cog(
         :class:`BlockStats` to compute from every block in the task that writes it (e.g.
         statistics of the DEM against another one): arrays shared with ``dem`` are read and
         computed once, in the same pass. Their per-block results are ``result.also``.
-    results
-        Deprecated (``DeprecationWarning``; use the returned ``result.also``): a list that
-        receives, for each of ``also``, the list of its per-block results.
 
     Returns
     -------
@@ -564,15 +544,10 @@ def write_cog(
     >>> xdem.write_cog(dem + 1, "/tmp/lidar_plus_one.tif", overwrite=True).path.name
     'lidar_plus_one.tif'
     """
-    if results is not None:
-        warnings.warn("write_cog(results=) is deprecated and will be removed in the next release; "
-                      "use the returned CogResult's .also", DeprecationWarning, stacklevel=2)
     compress = _checked_options(compress, blocksize)
     plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
     (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
                        also=[also])
-    if results is not None:
-        results[:] = list(result.also)
     return result
 
 

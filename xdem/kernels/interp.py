@@ -21,13 +21,11 @@ import math
 
 import numpy as np
 
-__all__ = ["RESAMPLINGS", "ORDERS", "FIT_INTERPOLATION", "footprint", "weights_1d", "shift_block_kernel",
+__all__ = ["RESAMPLINGS", "FIT_INTERPOLATION", "footprint", "weights_1d", "shift_block_kernel",
            "interp_windows_kernel"]
 
 #: Interpolation names accepted by ``resampling`` arguments.
 RESAMPLINGS = ("bilinear", "cubic")
-#: Former name of :data:`RESAMPLINGS` (kept for existing imports).
-ORDERS = RESAMPLINGS
 #: Interpolation used by fits that measure a displacement by evaluating a DEM between pixels
 #: (see the module notes); also accepted by :func:`footprint`, :func:`weights_1d` and
 #: :func:`interp_windows_kernel`.

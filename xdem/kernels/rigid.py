@@ -25,7 +25,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 __all__ = ["rotation_matrix", "rotations_of", "rigid_matrix", "split_matrix", "transform_points",
-           "inverse_coefficients", "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS"]
+           "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS"]
 
 #: Iterations of the fixed point in :func:`solve_elevation` before giving up (never reached
 #: for rotations about x and y below several degrees).
@@ -130,12 +130,6 @@ class InverseCoefficients:
         r, c, t = self.rotation, self.centre, self.shift
         x0, y0 = self.q0(qx, qy)
         return r[2, 0] * (x0 - c[0]) + r[2, 1] * (y0 - c[1]) - r[2, 2] * c[2] + c[2] + t[2]
-
-
-def inverse_coefficients(matrix: np.ndarray, centre: np.ndarray) -> InverseCoefficients:
-    """:class:`InverseCoefficients` of a 4 x 4 rigid matrix."""
-    r, t = split_matrix(matrix, centre)
-    return InverseCoefficients(r, t, centre)
 
 
 def solve_elevation(

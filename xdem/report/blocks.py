@@ -9,7 +9,9 @@ one until the others caught up: 1.3 GB for an 8000 x 8000 pair in 512-pixel chun
 with the grid).
 
 * :func:`map_cells_block` / :func:`merge_map_cells`: NaN-ignoring ``k x k`` block means of the
-  maps (the cells a chunk border cuts get their sums from several blocks);
+  maps (the cells a chunk border cuts get their sums from several blocks); the one
+  implementation of the maps' block means, also behind :func:`xdem.report.data.coarsen_mean`
+  (lazy, for a dask array) and :func:`cell_means` (an array in memory, e.g. an overview);
 * :func:`class_counts_block`: valid pixels per slope class (integers);
 * :func:`inside_block_sums`: pixels of the mask and the count and sum of each dh inside it.
 
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["map_cells_block", "merge_map_cells", "class_counts_block", "inside_block_sums", "merge_inside"]
+__all__ = ["map_cells_block", "merge_map_cells", "cell_means", "class_counts_block", "inside_block_sums", "merge_inside"]
 
 
 def map_cells_block(*blocks: np.ndarray, k: int, shape: tuple[int, int], row0: int, col0: int) -> Any:
@@ -49,11 +51,38 @@ def map_cells_block(*blocks: np.ndarray, k: int, shape: tuple[int, int], row0: i
     for b in blocks:
         frame = np.full((nr * k, nc * k), np.nan)
         frame[pr : pr + r_end - row0, pc : pc + c_end - col0] = b[: r_end - row0, : c_end - col0]
-        v = frame.reshape(nr, k, nc, k)
-        ok = np.isfinite(v)
-        sums.append(np.where(ok, v, 0.0).sum(axis=(1, 3)))
-        counts.append(ok.sum(axis=(1, 3)))
+        total, n = _cell_sums(frame, k)
+        sums.append(total)
+        counts.append(n)
     return cr0, cc0, sums, counts
+
+
+def _cell_sums(frame: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sums (float64) and counts of the finite values in each ``k x k`` cell of ``frame``,
+    whose sides are multiples of ``k``."""
+    v = np.asarray(frame, dtype=np.float64).reshape(frame.shape[0] // k, k, frame.shape[1] // k, k)
+    ok = np.isfinite(v)
+    return np.where(ok, v, 0.0).sum(axis=(1, 3)), ok.sum(axis=(1, 3))
+
+
+def _means(total: np.ndarray, n: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan).astype(np.float32)
+
+
+def cell_means(a: np.ndarray, *, k: int) -> np.ndarray:
+    """NaN-ignoring means (float32) of the ``k x k`` cells of an array in memory, trimmed to
+    ``(ny // k, nx // k)`` cells: the values :func:`merge_map_cells` gives for the same array
+    in blocks. Cells without any finite value are NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cell_means(np.array([[1.0, np.nan, 5.0], [3.0, np.nan, 7.0]]), k=2).tolist()
+    [[2.0]]
+    """
+    rows, cols = (a.shape[0] // k) * k, (a.shape[1] // k) * k
+    return _means(*_cell_sums(a[:rows, :cols], k))
 
 
 def merge_map_cells(parts: Sequence[Any], *, shape: tuple[int, int], k: int) -> list[np.ndarray]:
@@ -72,8 +101,7 @@ def merge_map_cells(parts: Sequence[Any], *, shape: tuple[int, int], k: int) -> 
         for total, n, si, ci in zip(sums, counts, s, c):
             total[cr0 : cr0 + si.shape[0], cc0 : cc0 + si.shape[1]] += si
             n[cr0 : cr0 + ci.shape[0], cc0 : cc0 + ci.shape[1]] += ci
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return [np.where(n > 0, total / np.maximum(n, 1), np.nan).astype(np.float32) for total, n in zip(sums, counts)]
+    return [_means(total, n) for total, n in zip(sums, counts)]
 
 
 def class_counts_block(slope: np.ndarray, *dhs: np.ndarray, edges: np.ndarray, row0: int, col0: int) -> np.ndarray:

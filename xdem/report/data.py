@@ -7,7 +7,8 @@ and volume change are computed in the pass of the decimated maps (:mod:`xdem.rep
 
 Nothing here holds a full-resolution array in memory: maps are read from the files'
 overviews when they have them (:mod:`xdem.report.overviews`), else are block means over
-``k x k`` pixels computed chunk by chunk (:func:`coarsen_mean`), histograms and the
+``k x k`` pixels computed chunk by chunk (:func:`xdem.report.blocks.map_cells_block`, also
+behind :func:`coarsen_mean`), histograms and the
 Nuth & Kääb diagnostic use a reproducible subsample (:func:`xdem.sampling.sample_valid`),
 statistics are exact out-of-core reductions (:mod:`xdem.stats`).
 """
@@ -27,12 +28,13 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import CRSError, InputError, NotEnoughDataError
-from xdem.io.grid import align_pair, get_resolution, get_transform
+from xdem.io.grid import align_pair, block_tasks, get_resolution, get_transform
 from xdem.io.open import open_dem
+from xdem.report import blocks
 from xdem.sampling import BlockWork, sample_valid
 from xdem.typing import DEMLike, MaskLike
 
-__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "maps_and_reductions", "ReportData", "open_inputs",
+__all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", "open_inputs",
            "collect", "sampled_slope_tables"]
 
 
@@ -56,37 +58,24 @@ def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
     return k
 
 
-def _coarsen_kernel(block: np.ndarray, k: int) -> np.ndarray:
-    """NaN-ignoring mean of ``k x k`` cells of one block whose sides are multiples of ``k``.
-
-    Cells without any finite value are NaN; the result is float32.
-    """
-    ny, nx = block.shape
-    v = np.asarray(block, dtype=np.float64).reshape(ny // k, k, nx // k, k)
-    ok = np.isfinite(v)
-    total = np.where(ok, v, 0.0).sum(axis=(1, 3))
-    count = ok.sum(axis=(1, 3))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-    return out.astype(np.float32)
-
-
-def _chunks_multiple(chunks: tuple[int, ...], n: int, k: int) -> tuple[int, ...]:
-    """Chunks of an axis of length ``n`` (a multiple of ``k``), each a multiple of ``k``,
-    close to the typical size of ``chunks``."""
-    size = max(k, int(round(max(chunks) / k)) * k)
-    out = [size] * (n // size)
-    if n % size:
-        out.append(n % size)
-    return tuple(out)
+def _map_cells_pass(arrays: list[da.Array], k: int) -> Any:
+    """A :func:`dask.delayed` object: the NaN-ignoring ``k x k`` block means of same-grid 2-D
+    arrays, one task per block (:func:`xdem.report.blocks.map_cells_block`, as the report's
+    pass) and one merging them (:func:`xdem.report.blocks.merge_map_cells`)."""
+    shape = arrays[0].shape
+    if shape[0] // k == 0 or shape[1] // k == 0:
+        raise InputError(f"cannot decimate a {shape} array by {k}; lower the decimation")
+    arrays = [a.rechunk(arrays[0].chunks) for a in arrays]
+    parts = block_tasks(partial(blocks.map_cells_block, k=k, shape=shape), arrays)
+    return dask.delayed(blocks.merge_map_cells)(parts, shape=shape, k=k)
 
 
 def coarsen_mean(arr: da.Array, k: int) -> da.Array:
     """Lazy ``k x k`` block means (NaN ignored) of a 2-D dask array; edges are trimmed.
 
-    The array is rechunked so that chunk sides are multiples of ``k`` (about the same size
-    as before), then :func:`_coarsen_kernel` runs on each block: memory stays bounded by
-    the chunk size and the result has ``(ny // k, nx // k)`` pixels.
+    The means of the report's maps (:func:`xdem.report.blocks.map_cells_block`, one task per
+    chunk, whatever its size against ``k``), merged into one ``(ny // k, nx // k)`` float32
+    array: memory stays bounded by the chunk size.
 
     Examples
     --------
@@ -97,15 +86,8 @@ def coarsen_mean(arr: da.Array, k: int) -> da.Array:
     arr = da.asarray(arr)
     if k <= 1:
         return arr.astype(np.float32)
-    ny, nx = (arr.shape[0] // k) * k, (arr.shape[1] // k) * k
-    if ny == 0 or nx == 0:
-        raise InputError(f"cannot decimate a {arr.shape} array by {k}; lower the decimation")
-    trimmed = arr[:ny, :nx]
-    trimmed = trimmed.rechunk((_chunks_multiple(trimmed.chunks[0], ny, k), _chunks_multiple(trimmed.chunks[1], nx, k)))
-    out_chunks = tuple(tuple(c // k for c in axis) for axis in trimmed.chunks)
-    return da.map_blocks(
-        _coarsen_kernel, trimmed, k=k, chunks=out_chunks, dtype=np.float32, meta=np.array((), dtype=np.float32)
-    )
+    merged = _map_cells_pass([arr], k)
+    return da.from_delayed(merged[0], shape=(arr.shape[0] // k, arr.shape[1] // k), dtype=np.float32)
 
 
 def decimated_maps(
@@ -115,21 +97,9 @@ def decimated_maps(
 
     Returns the small numpy maps (at most ``max_pixels`` pixels each) and ``k``.
     """
-    maps, k, _ = maps_and_reductions(arrays, shape=shape, max_pixels=max_pixels, extra={})
-    return maps, k
-
-
-def maps_and_reductions(
-    arrays: dict[str, da.Array], *, shape: tuple[int, int], max_pixels: int, extra: dict[str, Any]
-) -> tuple[dict[str, np.ndarray], int, dict[str, Any]]:
-    """:func:`decimated_maps` plus lazy reductions ``extra`` (e.g. sums), in the same pass.
-
-    Returns the maps, ``k`` and the computed ``extra``.
-    """
     k = decimation_factor(shape, max_pixels)
-    lazy = {name: coarsen_mean(a, k) for name, a in arrays.items()}
-    values, extra_out = dask.compute(list(lazy.values()), dict(extra))
-    return dict(zip(lazy, (np.asarray(v) for v in values))), k, extra_out
+    values = _map_cells_pass([da.asarray(a) for a in arrays.values()], k).compute()
+    return dict(zip(arrays, values)), k
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import xarray as xr
 
 from xdem.io.grid import get_transform
 from xdem.io.sources import find_sources, region_reader
+from xdem.report.blocks import cell_means
 
 __all__ = ["MAX_READ", "OverviewMaps", "file_of", "overview_factor", "read_overview", "overview_maps"]
 
@@ -146,8 +147,6 @@ def read_overview(path: Path, factor: int) -> tuple[np.ndarray, str]:
 def overview_maps(paths: dict[str, Path], dem: xr.DataArray, *, k: int, max_pixels: int) -> OverviewMaps | None:
     """Maps ``ref`` and ``before``/``after`` from the overviews of ``paths`` (keys ``ref``, ``tba``,
     optional ``aligned``), on the grid of ``dem``; ``None`` when a file has no usable overview."""
-    from xdem.report.data import _coarsen_kernel
-
     chosen = overview_factor(list(paths.values()), dem, k=k, max_pixels=max_pixels)
     if chosen is None:
         return None
@@ -157,7 +156,7 @@ def overview_maps(paths: dict[str, Path], dem: xr.DataArray, *, k: int, max_pixe
     rows, cols = (ref.shape[0] // k2) * k2, (ref.shape[1] // k2) * k2
 
     def small(a: np.ndarray) -> np.ndarray:
-        return _coarsen_kernel(a[:rows, :cols], k2) if k2 > 1 else a[:rows, :cols]
+        return cell_means(a, k=k2) if k2 > 1 else a[:rows, :cols]
 
     maps = {"ref": small(ref)}
     for name, key in (("before", "tba"), ("after", "aligned")):

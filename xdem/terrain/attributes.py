@@ -28,7 +28,7 @@ from xdem.io.grid import check_projected, get_transform, signed_resolution
 from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
 from xdem.terrain import kernels as K
-from xdem.terrain.options import ASPECT_UNITS, SLOPE_UNITS, TerrainOptions
+from xdem.terrain.options import TerrainOptions
 from xdem.typing import DEMLike
 
 __all__ = [
@@ -68,8 +68,6 @@ _ALIASES = {
     "maximum": "maximum_curvature",
     "max_curvature": "maximum_curvature",
 }
-_SLOPE_UNITS = SLOPE_UNITS
-_ASPECT_UNITS = ASPECT_UNITS
 
 
 def _canonical(name: str) -> str:
