@@ -55,7 +55,8 @@ pygments_style = "sphinx"
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 # keep the aliases of xdem.typing short in signatures (DEMLike, not the union it stands for)
-autodoc_type_aliases = {"DEMLike": "xdem.typing.DEMLike", "MaskLike": "xdem.typing.MaskLike"}
+autodoc_type_aliases = {"DEMLike": "xdem.typing.DEMLike", "MaskLike": "xdem.typing.MaskLike",
+                        "PointsLike": "xdem.typing.PointsLike"}
 autodoc_default_options = {"show-inheritance": True}
 autosummary_generate = False  # tables only: every object is documented by hand in api.rst
 numpydoc_show_class_members = False

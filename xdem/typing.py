@@ -13,10 +13,15 @@ True
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:  # annotations only: importing xdem.typing loads neither pandas nor the point readers
+    import pandas as pd
+
+    from xdem.points.read import PointSet
 
 __all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", "PointsLike"]
 
@@ -24,17 +29,17 @@ __all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", 
 class RasterLike(Protocol):
     """A raster object converting itself to xarray, e.g. :class:`geoutils.Raster`."""
 
-    def to_xarray(self, *args: Any, **kwargs: Any) -> xr.DataArray: ...
+    def to_xarray(self) -> xr.DataArray: ...
 
 
 class GeoDataFrameLike(Protocol):
     """Polygons with a CRS, e.g. a :class:`geopandas.GeoDataFrame` (geopandas is not imported)."""
 
     @property
-    def geometry(self) -> Any: ...
+    def geometry(self) -> object: ...
 
     @property
-    def crs(self) -> Any: ...
+    def crs(self) -> object: ...
 
 
 #: A file path.
@@ -46,9 +51,11 @@ PathLike = str | os.PathLike[str]
 DEMLike = str | os.PathLike[str] | xr.DataArray | RasterLike
 
 #: Points with elevations as :func:`xdem.points.read_points` accepts them: a path to a points
-#: file (GeoPackage, shapefile, GeoParquet, CSV, Parquet, LAS/LAZ), a GeoDataFrame or DataFrame,
-#: or a :class:`xdem.points.PointSet`.
-PointsLike = str | os.PathLike[str] | GeoDataFrameLike | Any
+#: file (GeoPackage, shapefile, GeoJSON, FlatGeobuf, GeoParquet, CSV, Parquet, LAS/LAZ), a
+#: :class:`geopandas.GeoDataFrame` of Point geometries or a :class:`pandas.DataFrame` with x, y,
+#: z columns (a GeoDataFrame is a DataFrame), or a :class:`xdem.points.PointSet`. Nothing else
+#: (a numpy array, a list of tuples) is read as points.
+PointsLike: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | PointSet"
 
 #: A mask as :func:`xdem.masks.inlier_mask_like` accepts it: ``None`` (every pixel), a
 #: boolean DataArray or numpy array on the DEM's grid, a raster or vector file path, or a
