@@ -13,17 +13,21 @@ True
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import numpy as np
 import xarray as xr
 
 if TYPE_CHECKING:  # annotations only: importing xdem.typing loads neither pandas nor the point readers
     import pandas as pd
+    import pyproj
+    import rasterio.crs
 
     from xdem.points.read import PointSet
 
-__all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", "PointsLike"]
+__all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", "PointsLike", "CRSLike",
+           "BiasVars", "PointBiasVars", "BinSpec", "BinSizes", "Params", "JSONDict"]
 
 
 class RasterLike(Protocol):
@@ -61,3 +65,30 @@ PointsLike: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | PointSet"
 #: boolean DataArray or numpy array on the DEM's grid, a raster or vector file path, or a
 #: GeoDataFrame (inside the polygons).
 MaskLike = None | str | os.PathLike[str] | xr.DataArray | np.ndarray | GeoDataFrameLike
+
+#: A CRS as :meth:`pyproj.CRS.from_user_input` accepts it: ``"EPSG:32633"``, WKT or PROJ text,
+#: an EPSG code, a :class:`pyproj.CRS` or a :class:`rasterio.crs.CRS`.
+CRSLike: TypeAlias = "str | int | pyproj.CRS | rasterio.crs.CRS"
+
+#: Bias variables of the bias corrections: name -> a DEM-like on the DEM's grid.
+BiasVars: TypeAlias = "Mapping[str, DEMLike]"
+
+#: Bias variables at points: name -> a DEM-like grid (interpolated at the points) or an array
+#: with one value per point.
+PointBiasVars: TypeAlias = "Mapping[str, DEMLike | np.ndarray]"
+
+#: Bins of one variable: a number of equal bins (``int`` >= 2) or increasing bin edges.
+BinSpec: TypeAlias = "int | Sequence[float] | np.ndarray"
+
+#: ``bin_sizes`` of the bias corrections: one :data:`BinSpec` for every variable, or one per
+#: variable name.
+BinSizes: TypeAlias = "BinSpec | Mapping[str, BinSpec]"
+
+#: Hyper-parameters of an estimator by name (``get_params``/``set_params``): their types are the
+#: constructor's, which differ from one method to the next.
+Params: TypeAlias = dict[str, object]
+
+#: A JSON object as :func:`json.loads` gives it (``Coreg.to_dict``/``from_dict`` documents): its
+#: values are JSON values (``None``, bool, number, str, list, JSON object), typed loosely as
+#: :func:`json.loads` types them.
+JSONDict: TypeAlias = dict[str, Any]

@@ -17,6 +17,7 @@ from shapely import points as make_points
 
 from xdem.errors import CRSError, InputError
 from xdem.kernels.rigid import transform_points
+from xdem.typing import PointBiasVars
 from xdem.warp import FrameOp, crs_key
 
 if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
@@ -36,7 +37,7 @@ def _elevations(points: gpd.GeoDataFrame, z_name: str) -> np.ndarray:
 
 
 def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z",
-                    bias_vars: dict[str, Any] | None = None) -> gpd.GeoDataFrame:
+                    bias_vars: PointBiasVars | None = None) -> gpd.GeoDataFrame:
     """A copy of ``points`` moved by the fitted ``coreg`` (see the module notes).
 
     The elevation comes from 3-D geometries or, for 2-D ones, from the column ``z_name``; the
