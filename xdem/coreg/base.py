@@ -343,7 +343,7 @@ class Coreg:
             params[k] = jsonable(v)
         return {"method": type(self).__name__, "params": params, "learned": jsonable(self.learned())}
 
-    def to_json(self, path: str | os.PathLike | None = None) -> str:
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """JSON text of :meth:`to_dict`; also written to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
@@ -356,7 +356,7 @@ class Coreg:
         return coreg_from_dict(doc)
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike) -> Coreg:
+    def from_json(cls, source: str | os.PathLike[str]) -> Coreg:
         """Load from a JSON file path or JSON text written by :meth:`to_json`."""
         text = str(source)
         if not text.lstrip().startswith("{"):
