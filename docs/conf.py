@@ -55,7 +55,11 @@ pygments_style = "sphinx"
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 # keep the aliases of xdem.typing short in signatures (DEMLike, not the union it stands for)
-autodoc_type_aliases = {"DEMLike": "xdem.typing.DEMLike", "MaskLike": "xdem.typing.MaskLike"}
+autodoc_type_aliases = {"DEMLike": "xdem.typing.DEMLike", "MaskLike": "xdem.typing.MaskLike",
+                        "PointsLike": "xdem.typing.PointsLike", "CRSLike": "xdem.typing.CRSLike",
+                        "BiasVars": "xdem.typing.BiasVars", "PointBiasVars": "xdem.typing.PointBiasVars",
+                        "BinSpec": "xdem.typing.BinSpec", "BinSizes": "xdem.typing.BinSizes",
+                        "Params": "xdem.typing.Params", "JSONDict": "xdem.typing.JSONDict"}
 autodoc_default_options = {"show-inheritance": True}
 autosummary_generate = False  # tables only: every object is documented by hand in api.rst
 numpydoc_show_class_members = False

@@ -26,7 +26,7 @@ from xdem.io.grid import (
 from xdem.io.open import open_dem
 from xdem.masks import stable_mask_like
 from xdem.points.read import PointSet, is_points_source, read_points
-from xdem.typing import DEMLike, MaskLike, PointsLike
+from xdem.typing import BiasVars, DEMLike, MaskLike, PointsLike
 
 __all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
 
@@ -109,7 +109,7 @@ def prepare_pair(
     *,
     inlier_mask: MaskLike = None,
     exclude_mask: MaskLike = None,
-    bias_vars: dict[str, DEMLike] | None = None,
+    bias_vars: BiasVars | None = None,
 ) -> FitData:
     """Open both DEMs, bring ``tba`` onto ``ref``'s grid lazily, build the masks.
 
@@ -175,7 +175,7 @@ def prepare_points(
     exclude_mask: MaskLike = None,
     z_column: str | None = None,
     outlier_nmad: float | None = 4.0,
-    bias_vars: dict[str, DEMLike] | None = None,
+    bias_vars: BiasVars | None = None,
 ) -> PointFitData:
     """Open the DEM side, read the points (:func:`xdem.points.read_points`) into the DEM's
     CRS, mask the DEM's values outside the inlier mask, bring ``bias_vars`` onto the DEM's

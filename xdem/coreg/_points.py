@@ -17,10 +17,12 @@ from shapely import points as make_points
 
 from xdem.errors import CRSError, InputError
 from xdem.kernels.rigid import transform_points
+from xdem.typing import PointBiasVars
 from xdem.warp import FrameOp, crs_key
 
 if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
     from xdem.coreg.base import Coreg
+    from xdem.kernels.field import ThinPlateField
 
 __all__ = ["apply_to_points"]
 
@@ -36,7 +38,7 @@ def _elevations(points: gpd.GeoDataFrame, z_name: str) -> np.ndarray:
 
 
 def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z",
-                    bias_vars: dict[str, Any] | None = None) -> gpd.GeoDataFrame:
+                    bias_vars: PointBiasVars | None = None) -> gpd.GeoDataFrame:
     """A copy of ``points`` moved by the fitted ``coreg`` (see the module notes).
 
     The elevation comes from 3-D geometries or, for 2-D ones, from the column ``z_name``; the
@@ -89,7 +91,8 @@ def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z"
     return out
 
 
-def _through_fields(fields: tuple, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, ...]:
+def _through_fields(fields: tuple[ThinPlateField, ...], x: np.ndarray, y: np.ndarray,
+                    z: np.ndarray) -> tuple[np.ndarray, ...]:
     """Points moved by displacement fields (``out(q) = src(q - d_xy(q)) + d_z(q)``): the output
     position ``q`` whose source is the point, ``q - d_xy(q) = P`` solved by fixed-point iteration
     (the fields are smooth: their gradients are far below 1), and ``z + d_z(q)``."""

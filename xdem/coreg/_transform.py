@@ -22,7 +22,7 @@ def _rotates(step: Any) -> bool:
     return bool(has_rotation()) if callable(has_rotation) else False
 
 
-def merged_transform(coreg: Any) -> dict:
+def merged_transform(coreg: Any) -> dict[str, Any]:
     """The rigid part of the whole correction: ``matrix`` (4 x 4, applied to the to-be-aligned
     DEM's points in the frame's coordinates), ``rotations_deg`` (``R = Rz Ry Rx``), ``centre``
     (what they turn about: the first rotating step's ``centroid_``, else the first rigid step's,

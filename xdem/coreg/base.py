@@ -29,7 +29,7 @@ from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
 from xdem.kernels.robust import nmad
-from xdem.typing import DEMLike, MaskLike, PointsLike
+from xdem.typing import BiasVars, DEMLike, JSONDict, MaskLike, Params, PointBiasVars, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
@@ -68,12 +68,12 @@ class Coreg:
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.name != "self" and p.kind != p.VAR_KEYWORD]
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> Params:
         """Hyper-parameters as given to the constructor (``deep`` adds those of nested
         estimators, e.g. a pipeline's steps, as ``<name>__<parameter>``)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params: Any) -> Coreg:
+    def set_params(self, **params: object) -> Coreg:
         """Set hyper-parameters; returns self. Unknown names raise a clear error. Nothing is
         validated here: values are checked when ``fit`` runs."""
         names = self._param_names()
@@ -88,7 +88,7 @@ class Coreg:
         return clone(self)
 
     # --- learned state -------------------------------------------------------------------
-    def learned(self) -> dict[str, Any]:
+    def learned(self) -> Params:
         """Learned attributes (names ending with ``_``)."""
         return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
 
@@ -116,7 +116,7 @@ class Coreg:
         *,
         inlier_mask: MaskLike = None,
         exclude_mask: MaskLike = None,
-        bias_vars: dict[str, Any] | None = None,
+        bias_vars: BiasVars | None = None,
         z_column: str | None = None,
         outlier_nmad: float | None = 4.0,
     ) -> Coreg:
@@ -178,7 +178,7 @@ class Coreg:
         return self
 
     def apply(
-        self, dem: DEMLike, *, bias_vars: dict[str, Any] | None = None, resample: bool = True, grid: Any = None
+        self, dem: DEMLike, *, bias_vars: BiasVars | None = None, resample: bool = True, grid: DEMLike | None = None
     ) -> xr.DataArray:
         """Apply the fitted correction to ``dem``; lazy, computes nothing.
 
@@ -219,7 +219,7 @@ class Coreg:
         return self._apply(d, bv, resample)
 
     def apply_points(self, points: gpd.GeoDataFrame, *, z_name: str = "z",
-                     bias_vars: dict[str, Any] | None = None) -> gpd.GeoDataFrame:
+                     bias_vars: PointBiasVars | None = None) -> gpd.GeoDataFrame:
         """Move points (a GeoDataFrame in any CRS) by the fitted correction, exactly (no
         resampling): translations, rotations and ramps, in the correction's frame. The
         elevation is the geometries' z, or the column ``z_name`` for 2-D geometries; a moved
@@ -257,10 +257,22 @@ class Coreg:
         or horizontal distances), so that it can be applied on a DEM in another CRS as it is."""
         return False
 
-    def fit_and_apply(self, ref: DEMLike, tba: DEMLike, **fit_kwargs: Any) -> xr.DataArray:
-        """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy."""
-        self.fit(ref, tba, **fit_kwargs)
-        return self.apply(tba, bias_vars=fit_kwargs.get("bias_vars"))
+    def fit_and_apply(
+        self,
+        ref: DEMLike,
+        tba: DEMLike,
+        *,
+        inlier_mask: MaskLike = None,
+        exclude_mask: MaskLike = None,
+        bias_vars: BiasVars | None = None,
+        z_column: str | None = None,
+        outlier_nmad: float | None = 4.0,
+    ) -> xr.DataArray:
+        """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy. The keywords are
+        :meth:`fit`'s (``bias_vars`` is given to both)."""
+        self.fit(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, bias_vars=bias_vars, z_column=z_column,
+                 outlier_nmad=outlier_nmad)
+        return self.apply(tba, bias_vars=bias_vars)
 
     def __add__(self, other: Coreg) -> Coreg:
         # The one import back into an estimator module: a pipeline is a Coreg, so
@@ -322,7 +334,7 @@ class Coreg:
             print(text)
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         """JSON-able description: method name, parameters, learned values."""
         params = {}
         for k, v in self.get_params().items():
@@ -331,7 +343,7 @@ class Coreg:
             params[k] = jsonable(v)
         return {"method": type(self).__name__, "params": params, "learned": jsonable(self.learned())}
 
-    def to_json(self, path: str | os.PathLike | None = None) -> str:
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """JSON text of :meth:`to_dict`; also written to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
@@ -339,12 +351,12 @@ class Coreg:
         return text
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> Coreg:
+    def from_dict(cls, doc: JSONDict) -> Coreg:
         """Rebuild a (fitted) coregistration from :meth:`to_dict` output."""
         return coreg_from_dict(doc)
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike) -> Coreg:
+    def from_json(cls, source: str | os.PathLike[str]) -> Coreg:
         """Load from a JSON file path or JSON text written by :meth:`to_json`."""
         text = str(source)
         if not text.lstrip().startswith("{"):
@@ -430,7 +442,7 @@ _CALLABLES = {"median": np.median, "mean": np.mean, "nanmedian": np.nanmedian, "
               "std": np.std}
 
 
-def resolve_callable(value: Any) -> Any:
+def resolve_callable(value: object) -> object:
     """Turn a stored name such as ``"median"`` back into the numpy function."""
     if isinstance(value, str):
         if value not in _CALLABLES:
@@ -439,7 +451,7 @@ def resolve_callable(value: Any) -> Any:
     return value
 
 
-def coreg_from_dict(doc: dict[str, Any]) -> Coreg:
+def coreg_from_dict(doc: JSONDict) -> Coreg:
     """Build a coregistration from its :meth:`Coreg.to_dict` form."""
     if not isinstance(doc, dict) or "method" not in doc:
         raise InputError("not a coregistration document: expected a JSON object with a 'method' key")

@@ -50,6 +50,7 @@ from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, dask_data, same_grid
 from xdem.points.read import PointSet
 from xdem.sampling import sample_valid
+from xdem.typing import BinSizes, JSONDict
 
 __all__ = ["BiasCorr", "TerrainBias", "FIT_OR_BIN"]
 
@@ -223,7 +224,7 @@ class BiasCorr(Coreg):
         *,
         fit_or_bin: str = "fit",
         fit_func: str | Callable[..., np.ndarray] = "linear",
-        bin_sizes: int | dict[str, Any] | Any = 10,
+        bin_sizes: BinSizes = 10,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",
         min_bin_count: int = 10,
@@ -423,7 +424,7 @@ class BiasCorr(Coreg):
         return dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
 
     # --- serialisation ----------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         if callable(self._func()):
             raise InputError(
                 f"{type(self).__name__} with a user fit_func cannot be saved to JSON; use a named one "
@@ -481,7 +482,7 @@ class TerrainBias(BiasCorr):
         terrain_attribute: str = "maximum_curvature",
         fit_or_bin: str = "bin",
         fit_func: str | Callable[..., np.ndarray] = "polynomial_2",
-        bin_sizes: int | Any = 100,
+        bin_sizes: BinSizes = 100,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",
         min_bin_count: int = 10,

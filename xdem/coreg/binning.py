@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsInt
+from typing import SupportsInt, cast
 
 import numpy as np
 
 from xdem.errors import EmptyBinWarning, InputError, NotEnoughDataError
 from xdem.kernels.robust import bin_index, group_by
+from xdem.typing import BinSpec
 
 __all__ = ["make_edges", "binned_statistic", "bin_centres", "fill_empty_bins", "evaluate_table", "APPLY_METHODS"]
 
@@ -44,11 +45,11 @@ __all__ = ["make_edges", "binned_statistic", "bin_centres", "fill_empty_bins", "
 APPLY_METHODS = ("linear", "per_bin", "per_bin_clamp")
 
 
-def make_edges(values: np.ndarray, spec: Any, name: str) -> np.ndarray:
+def make_edges(values: np.ndarray, spec: BinSpec, name: str) -> np.ndarray:
     """Bin edges of one variable: ``spec`` bins of equal width over the range of ``values``,
     or ``spec`` itself if it is a sequence of increasing edges."""
     if np.isscalar(spec):
-        if isinstance(spec, bool) or not isinstance(spec, SupportsInt) or int(spec) != spec or int(spec) < 2:
+        if isinstance(spec, bool) or not isinstance(spec, SupportsInt) or int(spec) != cast(float, spec) or int(spec) < 2:
             raise InputError(f"bin_sizes for '{name}' must be an integer >= 2 or increasing edges, got {spec!r}")
         lo, hi = float(np.min(values)), float(np.max(values))
         if not hi > lo:

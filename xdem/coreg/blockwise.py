@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import dask
 import dask.array as da
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
@@ -36,6 +37,7 @@ from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbou
 from xdem.kernels.interp import RESAMPLINGS
 from xdem.kernels.robust import nmad
 from xdem.sampling import resolve_count, sample_valid
+from xdem.typing import JSONDict, Params
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
 __all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
@@ -220,14 +222,14 @@ class BlockwiseCoreg(Coreg):
         self.resampling = resampling
 
     # --- parameters ------------------------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> Params:
         """Hyper-parameters; with ``deep``, also the step's as ``step__<name>``."""
         params = super().get_params(deep=False)
         if deep and isinstance(self.step, Coreg):
             params.update({f"step__{k}": v for k, v in self.step.get_params(deep=True).items()})
         return params
 
-    def set_params(self, **params: Any) -> BlockwiseCoreg:
+    def set_params(self, **params: object) -> BlockwiseCoreg:
         """Set hyper-parameters, or the step's with ``step__<name>=value``."""
         own = {}
         for key, value in params.items():
@@ -440,7 +442,7 @@ class BlockwiseCoreg(Coreg):
         self._check_fitted()
         return tuple(field_of(d) for d in self.fields_)
 
-    def field(self, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def field(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The correction ``(d_x, d_y, d_z)`` applied at output coordinates ``x, y`` (reference
         CRS; broadcastable): the total of every iteration, composed as :meth:`apply` does."""
         xs, ys = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
@@ -466,14 +468,14 @@ class BlockwiseCoreg(Coreg):
         return warp_dem(dem, grid=grid, op=FrameOp(op.frame or grid.crs, fields=op.fields), resampling=self.resampling)
 
     # --- serialisation ------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         doc = super().to_dict()
         doc["params"] = {k: v for k, v in doc["params"].items() if not k.startswith("step__")}
         doc["params"]["step"] = None if self.step is None else self.step.to_dict()
         return doc
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> BlockwiseCoreg:
+    def from_dict(cls, doc: JSONDict) -> BlockwiseCoreg:
         params = dict(doc.get("params", {}))
         step = params.pop("step", None)
         obj = cls(None if step is None else coreg_from_dict(step), **params)
@@ -531,7 +533,7 @@ def _field_doc(f: ThinPlateField) -> dict[str, Any]:
     return asdict(f)
 
 
-def field_of(doc: dict[str, Any]) -> ThinPlateField:
+def field_of(doc: JSONDict) -> ThinPlateField:
     """A :class:`~xdem.kernels.field.ThinPlateField` from its JSON form (an entry of ``fields_``)."""
     def rows(v: Any) -> tuple[tuple[float, ...], ...]:
         return tuple(tuple(float(z) for z in row) for row in v)

@@ -17,8 +17,8 @@ never building a full-size coordinate grid.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import dask.array as da
 import numpy as np
@@ -34,10 +34,11 @@ from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
-__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface"]
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface",
+           "FittedRamp"]
 
 
-def check_poly_order(poly_order: Any) -> int:
+def check_poly_order(poly_order: object) -> int:
     """``poly_order`` as an int, or a clear :class:`~xdem.errors.InputError`."""
     if isinstance(poly_order, bool) or not isinstance(poly_order, (int, np.integer)) or int(poly_order) < 0:
         raise InputError(
@@ -87,7 +88,23 @@ def _surface_kernel(
     return acc.astype(block.dtype, copy=False)
 
 
-def fitted_surface(step: Any) -> Surface:
+class FittedRamp(Protocol):
+    """A step with a learned ramp: :class:`Deramp`, :class:`~xdem.coreg.NuthKaabDeramp`."""
+
+    @property
+    def center_(self) -> Sequence[float]: ...
+
+    @property
+    def scale_(self) -> float: ...
+
+    @property
+    def terms_(self) -> Iterable[Sequence[int]]: ...
+
+    @property
+    def coefs_(self) -> Iterable[float]: ...
+
+
+def fitted_surface(step: FittedRamp) -> Surface:
     """The ramp learned by a fitted step (``center_``, ``scale_``, ``terms_``, ``coefs_``) as a
     :class:`xdem.warp.Surface`, evaluable at frame coordinates."""
     return Surface(

@@ -22,6 +22,7 @@ from xdem.coreg.deramp import pixel_xy
 from xdem.errors import InputError
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.points.read import PointSet
+from xdem.typing import BinSizes
 
 __all__ = ["DirectionalBias", "along_track", "track_origin"]
 
@@ -121,7 +122,7 @@ class DirectionalBias(BiasCorr):
         angle: float = 0.0,
         fit_or_bin: str = "fit",
         nb_freq: int = 1,
-        bin_sizes: int | Any = 100,
+        bin_sizes: BinSizes = 100,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",
         min_bin_count: int = 10,

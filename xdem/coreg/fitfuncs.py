@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def single_thread_blas() -> contextlib.AbstractContextManager:
+def single_thread_blas() -> contextlib.AbstractContextManager[object]:
     """Context limiting BLAS to one thread: the small dense solves here are faster so, and
     do not fight dask's worker threads for the cores (``threadpoolctl`` when installed)."""
     try:

@@ -16,6 +16,7 @@ from xdem.coreg._shift import shift_dem
 from xdem.coreg.base import Coreg, FitData, PointFitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
 from xdem.kernels.rigid import rotations_of
+from xdem.typing import JSONDict, Params
 from xdem.warp import FrameOp, Grid, warp_dem
 
 __all__ = ["CoregPipeline"]
@@ -91,7 +92,7 @@ class CoregPipeline(Coreg):
     def is_affine(self) -> bool:  # type: ignore[override]
         return all(s.is_affine for s in self.steps)
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> Params:
         """Hyper-parameters; with ``deep``, also each step's as ``step<i>__<name>``."""
         params = super().get_params(deep=False)
         if deep:
@@ -99,7 +100,7 @@ class CoregPipeline(Coreg):
                 params.update({f"step{i}__{k}": v for k, v in step.get_params(deep=True).items()})
         return params
 
-    def set_params(self, **params: Any) -> CoregPipeline:
+    def set_params(self, **params: object) -> CoregPipeline:
         """Set the pipeline's hyper-parameters, or a step's with ``step<i>__<name>=value``."""
         own = {}
         for key, value in params.items():
@@ -132,7 +133,7 @@ class CoregPipeline(Coreg):
             for step, values in saved:
                 vars(step).update(values)
 
-    def learned(self) -> dict[str, Any]:
+    def learned(self) -> Params:
         return {"steps_": [s.learned() for s in self.steps]} if self.is_fitted else {}
 
     @property
@@ -273,7 +274,7 @@ class CoregPipeline(Coreg):
             print(text)
         return text
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return {
             "method": "CoregPipeline",
             "params": {"subsample": self.subsample, "random_state": self.random_state,
@@ -282,6 +283,6 @@ class CoregPipeline(Coreg):
         }
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> CoregPipeline:
+    def from_dict(cls, doc: JSONDict) -> CoregPipeline:
         steps = [coreg_from_dict(d) for d in doc.get("steps", [])]
         return cls(steps, **doc.get("params", {}))

@@ -38,6 +38,7 @@ from xdem.coreg.affine import AffineCoreg
 from xdem.coreg.base import FitData, register
 from xdem.errors import InputError
 from xdem.kernels.rigid import rigid_matrix, rotation_matrix, rotations_of, split_matrix
+from xdem.typing import CRSLike
 from xdem.warp import FrameOp, Grid, crs_key, warp_dem
 
 __all__ = ["RigidCoreg", "RigidTransform"]
@@ -115,7 +116,7 @@ class RigidCoreg(AffineCoreg):
     @classmethod
     def from_matrix(cls, matrix: np.ndarray | Sequence[Sequence[float]], *,
                     centroid: Sequence[float] | None = None, centre: Sequence[float] | None = None,
-                    crs: Any = None) -> RigidCoreg:
+                    crs: CRSLike | None = None) -> RigidCoreg:
         """A fitted, applicable transform from a 4 x 4 rigid matrix.
 
         Parameters
@@ -160,7 +161,7 @@ class RigidCoreg(AffineCoreg):
     @classmethod
     def from_rotations(cls, rx: float = 0.0, ry: float = 0.0, rz: float = 0.0, *, degrees: bool = True,
                        translation: Sequence[float] = (0.0, 0.0, 0.0),
-                       centroid: Sequence[float] = (0.0, 0.0, 0.0), crs: Any = None) -> RigidCoreg:
+                       centroid: Sequence[float] = (0.0, 0.0, 0.0), crs: CRSLike | None = None) -> RigidCoreg:
         """A fitted, applicable transform: rotations ``rx, ry, rz`` about ``centroid`` (``R = Rz Ry
         Rx``), then ``translation`` (the motion of the centroid).
 
@@ -178,7 +179,7 @@ class RigidCoreg(AffineCoreg):
         )
 
     @classmethod
-    def from_translations(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0, *, crs: Any = None) -> RigidCoreg:
+    def from_translations(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0, *, crs: CRSLike | None = None) -> RigidCoreg:
         """A fitted, applicable pure translation by ``(x, y, z)``."""
         return cls.from_rotations(translation=(x, y, z), crs=crs)
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from xdem.errors import CRSError, InputError, ReadError
+from xdem.typing import PointsLike
 
 __all__ = ["PointSet", "read_points", "is_points_source", "POINT_SUFFIXES"]
 
@@ -92,7 +93,7 @@ class PointSet:
         return gpd.GeoDataFrame({"z": self.z}, geometry=gpd.points_from_xy(self.x, self.y), crs=self.crs)
 
 
-def is_points_source(source: Any) -> bool:
+def is_points_source(source: object) -> bool:
     """Whether ``source`` is read as points: a GeoDataFrame, a :class:`PointSet`, a
     DataFrame, or a path whose suffix is one of :data:`POINT_SUFFIXES`.
 
@@ -109,7 +110,7 @@ def is_points_source(source: Any) -> bool:
 
 
 def read_points(
-    source: Any,
+    source: PointsLike,
     *,
     z_column: str | None = None,
     crs: Any = None,
