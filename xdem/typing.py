@@ -86,9 +86,9 @@ BinSizes: TypeAlias = "BinSpec | Mapping[str, BinSpec]"
 
 #: Hyper-parameters of an estimator by name (``get_params``/``set_params``): their types are the
 #: constructor's, which differ from one method to the next.
-Params: TypeAlias = dict[str, object]
+Params: TypeAlias = "dict[str, object]"
 
 #: A JSON object as :func:`json.loads` gives it (``Coreg.to_dict``/``from_dict`` documents): its
 #: values are JSON values (``None``, bool, number, str, list, JSON object), typed loosely as
 #: :func:`json.loads` types them.
-JSONDict: TypeAlias = dict[str, Any]
+JSONDict: TypeAlias = "dict[str, Any]"
