@@ -4,11 +4,12 @@
 
 Each command runs ``--repeat`` times in a fresh process (the median wall time and the median
 peak RSS of the process, from ``wait4``, are reported): ``xdem --help``, ``xdem --version``, a
-usage error (``xdem nosuchcommand``), ``xdem coreg`` without its arguments (a usage error of a
-sub-command, which imports that sub-command), ``import xdem`` and ``import xdem`` followed by
+usage error (``xdem nosuchcommand``), ``xdem coreg`` without its arguments, ``xdem coreg --nosuch`` and
+``xdem info`` without its argument (usage errors of a sub-command, which import that
+sub-command's light module only), ``import xdem`` and ``import xdem`` followed by
 the first use of ``xdem.open_dem`` (the whole I/O stack). ``--repo`` measures another checkout
 of xdem (put first on ``PYTHONPATH``), e.g. the state before a change. The target is under 1 s
-for the first three (issue 24); timings are never asserted in the test suite.
+for the first three and the usage errors of sub-commands (issue 24); timings are never asserted in the test suite.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ CASES: dict[str, list[str]] = {
     "xdem --version": ["-m", "xdem", "--version"],
     "xdem nosuchcommand": ["-m", "xdem", "nosuchcommand"],
     "xdem coreg (no arguments)": ["-m", "xdem", "coreg"],
+    "xdem coreg --nosuch": ["-m", "xdem", "coreg", "--nosuch"],
+    "xdem info (no argument)": ["-m", "xdem", "info"],
     "import xdem": ["-c", "import xdem"],
     "import xdem; xdem.open_dem": ["-c", "import xdem; xdem.open_dem"],
 }

@@ -283,7 +283,7 @@ def test_statistics_fused_in_the_write_equal_those_of_the_written_file(pair, tmp
     """With REF and TBA on one grid, the CLI computes the sampled statistics in the writing
     pass, from the aligned blocks before they are written: they must equal the statistics of
     the written COG read back, on a subsample smaller than the grid."""
-    from xdem.cli import coreg as cli_coreg
+    from xdem.cli import _coreg_run as cli_coreg  # the run of `xdem coreg`, where STATS_SUBSAMPLE is read
     monkeypatch.setattr(cli_coreg, "STATS_SUBSAMPLE", 20_000)
     out = tmp_path / "a.tif"
     model = xdem.coreg.NuthKaab(subsample=20_000).fit(str(pair["ref"]), str(pair["tba"]))

@@ -523,7 +523,7 @@ def test_disk_full_real_tmpfs(tmp_path, big_pair):
 
 
 def _fail_stats(monkeypatch):
-    import xdem.cli.coreg as cli_coreg
+    import xdem.cli._coreg_run as cli_coreg  # the run of `xdem coreg`, where dh_stats is called
     from xdem.errors import NotEnoughDataError
 
     def boom(*args, **kwargs):

@@ -1,5 +1,5 @@
-"""A fast start: ``xdem --help``, ``--version`` and usage errors import none of the heavy
-libraries, ``import xdem`` is lazy, and every public name still resolves.
+"""A fast start: ``xdem --help``, ``--version`` and usage errors (of the group or of a
+sub-command) import none of the heavy libraries, ``import xdem`` is lazy, and every public name still resolves.
 
 Each start runs in a fresh interpreter that prints ``sys.modules`` when it exits; wall times
 are measured by ``benchmarks/bench_start.py``, never asserted here.
@@ -50,6 +50,51 @@ def test_start_of_the_command_line_imports_no_heavy_library(argv, code, shows):
     assert (rc, shows in out) == (code, True), out
     assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)) == []
     assert not [m for m in modules if m.startswith("xdem.cli.") and m != "xdem.cli.__main__"]
+
+
+#: Modules a usage error of a sub-command must not import: the light command module and the
+#: output journal it runs in (``xdem.io.atomic``, hence the lazy package ``xdem.io``) are imported.
+HEAVY_FOR_A_COMMAND = tuple(h for h in HEAVY if h != "xdem.io") + ("xdem.io.open", "xdem.io.cog", "xdem.io.zarr",
+                                                                    "xdem.cli._coreg_run")
+
+
+@pytest.mark.parametrize(("argv", "shows"), [
+    (["coreg"], "Missing argument 'REF'"),
+    (["coreg", "a.tif"], "Missing argument 'TBA'"),
+    (["coreg", "--nosuch"], "No such option '--nosuch'"),
+    (["coreg", "a.tif", "b.tif"], "Missing option '-o'"),
+    (["info"], "Missing argument 'DEM'"),
+])
+def test_usage_error_of_a_sub_command_imports_no_heavy_library(argv, shows):
+    rc, out, modules = _start(HARNESS, *argv)
+    assert (rc, shows in out, f"xdem {argv[0]} [OPTIONS]" in out and "Usage: " in out) == (2, True, True), out
+    heavy = {"dask.array", "pandas", "numba", "matplotlib"} if argv[0] == "info" else HEAVY_FOR_A_COMMAND
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy)) == []
+
+
+def test_names_of_the_run_resolve_from_the_coreg_command_module():
+    from xdem.cli import _coreg_run
+    from xdem.cli import coreg as cli_coreg
+
+    for name in cli_coreg._RUN_NAMES:
+        assert getattr(cli_coreg, name) is getattr(_coreg_run, name), name
+    with pytest.raises(AttributeError, match="no attribute 'steps_summary'"):
+        cli_coreg.steps_summary  # noqa: B018
+
+
+def test_lazy_packages_resolve_every_name():
+    import xdem.io
+    import xdem.workflows
+    from xdem.io import auto_chunks, open_dem, write_cog, write_zarr
+    from xdem.workflows import run_coreg
+
+    assert [f.__module__ for f in (open_dem, auto_chunks, write_cog, write_zarr, run_coreg)] == [
+        "xdem.io.open", "xdem.io.open", "xdem.io.cog", "xdem.io.zarr", "xdem.workflows.coreg"]
+    for package in (xdem.io, xdem.workflows):
+        assert set(package.__all__) <= set(dir(package))
+        assert all(getattr(package, name) is not None for name in package.__all__)
+        with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+            package.no_such_name  # noqa: B018
 
 
 def test_import_xdem_is_lazy():

@@ -3,130 +3,49 @@
 ``--method`` is a method spec of :mod:`xdem.coreg.spec` (``nuthkaab+vshift``,
 ``blockwise:nuthkaab``...); the method options map to :func:`xdem.coreg.from_spec`'s options,
 and its errors become usage errors (exit code 2) naming the option.
+
+The command's module is light (click only): the run's modules (:mod:`xdem.cli._coreg_run`:
+xdem.coreg, xdem.workflows, dask.array, rasterio...) are imported once the command line has
+parsed, so a usage error (``xdem coreg`` without arguments, an unknown option) starts fast. The
+helpers of the run stay importable from here (:func:`resolve_methods`, :func:`build_coreg`,
+:func:`dh_stats`, :func:`sampled_stats`...): they resolve on first use (PEP 562).
 """
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
-from xdem.coreg import DirectionalBias
-from xdem.coreg.base import Coreg
-from xdem.coreg.spec import Blockwise, MethodSpecError, Step
-from xdem.coreg.spec import build_coreg as _build_coreg
-from xdem.coreg.spec import resolve_methods as _resolve_methods
-from xdem.workflows import _summary as S
 
-__all__ = ["coreg", "resolve_methods", "build_coreg", "steps_summary", "merged_matrix", "dh_stats", "sampled_stats",
-           "frame_summary"]
+if TYPE_CHECKING:  # the names as the type checker sees them; at run time: __getattr__
+    from xdem.cli._coreg_run import build_coreg, dh_stats, resolve_methods, sampled_stats
 
-#: Suffixes ``-o`` (and ``--dh-out``, ``--stable-mask-out``) may end with when the output is a
-#: DEM: the COG writer writes GeoTIFFs.
-RASTER_OUTPUTS: tuple[str, ...] = (".tif", ".tiff")
+__all__ = ["coreg", "resolve_methods", "build_coreg", "dh_stats", "sampled_stats"]
+
+#: Names of :mod:`xdem.cli._coreg_run` importable from this module, as before the split.
+_RUN_NAMES = ("resolve_methods", "build_coreg", "dh_stats", "sampled_stats", "check_raster_output", "RASTER_OUTPUTS",
+              "STATS_SUBSAMPLE", "_fmt_step", "_stats_while_writing")
 
 
-@contextlib.contextmanager
-def _usage_errors() -> Iterator[None]:
-    """A :class:`~xdem.coreg.spec.MethodSpecError` as a usage error on the option it names."""
-    try:
-        yield
-    except MethodSpecError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
+def _run_module() -> ModuleType:
+    """:mod:`xdem.cli._coreg_run`, imported on first use.
 
-
-def resolve_methods(text: str) -> list[Step]:
-    """:func:`xdem.coreg.spec.resolve_methods`, an unknown name a usage error (:class:`click.BadParameter`)."""
-    with _usage_errors():
-        return _resolve_methods(text)
-
-
-def build_coreg(items: Sequence[Step], options: Mapping[str, object]) -> Coreg:
-    """:func:`xdem.coreg.spec.build_coreg`, an option no step takes a usage error (:class:`click.BadParameter`)."""
-    with _usage_errors():
-        return _build_coreg(items, options)
-
-
-def _angle_note(classes: Sequence[Step], angle: float | None) -> str | None:
-    """The line saying which track angle a directional bias step uses when ``--angle`` is not given."""
-    flat: list[type] = []
-    for c in classes:
-        flat += list(c.inner) if isinstance(c, Blockwise) else [c]
-    if angle is not None or DirectionalBias not in flat:
-        return None
-    default = inspect.signature(DirectionalBias).parameters["angle"].default
-    return (f"directionalbias: no --angle given, using {default:g} degrees (clockwise from east, upstream xdem's "
-            "convention: the bias varies with easting); give --angle, the satellite's along-track direction, e.g. "
-            "--angle 90 for a north-south track")
-
-
-# What a run reports lives in the library workflow (xdem.workflows); re-exported here.
-steps_summary, merged_matrix, dh_stats, frame_summary = S.steps_summary, S.merged_matrix, S.dh_stats, S.frame_summary
-_steps_of = S.steps_of
-#: Pixels of a fully valid grid drawn for the before/after statistics (read when a run starts).
-STATS_SUBSAMPLE = S.STATS_SUBSAMPLE
-
-
-def sampled_stats(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
-    random_state: int | None = None,
-) -> dict:
-    """:func:`xdem.workflows._summary.sampled_stats` on :data:`STATS_SUBSAMPLE` pixels."""
-    return S.sampled_stats(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                           random_state=random_state, subsample=STATS_SUBSAMPLE)
-
-
-def _stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
-                         random_state: int | None) -> tuple[Any, Any]:
-    """:func:`xdem.workflows._summary.stats_while_writing` on :data:`STATS_SUBSAMPLE` pixels."""
-    return S.stats_while_writing(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                                 random_state=random_state, subsample=STATS_SUBSAMPLE)
-
-
-def check_raster_output(path: str | None, option: str, *, zarr: bool = False) -> None:
-    """Refuse a DEM output whose suffix is not one of :data:`RASTER_OUTPUTS` (or ``.zarr`` where
-    a Zarr store may be written) (usage error).
-
-    Examples
-    --------
-    >>> check_raster_output("aligned.tif", "-o")
-    >>> check_raster_output("aligned.zarr", "-o", zarr=True)
-    >>> check_raster_output("aligned.png", "-o")
-    Traceback (most recent call last):
-    ...
-    click.exceptions.BadParameter: must end in .tif or .tiff (a Cloud-Optimized GeoTIFF is written), got 'aligned.png'
+    The one deliberate lazy import of this module: start-up time of usage errors. The run's
+    modules import dask.array, rasterio, xarray, pandas and numba (about 2 s and 200 MB);
+    click reports a usage error before the command's callback runs, so they are not needed
+    until then.
     """
-    if path is None:
-        return
-    from pathlib import Path
-
-    suffix = Path(path).suffix.lower()
-    if suffix in RASTER_OUTPUTS or (zarr and suffix == ".zarr"):
-        return
-    store = " or .zarr (a Zarr store)" if zarr else ""
-    raise click.BadParameter(
-        f"must end in {' or '.join(RASTER_OUTPUTS)} (a Cloud-Optimized GeoTIFF is written){store}, got '{path}'",
-        param_hint=f"'{option}'")
+    return importlib.import_module("xdem.cli._coreg_run")
 
 
-class _StderrProxy:
-    """stderr for the per-iteration lines, clearing the run's progress bar first."""
-
-    def __init__(self, made: list[Any]) -> None:
-        self.made = made
-
-    def write(self, text: str) -> None:
-        if self.made and self.made[-1].bar is not None:
-            self.made[-1].bar.clear()
-        click.echo(text, err=True, nl=False)
-
-    def flush(self) -> None:
-        pass
+def __getattr__(name: str) -> object:
+    if name in _RUN_NAMES:
+        return getattr(_run_module(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | None:
@@ -139,133 +58,6 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
     if value != int(value):
         raise click.BadParameter(f"a count above 1 must be a whole number of pixels, got {value:g}")
     return int(value)
-
-
-def _fmt_step(step: dict) -> str:
-    parts = []
-    rotations = [step.get(f"rotation_{a}") for a in "xyz"]
-    rotates = all(isinstance(r, (int, float)) for r in rotations) and any(rotations)
-    if rotates:
-        c = step.get("centroid") or [float("nan")] * 3
-        parts.append(f"rotations rx={rotations[0]:+.6f}°, ry={rotations[1]:+.6f}°, rz={rotations[2]:+.6f}° about "
-                     f"({c[0]:.3f}, {c[1]:.3f}, {c[2]:.3f}), then translation")
-    for key in ("shift_x", "shift_y", "shift_z"):
-        if isinstance(step.get(key), (int, float)):
-            parts.append(f"{key}={step[key]:+.4f}")
-    extra = []
-    if isinstance(step.get("tiles"), dict):  # BlockwiseCoreg: the tiles and the field's range
-        tiles = step["tiles"]
-        last = max(tiles["iteration"]) if tiles["iteration"] else 0
-        status = [s for s, it in zip(tiles["status"], tiles["iteration"]) if it == last]
-        rejected = [s for s in status if s != "used"]
-        why: dict[str, int] = {}
-        for s in rejected:
-            key = s.removeprefix("rejected: ").split(" (")[0].split(":")[0]
-            why[key] = why.get(key, 0) + 1
-        first = [i for i, it in enumerate(tiles["iteration"]) if it == 0 and tiles["status"][i] == "used"]
-        ranges = []
-        for key in ("dx", "dy", "dz"):
-            vals = [tiles[key][i] for i in first if isinstance(tiles[key][i], (int, float))]
-            if vals:
-                ranges.append(f"{key} {min(vals):+.3f} .. {max(vals):+.3f}")
-        parts.append(f"{len(status)} tiles, {len(status) - len(rejected)} used"
-                     + (" (rejected: " + ", ".join(f"{n} {k}" for k, n in why.items()) + ")" if why else "")
-                     + (f"; tile translations {', '.join(ranges)}" if ranges else ""))
-    if "n_iterations" in step:
-        extra.append(f"{step['n_iterations']} iterations{'' if step.get('converged', True) else ', NOT converged'}")
-    if step.get("horizontal_constrained") is False:
-        extra.append("horizontal shift not constrained (flat terrain)")
-    if "count" in step:
-        extra.append(f"{step['count']} points")
-    if isinstance(step.get("tilt_m_per_km"), (int, float)):
-        way = step.get("tilt_direction_deg")
-        towards = f" down towards {way:.0f}° from north" if way is not None else ""
-        extra.append(f"tilt {step['tilt_m_per_km']:.3f} m/km" + towards
-                     + f", ramp {step.get('ramp_amplitude', float('nan')):.3f} m across the DEM")
-    text = (" ".join(parts[:1]) + " " + ", ".join(parts[1:]) if rotates else ", ".join(parts)) if parts else "fitted"
-    return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
-
-
-def _print_summary(doc: dict) -> None:
-    echo = lambda s="": click.echo(s, err=True)  # noqa: E731
-    echo("")
-    echo("Coregistration:")
-    for step in doc["steps"]:
-        echo(f"  {_fmt_step(step)}")
-    for line in S.transform_lines(doc):
-        echo(f"  {line}")
-    if doc.get("frame", {}).get("crs"):
-        echo(f"  fitted and applied in {doc['frame']['crs']} ({doc['frame']['why']}); output on the grid of "
-             f"{doc.get('output_grid', 'tba').upper()}")
-    for note in (doc.get("input_checks") or {}).get("notes", []):
-        echo(f"Note: {note}")
-    if doc.get("stats"):
-        b, a = doc["stats"]["before"], doc["stats"]["after"]
-        how = "exact" if doc["stats"]["method"].startswith("exact") else f"median/NMAD on {b.get('sampled', '?')} sampled pixels"
-        more = [k for k in ("mean", "rmse", "le90") if isinstance(b.get(k), (int, float))]
-        echo(f"dh = tba - ref on stable pixels of the reference grid ({how}{', mean, RMSE, LE90' if more else ''}; "
-             "exact counts):")
-        names = {"mean": "mean", "rmse": "RMSE", "le90": "LE90"}
-        echo(f"  {'':8}{'median':>12}{'NMAD':>12}" + "".join(f"{names[k]:>12}" for k in more) + f"{'count':>12}")
-        for label, s in (("before", b), ("after", a)):
-            echo(f"  {label:8}{s['median']:>12.4f}{s['nmad']:>12.4f}" + "".join(f"{s[k]:>12.4f}" for k in more)
-                 + f"{s['count']:>12d}")
-    if doc.get("verdict"):
-        for line in S.verdict_lines(doc["verdict"]):
-            echo(line)
-    f = doc.get("filters")
-    if f:
-        kept = f.get("kept_fraction_sampled")
-        echo(f"Filters (fit only): {_filter_limits(f)}; "
-             + ("" if kept is None else f"{100 * kept:.1f} % of {f['sampled']} sampled stable pixels kept"))
-    t = doc["timing"]
-    echo(f"Output: {doc['output']}")
-    for key, label in (("dh_output", "dh after"), ("stable_mask_output", "Stable mask")):
-        if doc.get(key):
-            echo(f"{label}: {doc[key]}")
-    if doc.get("report"):
-        echo(f"Report: {doc['report']}")
-    echo(
-        f"Time: fit {t['fit_s']:.1f} s, write {t['write_s']:.1f} s, stats {t['stats_s']:.1f} s, "
-        f"verdict {t.get('verdict_s', 0.0):.1f} s, " + (f"report {t['report_s']:.1f} s, " if doc.get("report") else "")
-        + f"total {t['total_s']:.1f} s; "
-        f"peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}"
-    )
-
-
-def _filter_limits(f: dict) -> str:
-    """The limits of a document's ``filters``, e.g. ``slope <= 30°, |dh - 2.5| <= 3 x 0.5 m``."""
-    limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
-              f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
-              (f"|dh - {f['dh_median']:.3f}| <= {f['nmad_filter']:g} x {f['dh_nmad']:.3f} m"
-               if f["nmad_filter"] is not None else "")]
-    return ", ".join(x for x in limits if x)
-
-
-def _print_points_summary(doc: dict) -> None:
-    echo = lambda s="": click.echo(s, err=True)  # noqa: E731
-    p = doc["points"]
-    echo("")
-    echo("Coregistration:")
-    for step in doc["steps"]:
-        echo(f"  {_fmt_step(step)}")
-    echo(f"Points: {p['count']} from {p['file']} ({p['crs']}), the {p['side'].replace('_', ' ')}; "
-         f"{p['n_outside']} without a valid DEM value, {p['n_outliers']} outliers rejected")
-    echo("dh = tba - ref at the points:")
-    echo(f"  {'':24}{'median':>12}{'NMAD':>12}{'RMSE':>12}{'count':>10}")
-    for label, key in (("before", "before"), ("after", "after"), ("after, without outliers", "after_without_outliers")):
-        s = doc["stats"][key]
-        if s["count"]:
-            echo(f"  {label:24}{s['median']:>12.4f}{s['nmad']:>12.4f}{s['rmse']:>12.4f}{s['count']:>10d}")
-    f = doc.get("filters")
-    if f:
-        echo(f"Filters (fit only): {_filter_limits(f)}; {f['kept_points']} of {f['stable_points']} points on valid "
-             f"DEM pixels kept ({f['kept_by_slope']} within the slope limits)")
-    t = doc["timing"]
-    echo(f"Output: {doc['output']}")
-    echo(f"Time: read {t['read_s']:.1f} s, fit {t['fit_s']:.1f} s, write and stats {t['write_s']:.1f} s, "
-         + (f"report {t['report_s']:.1f} s, " if "report_s" in t else "")
-         + f"total {t['total_s']:.1f} s; peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}")
 
 
 @click.command("coreg")
@@ -397,81 +189,4 @@ def coreg(
     0 success, 1 error (nothing new left behind, but an unfinished Zarr store, kept for --resume), 2 usage
     error, 130 SIGINT (Ctrl-C), 143 SIGTERM (the same clean-up, one line saying what was removed).
     """
-    from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
-    from xdem.points import is_points_source
-    from xdem.workflows import CoregRequest, check_coreg_paths, run_coreg
-    from xdem.workflows.filters import OutlierFilters
-
-    t_start = time.perf_counter()
-    sched = check_scheduler(scheduler, workers)
-    classes = resolve_methods(method)
-    if not is_points_source(tba):
-        check_raster_output(output, "-o", zarr=True)
-    if is_points_source(ref) or is_points_source(tba):
-        from xdem.workflows.points import NOT_FOR_POINTS
-
-        for flag, given, key in (("--dh-out", dh_out, "dh_out"), ("--stable-mask-out", stable_mask_out,
-                                                                   "stable_mask_out")):
-            if given is not None:
-                raise click.BadParameter(NOT_FOR_POINTS[key], param_hint=f"'{flag}'")
-    check_raster_output(dh_out, "--dh-out")
-    check_raster_output(stable_mask_out, "--stable-mask-out")
-    if min_slope is not None and max_slope is not None and min_slope >= max_slope:
-        raise click.BadParameter(f"must be below --max-slope ({max_slope:g}), got {min_slope:g}",
-                                 param_hint="'--min-slope'")
-    note = _angle_note(classes, angle)
-    if note is not None:
-        click.echo(f"Note: {note}", err=True)
-    options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
-               "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
-               "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
-               "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
-    paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
-                                 exclude_mask=exclude_mask, json_out=json_out, report=report)
-    outputs: dict[str, Any] = dict(dh_out=dh_out, stable_mask_out=stable_mask_out)
-    # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
-    check_coreg_paths(**paths, **outputs, overwrite=overwrite, resume=resume)
-    request = CoregRequest(
-        **paths, coreg=build_coreg(classes, options), method=method, options=options,
-        grid="ref" if out_grid == "ref" else "tba",
-        random_state=random_state, chunks=chunks, overwrite=overwrite, resume=resume,
-        stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
-        z_column=z_column, points_crs=points_crs, dh_out=dh_out, stable_mask_out=stable_mask_out,
-        filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
-        ref_band=ref_band, tba_band=tba_band, ref_nodata=ref_nodata, tba_nodata=tba_nodata,
-        ref_vertical_scale=ref_vertical_scale, tba_vertical_scale=tba_vertical_scale,
-    )
-
-    # the stages of the run, for one progress bar over all of it (percent and ETA)
-    plan = [*(["outlier filters"] if request.filters is not None and request.filters.active else []), "fitting",
-            "writing", *(["statistics"] if exact_stats else []), *([] if no_stats else ["verdict"]),
-            *(["writing the report"] if report else [])]
-    made: list[Any] = []
-
-    def progress(sinfo: Any) -> Any:
-        made.append(Progress(quiet=quiet, client=sinfo["client"], plan=plan))
-        return made[-1]
-
-    @contextlib.contextmanager
-    def environment() -> Any:
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(stdout_to_stderr())  # progress bars and stray prints never reach stdout
-            stack.enter_context(one_line_warnings())
-            if verbose and not quiet:
-                from xdem.cli.progress import iteration_lines
-
-                stack.enter_context(iteration_lines(None, stream=_StderrProxy(made)))
-            yield stack.enter_context(use_scheduler(sched, workers))
-
-    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats, progress=progress)
-    if made:
-        made[-1].finish()
-    if not quiet:
-        if "points" in result.document:
-            _print_points_summary(result.document)
-        else:
-            _print_summary(result.document)
-        if result.json_out is not None:
-            click.echo(f"JSON: {result.json_out}", err=True)
-    if as_json:
-        click.echo(result.json_text)
+    _run_module().run(**locals())

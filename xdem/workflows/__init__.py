@@ -4,7 +4,9 @@
   open, fit, apply, write the aligned COG, statistics, verdict, report and the JSON document.
 
 Layering: ``xdem.cli`` -> ``xdem.workflows`` -> ``xdem.coreg`` -> ``xdem.io``; nothing here
-imports the command line.
+imports the command line. The package is lazy (PEP 562): its names import
+:mod:`xdem.workflows.coreg` (the whole coregistration stack) when first asked for, so a light
+sub-module (:mod:`xdem.workflows.filters`, :mod:`xdem.workflows._summary`) does not.
 
 Examples
 --------
@@ -13,6 +15,24 @@ Examples
 ['chunks', 'coreg', 'dh_out']
 """
 
-from xdem.workflows.coreg import CheckedPaths, CoregRequest, CoregResult, check_coreg_paths, current_scheduler, run_coreg
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as the type checker sees them; at run time: __getattr__
+    from xdem.workflows.coreg import CheckedPaths, CoregRequest, CoregResult, check_coreg_paths, current_scheduler, run_coreg
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "current_scheduler", "run_coreg"]
+
+
+def __getattr__(name: str) -> object:
+    if name in __all__:
+        value = getattr(importlib.import_module("xdem.workflows.coreg"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
