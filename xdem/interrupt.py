@@ -106,6 +106,7 @@ class RunState:
     deferring: int = 0
     finished: bool = False
     removed: list[str] = field(default_factory=list)
+    temporary: set[str] = field(default_factory=set)
     restored: list[str] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)
     pause: tuple[str, int] | None = None
@@ -316,10 +317,14 @@ def _pause(st: RunState) -> None:
     os.kill(os.getpid(), signal.SIGSTOP)
 
 
-def note_removed(path: str | os.PathLike) -> None:
-    """The clean-up removed ``path`` (a temporary file, or an output already moved into place)."""
+def note_removed(path: str | os.PathLike, *, temporary: bool = False) -> None:
+    """The clean-up removed ``path``: a temporary file (``temporary=True``; its name starts with a
+    prefix of four dash-separated parts, :data:`xdem.io.atomic.TEMP_PREFIX` + pid + id), or an
+    output already moved into place."""
     if _STATE is not None:
         _STATE.removed.append(os.fspath(path))
+        if temporary:
+            _STATE.temporary.add(os.fspath(path))
 
 
 def note_restored(path: str | os.PathLike) -> None:
@@ -347,15 +352,13 @@ def signal_name(signum: int) -> str:
     return name + (" (Ctrl-C)" if signum == signal.SIGINT else "")
 
 
-def _temp_summary(removed: list[str]) -> list[str]:
+def _temp_summary(removed: list[str], temporary: set[str]) -> list[str]:
     """Removed files grouped as "N temporary files (prefix*) in folder" and outputs by name."""
-    from xdem.io.atomic import TEMP_PREFIX
-
     temps: dict[tuple[str, str], int] = {}
     outputs = []
     for p in removed:
         path = Path(p)
-        if path.name.startswith(TEMP_PREFIX):
+        if p in temporary:
             prefix = "-".join(path.name.split("-")[:4]) + "-*"
             temps[(str(path.parent), prefix)] = temps.get((str(path.parent), prefix), 0) + 1
         else:
@@ -373,8 +376,8 @@ def describe(st: RunState, *, finished: bool = False) -> str:
 
     Examples
     --------
-    >>> st = RunState(signals=[15], where="the COG copy of /d/out.tif",
-    ...               removed=["/d/.xdem-tmp-42-0123456789abcdef0123456789abcdef-out.tif"])
+    >>> tmp = "/d/.xdem-tmp-42-0123456789abcdef0123456789abcdef-out.tif"
+    >>> st = RunState(signals=[15], where="the COG copy of /d/out.tif", removed=[tmp], temporary={tmp})
     >>> describe(st)  # doctest: +NORMALIZE_WHITESPACE
     'terminated by SIGTERM during the COG copy of /d/out.tif; removed 1 temporary file
      (.xdem-tmp-42-0123456789abcdef0123456789abcdef-*) in /d; no output was left (exit code 143)'
@@ -385,7 +388,7 @@ def describe(st: RunState, *, finished: bool = False) -> str:
         return (f"{verb} {signal_name(first)} just after the run had finished; its outputs are complete and were "
                 f"kept (exit code {st.exit_code})")
     parts = [f"{verb} {signal_name(first)} during {st.where or 'the start of the run'}"]
-    parts += _temp_summary(st.removed)
+    parts += _temp_summary(st.removed, st.temporary)
     if st.restored:
         parts.append(f"restored the file{'s' if len(st.restored) > 1 else ''} replaced with --overwrite "
                      f"({', '.join(st.restored)})")

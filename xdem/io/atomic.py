@@ -168,7 +168,7 @@ def owned_temps(folder: str | os.PathLike) -> Iterator[str]:
     except BaseException:  # an error or a signal: the run's one line says what was removed
         for path in _remove_set(folder, prefix):
             if not path.name.endswith(".lock"):
-                interrupt.note_removed(path)
+                interrupt.note_removed(path, temporary=True)
         raise
     else:
         _remove_set(folder, prefix)
