@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from xdem.checks import Finding
+from xdem._check_base import Finding
 from xdem.errors import InputError
 
 __all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE", "MAX_RASTER_MASK_READ"]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from xdem.checks import (
+from xdem._check_base import (
     SUSPICIOUS_RATIO,
     UNIT_FACTORS,
     UNIT_TOLERANCE,
