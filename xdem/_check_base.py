@@ -6,6 +6,7 @@ small windows of a DEM. Its own module so that the three import it, and not each
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -123,6 +124,12 @@ class InputChecks:
     def of(self, severity: Severity) -> list[Finding]:
         """The findings of one severity."""
         return [f for f in self.findings if f.severity == severity]
+
+    def warn(self, *, stacklevel: int = 2) -> None:
+        """Issue each warning finding as an :class:`InputCheckWarning` (``stacklevel``: the
+        caller's, as :func:`warnings.warn` counts it)."""
+        for finding in self.of("warning"):
+            warnings.warn(finding.message, InputCheckWarning, stacklevel=stacklevel + 1)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document's ``input_checks``."""

@@ -547,14 +547,13 @@ def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: flo
 
 def _checked_inputs(r: CoregRequest, ref: str, tba: str) -> Any:
     """:func:`xdem.checks.check_inputs` of the request, its warnings issued."""
-    from xdem.checks import InputCheckWarning, check_inputs
+    from xdem.checks import check_inputs
 
     checks = check_inputs(reference=ref, to_be_aligned=tba, ref_band=r.ref_band, tba_band=r.tba_band,
                           ref_nodata=r.ref_nodata, tba_nodata=r.tba_nodata, ref_vertical_scale=r.ref_vertical_scale,
                           tba_vertical_scale=r.tba_vertical_scale, inlier_mask=r.inlier_mask,
                           exclude_mask=r.exclude_mask, grid=r.grid)
-    for finding in checks.of("warning"):
-        warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+    checks.warn(stacklevel=3)
     return checks
 
 

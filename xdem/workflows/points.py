@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from xdem.checks import InputChecks
 from xdem.workflows import _summary as S
 
 __all__ = ["run_points_coreg", "dh_at_points_stats", "points_summary", "POINT_OUTPUTS", "NOT_FOR_POINTS"]
@@ -191,9 +192,9 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
                 "after_without_outliers": dh_at_points_stats(after[inl]),
             },
             "filters": filters_record,
-            "input_checks": {"findings": [f.to_dict() for f in dem_check.findings],
-                             "notes": [f.message for f in dem_check.findings if f.severity == "note"],
-                             "warnings": [f.message for f in dem_check.findings if f.severity == "warning"],
+            "input_checks": {**InputChecks(ref=None if ref_is_points else dem_check,
+                                           tba=dem_check if ref_is_points else None,
+                                           findings=dem_check.findings).to_dict(),
                              "points_vertical_scale": scale_z},
             "frame": {"crs": learned.get("crs_")},
             "output": str(out),
@@ -229,9 +230,7 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
 def _checked_sides(r: Any, ref_is_points: bool) -> tuple[Any, float]:
     """:func:`xdem.checks.check_dem` of the DEM side (its warnings issued) and the points' vertical
     scale; a band or nodata given for the points side is refused."""
-    import warnings
-
-    from xdem.checks import InputCheckWarning, check_dem
+    from xdem.checks import check_dem
     from xdem.errors import InputError
 
     dem_side: Literal["reference", "to_be_aligned"] = "to_be_aligned" if ref_is_points else "reference"
@@ -244,9 +243,7 @@ def _checked_sides(r: Any, ref_is_points: bool) -> tuple[Any, float]:
     dem_check = check_dem(os.fspath(r.to_be_aligned if ref_is_points else r.reference), side=dem_side,
                           band=getattr(r, f"{mine}_band"), nodata=getattr(r, f"{mine}_nodata"),
                           vertical_scale=getattr(r, f"{mine}_vertical_scale"))
-    for finding in dem_check.findings:
-        if finding.severity == "warning":
-            warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+    InputChecks(ref=None, tba=None, findings=dem_check.findings).warn(stacklevel=3)
     scale = getattr(r, f"{pts_side}_vertical_scale")
     return dem_check, 1.0 if scale is None else float(scale)
 
