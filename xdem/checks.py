@@ -52,9 +52,10 @@ from xdem._check_base import (
 from xdem._mask_checks import mask_findings
 from xdem._scale_checks import pair_scale_finding
 from xdem.errors import InputError
+from xdem.io.vertical import vertical_unit_factor
 
 __all__ = ["Finding", "DemCheck", "InputChecks", "InputCheckWarning", "check_dem", "check_inputs",
-           "find_sentinels", "read_windows", "vertical_unit_factor", "file_facts", "vertical_warning", "UNIT_FACTORS"]
+           "find_sentinels", "read_windows", "file_facts", "vertical_warning", "UNIT_FACTORS"]
 
 
 def _neighbour_jump(src: Any, band: int) -> float:
@@ -122,29 +123,6 @@ def _kind_finding(src: Any, path: str, side: str, band: int, values: np.ndarray)
                            f"by {jump:g} between neighbouring pixels (of a range of {span:g}), a categorical map "
                            "(e.g. land cover); give a DEM of elevations",
                            {"dtype": dtype, "distinct": int(uniq.size), "jump": jump})
-    return None
-
-
-def vertical_unit_factor(crs: Any) -> tuple[float, str] | None:
-    """``(factor to metres, unit name)`` of the vertical axis of ``crs``, ``None`` if untagged.
-
-    Examples
-    --------
-    >>> vertical_unit_factor("EPSG:26915+6360")
-    (0.30480060960121924, 'US survey foot')
-    >>> vertical_unit_factor("EPSG:26915") is None
-    True
-    """
-    from pyproj import CRS
-
-    try:
-        pc = CRS.from_user_input(crs.to_wkt() if hasattr(crs, "to_wkt") else crs)
-    except Exception:  # noqa: BLE001 - unreadable: nothing known
-        return None
-    subs = pc.sub_crs_list if pc.is_compound else [pc]
-    for sub in subs:
-        if sub.is_vertical and sub.axis_info:
-            return float(sub.axis_info[0].unit_conversion_factor), sub.axis_info[0].unit_name
     return None
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["vertical_crs", "compare_vertical", "file_crs"]
+__all__ = ["vertical_crs", "vertical_unit_factor", "compare_vertical", "file_crs"]
 
 
 def file_crs(path: Any) -> Any:
@@ -36,6 +36,25 @@ def file_crs(path: Any) -> Any:
         return None
 
 
+def _pyproj(crs: Any) -> Any:
+    """``crs`` (a rasterio/pyproj CRS, WKT or ``"EPSG:..."``) as a :class:`pyproj.CRS`, or
+    ``None`` when missing or unreadable."""
+    if crs is None:
+        return None
+    from pyproj import CRS
+
+    try:
+        return CRS.from_user_input(crs.to_wkt() if hasattr(crs, "to_wkt") else crs)
+    except Exception:  # noqa: BLE001 - an unreadable CRS says nothing about heights
+        return None
+
+
+def _gravity_part(pc: Any) -> Any:
+    """The vertical CRS of ``pc`` (itself, or the vertical part of a compound CRS), or ``None``."""
+    subs = pc.sub_crs_list if pc.is_compound else [pc]
+    return next((sub for sub in subs if sub.is_vertical), None)
+
+
 def vertical_crs(crs: Any) -> dict[str, Any] | None:
     """The vertical reference named by ``crs`` (a rasterio/pyproj CRS, WKT or ``"EPSG:..."``).
 
@@ -46,24 +65,32 @@ def vertical_crs(crs: Any) -> dict[str, Any] | None:
         heights above the ellipsoid ``name``) or ``"gravity"`` (the vertical part of a
         compound CRS, e.g. a geoid height); ``None`` when ``crs`` says nothing about heights.
     """
-    if crs is None:
+    pc = _pyproj(crs)
+    if pc is None:
         return None
-    from pyproj import CRS
-
-    try:
-        pc = CRS.from_user_input(crs.to_wkt() if hasattr(crs, "to_wkt") else crs)
-    except Exception:  # noqa: BLE001 - an unreadable CRS says nothing about heights
-        return None
-    if pc.is_compound:
-        for sub in pc.sub_crs_list:
-            if sub.is_vertical:
-                return {"name": sub.name, "kind": "gravity", "epsg": sub.to_epsg()}
-        return None
-    if pc.is_vertical:
-        return {"name": pc.name, "kind": "gravity", "epsg": pc.to_epsg()}
-    if pc.is_geographic and len(pc.axis_info) == 3:
+    sub = _gravity_part(pc)
+    if sub is not None:
+        return {"name": sub.name, "kind": "gravity", "epsg": sub.to_epsg()}
+    if not pc.is_compound and pc.is_geographic and len(pc.axis_info) == 3:
         return {"name": pc.ellipsoid.name if pc.ellipsoid else pc.name, "kind": "ellipsoidal", "epsg": pc.to_epsg()}
     return None
+
+
+def vertical_unit_factor(crs: Any) -> tuple[float, str] | None:
+    """``(factor to metres, unit name)`` of the vertical axis of ``crs``, ``None`` if untagged.
+
+    Examples
+    --------
+    >>> vertical_unit_factor("EPSG:26915+6360")
+    (0.30480060960121924, 'US survey foot')
+    >>> vertical_unit_factor("EPSG:26915") is None
+    True
+    """
+    pc = _pyproj(crs)
+    sub = None if pc is None else _gravity_part(pc)
+    if sub is None or not sub.axis_info:
+        return None
+    return float(sub.axis_info[0].unit_conversion_factor), sub.axis_info[0].unit_name
 
 
 def compare_vertical(ref_crs: Any, tba_crs: Any) -> str | None:
