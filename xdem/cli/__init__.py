@@ -35,6 +35,7 @@ import sys
 
 import click
 
+from xdem import interrupt
 from xdem._version import __version__
 from xdem.errors import XdemError
 from xdem.interrupt import Interrupted, Terminated
@@ -97,7 +98,7 @@ class _XdemGroup(click.Group):
         args = [*(getattr(ctx, "_protected_args", None) or []), *ctx.args]
         if args and args[0] not in self.list_commands(ctx):  # a usage error, before the imports below
             self.resolve_command(ctx, args)
-        from xdem import interrupt
+        # deliberately here: `xdem --help`, `--version` and usage errors import nothing of xdem.io
         from xdem.io.atomic import output_journal
 
         with interrupt.handling() as run:
@@ -110,18 +111,21 @@ class _XdemGroup(click.Group):
                         raise Interrupted.of(run.signals[0])
             except BaseException as exc:
                 if run.signals:  # whatever the exception became on its way up
-                    _error_line(interrupt.describe(run))
-                    interrupt.finish()
-                    sys.exit(run.exit_code)
+                    _end_by_signal(run)
                 if isinstance(exc, (XdemError, OSError)):
                     _error_line(str(exc))
                     sys.exit(1)
                 raise
             if run.signals:  # came in the instant after the outputs were final: kept, but the signal is not lost
-                _error_line(interrupt.describe(run, finished=True))
-                interrupt.finish()
-                sys.exit(run.exit_code)
+                _end_by_signal(run, finished=True)
             return result
+
+
+def _end_by_signal(run: interrupt.RunState, *, finished: bool = False) -> None:
+    """The one line of a run a signal ended, then exit 128 + signum (see the module notes)."""
+    _error_line(interrupt.describe(run, finished=finished))
+    interrupt.finish()
+    sys.exit(run.exit_code)
 
 
 @click.group(cls=_XdemGroup, context_settings={"help_option_names": ["-h", "--help"]})
