@@ -27,8 +27,7 @@ from xdem.stats import STATS_SUBSAMPLE, stats_method
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix",
            "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
-           "peak_rss_mb", "check_new_output"]
-__all__ += ["verdict_lines"]
+           "peak_rss_mb", "check_new_output", "verdict_lines"]
 
 
 def steps_summary(coreg: Any) -> list[dict]:
