@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -78,7 +79,7 @@ def check_coreg(
     *,
     ref: xr.DataArray | None = None,
     tba: xr.DataArray | None = None,
-    fit_kwargs: Mapping[str, Any] | None = None,
+    fit_kwargs: Mapping[str, object] | None = None,
     chunkings: tuple[int, ...] = (64, 150),
     atol: float = 1e-9,
 ) -> list[str]:
@@ -115,15 +116,42 @@ def check_coreg(
     ['constructor_only_stores', 'fit_returns_self']
     """
     if ref is None or tba is None:
-        from xdem.examples import example_pair
+        from xdem.examples import example_pair  # the bundled pair; loaded only when none is given
 
         ref, tba, _ = example_pair(chunks=128)
-    fit_kwargs = dict(fit_kwargs or {})
-    apply_kwargs = {"bias_vars": fit_kwargs["bias_vars"]} if "bias_vars" in fit_kwargs else {}
-    ran: list[str] = []
+    kwargs: dict[str, Any] = dict(fit_kwargs or {})
+    case = _Case(factory=factory, cls=type(factory()), ref=ref, tba=tba, fit_kwargs=kwargs,
+                 apply_kwargs={"bias_vars": kwargs["bias_vars"]} if "bias_vars" in kwargs else {},
+                 chunkings=chunkings, atol=atol)
+    for name in CHECKS:
+        _CHECK_FUNCTIONS[name](case)
+    return list(CHECKS)
 
-    # constructor_only_stores: any value is accepted and stored as given (validated in fit)
-    cls = type(factory())
+
+@dataclass
+class _Case:
+    """What the checks share: the estimator class, the pair, the keywords, the model fitted by
+    ``fit_returns_self`` and its output by ``apply_computes_nothing``."""
+
+    factory: Callable[[], Coreg]
+    cls: type[Coreg]
+    ref: xr.DataArray
+    tba: xr.DataArray
+    fit_kwargs: dict[str, Any]
+    apply_kwargs: dict[str, Any]
+    chunkings: tuple[int, ...]
+    atol: float
+    model: Coreg | None = None
+    expected: np.ndarray | None = None
+
+    def fitted(self) -> Coreg:
+        assert self.model is not None, "fit_returns_self runs first"
+        return self.model
+
+
+def _constructor_only_stores(case: _Case) -> None:
+    """Any value is accepted and stored as given (validated in fit)."""
+    cls = case.cls
     names = cls._param_names()
     for junk in _JUNK:
         for name in names:
@@ -138,83 +166,110 @@ def check_coreg(
                 raise AssertionError(f"{cls.__name__}({name}={junk!r}) stored {getattr(obj, name)!r}")
             if obj.is_fitted:
                 raise AssertionError(f"a new {cls.__name__} claims to be fitted")
-    ran.append("constructor_only_stores")
 
-    # fit_returns_self
-    model = factory()
+
+def _fit_returns_self(case: _Case) -> None:
+    """``fit`` returns the estimator, sets learned values ending in ``_`` and changes no hyper-parameter."""
+    name = case.cls.__name__
+    model = case.factory()
     params_before = copy.deepcopy(_plain_params(model))
-    if model.fit(ref, tba, **fit_kwargs) is not model:
-        raise AssertionError(f"{cls.__name__}.fit must return self")
+    if model.fit(case.ref, case.tba, **case.fit_kwargs) is not model:
+        raise AssertionError(f"{name}.fit must return self")
     if not model.is_fitted or not all(k.endswith("_") for k in model.learned()):
-        raise AssertionError(f"{cls.__name__}.fit must set learned attributes ending in '_'")
+        raise AssertionError(f"{name}.fit must set learned attributes ending in '_'")
     params_after = _plain_params(model)
     for k, v in params_before.items():
         if not _equal_param(v, params_after[k]):
-            raise AssertionError(f"{cls.__name__}.fit changed the hyper-parameter {k}: {v!r} -> {params_after[k]!r}")
-    ran.append("fit_returns_self")
+            raise AssertionError(f"{name}.fit changed the hyper-parameter {k}: {v!r} -> {params_after[k]!r}")
+    case.model = model
 
-    # apply_computes_nothing
+
+def _apply_computes_nothing(case: _Case) -> None:
+    """``apply`` builds a lazy result: no dask compute."""
     counter = _Counter()
     with counter:
-        out = model.apply(tba, **apply_kwargs)
+        out = case.fitted().apply(case.tba, **case.apply_kwargs)
     if counter.count:
-        raise AssertionError(f"{cls.__name__}.apply ran {counter.count} dask computes; it must be lazy")
-    expected = _values(out)
-    ran.append("apply_computes_nothing")
+        raise AssertionError(f"{case.cls.__name__}.apply ran {counter.count} dask computes; it must be lazy")
+    case.expected = _values(out)
 
-    # clone_equals: same parameters, unfitted, and fitting it gives the same result
+
+def _clone_equals(case: _Case) -> None:
+    """Same parameters, unfitted, and fitting the clone gives the same result."""
+    model = case.fitted()
     twin = clone(model)
     if twin is model or twin.is_fitted:
-        raise AssertionError(f"clone({cls.__name__}) must be a new, unfitted estimator")
+        raise AssertionError(f"clone({case.cls.__name__}) must be a new, unfitted estimator")
     # a fitted repr ends with what was learned (" [fitted: ...]"): compare the parameters only
     unfitted = re.sub(r" \[fitted[^\]]*\]", "", repr(model))
     if repr(twin) != unfitted or twin.to_dict()["params"] != model.to_dict()["params"]:
-        raise AssertionError(f"clone({cls.__name__}) has other parameters: {twin!r} vs {model!r}")
-    _same(_learned_numbers(twin.fit(ref, tba, **fit_kwargs)), _learned_numbers(model), atol, "refit of the clone")
-    ran.append("clone_equals")
+        raise AssertionError(f"clone({case.cls.__name__}) has other parameters: {twin!r} vs {model!r}")
+    refit = twin.fit(case.ref, case.tba, **case.fit_kwargs)
+    _same(_learned_numbers(refit), _learned_numbers(model), case.atol, "refit of the clone")
 
-    # fit_does_not_touch_inputs
-    ref_values, tba_values = _values(ref), _values(tba)
-    factory().fit(ref, tba, **fit_kwargs)
-    _same(_values(ref), ref_values, 0.0, "ref after fit")
-    _same(_values(tba), tba_values, 0.0, "tba after fit")
-    ran.append("fit_does_not_touch_inputs")
 
-    # chunk_and_scheduler_independent (numpy input and each chunking, two schedulers)
+def _fit_does_not_touch_inputs(case: _Case) -> None:
+    """The inputs' values are the same after a fit."""
+    ref_values, tba_values = _values(case.ref), _values(case.tba)
+    case.factory().fit(case.ref, case.tba, **case.fit_kwargs)
+    _same(_values(case.ref), ref_values, 0.0, "ref after fit")
+    _same(_values(case.tba), tba_values, 0.0, "tba after fit")
+
+
+def _chunk_and_scheduler_independent(case: _Case) -> None:
+    """Numpy input and each chunking, under two schedulers, give the same learned values and output."""
     def run(r: xr.DataArray, t: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
-        m = factory().fit(r, t, **_rechunk_kwargs(fit_kwargs, r))
-        return _learned_numbers(m), _values(m.apply(t, **_rechunk_kwargs(apply_kwargs, t)))
+        m = case.factory().fit(r, t, **_rechunk_kwargs(case.fit_kwargs, r))
+        return _learned_numbers(m), _values(m.apply(t, **_rechunk_kwargs(case.apply_kwargs, t)))
 
+    ref, tba = case.ref, case.tba
     base_learned, base_out = run(ref.copy(data=ref.values), tba.copy(data=tba.values))
-    for chunks in chunkings:
+    for chunks in case.chunkings:
         for scheduler in ("threads", "synchronous"):
             with dask.config.set(scheduler=scheduler):
                 got_learned, got_out = run(ref.chunk(chunks), tba.chunk(chunks))
-            _same(got_learned, base_learned, atol, f"learned values, chunks={chunks}, scheduler={scheduler}")
-            _same(got_out, base_out, max(atol, 1e-5), f"output, chunks={chunks}, scheduler={scheduler}")
-    ran.append("chunk_and_scheduler_independent")
+            _same(got_learned, base_learned, case.atol, f"learned values, chunks={chunks}, scheduler={scheduler}")
+            _same(got_out, base_out, max(case.atol, 1e-5), f"output, chunks={chunks}, scheduler={scheduler}")
 
-    # json_round_trip
+
+def _json_round_trip(case: _Case) -> None:
+    """``Coreg.from_json(model.to_json())`` is the same class and applies the same."""
+    model = case.fitted()
     again = Coreg.from_json(model.to_json())
     if type(again) is not type(model):
-        raise AssertionError(f"from_json gave a {type(again).__name__}, not a {cls.__name__}")
-    _same(_values(again.apply(tba, **apply_kwargs)), expected, 0.0, "output after a JSON round trip")
-    ran.append("json_round_trip")
+        raise AssertionError(f"from_json gave a {type(again).__name__}, not a {case.cls.__name__}")
+    assert case.expected is not None
+    _same(_values(again.apply(case.tba, **case.apply_kwargs)), case.expected, 0.0,
+          "output after a JSON round trip")
 
-    # resample_false_is_honoured: exact data on a moved grid, the same (nothing resampled), or a clear error
+
+def _resample_false_is_honoured(case: _Case) -> None:
+    """Exact data on a moved grid, the same as ``apply()`` (nothing resampled), or a clear error."""
+    name = case.cls.__name__
     try:
-        exact = model.apply(tba, resample=False, **apply_kwargs)
+        exact = case.fitted().apply(case.tba, resample=False, **case.apply_kwargs)
     except InputError as exc:
         if "resample" not in str(exc):
-            raise AssertionError(f"{cls.__name__}.apply(resample=False) raised an error that does not say why: {exc}") from exc
+            raise AssertionError(f"{name}.apply(resample=False) raised an error that does not say why: {exc}") from exc
     except XdemError as exc:
-        raise AssertionError(f"{cls.__name__}.apply(resample=False) raised {type(exc).__name__}: {exc}") from exc
+        raise AssertionError(f"{name}.apply(resample=False) raised {type(exc).__name__}: {exc}") from exc
     else:
-        moved = exact.rio.transform() != tba.rio.transform()
-        if not moved:
-            _same(_values(exact), expected, 0.0, "apply(resample=False) on the same grid must equal apply()")
-    ran.append("resample_false_is_honoured")
-    return ran
+        if exact.rio.transform() == case.tba.rio.transform():
+            assert case.expected is not None
+            _same(_values(exact), case.expected, 0.0, "apply(resample=False) on the same grid must equal apply()")
+
+
+#: The checks by name, in the order of :data:`CHECKS` (each may use what the earlier ones set).
+_CHECK_FUNCTIONS: dict[str, Callable[[_Case], None]] = {
+    "constructor_only_stores": _constructor_only_stores,
+    "fit_returns_self": _fit_returns_self,
+    "apply_computes_nothing": _apply_computes_nothing,
+    "clone_equals": _clone_equals,
+    "fit_does_not_touch_inputs": _fit_does_not_touch_inputs,
+    "chunk_and_scheduler_independent": _chunk_and_scheduler_independent,
+    "json_round_trip": _json_round_trip,
+    "resample_false_is_honoured": _resample_false_is_honoured,
+}
 
 
 def _plain_params(model: Coreg) -> dict[str, Any]:
