@@ -1,7 +1,7 @@
 """The to-be-aligned DEM moved by a rigid matrix, at the sampled reference pixels, from small
 windows in memory: the working set of the rigid estimators (:class:`~xdem.coreg.LZD`).
 
-The subsample is drawn once (:func:`rigid_fit_sample`, one pass, two when few pixels are
+The subsample is drawn once (:meth:`RigidSample.from_pair`, one pass, two when few pixels are
 valid) with windows of both DEMs cut around the sampled pixels in the same pass: the
 reference's give its gradient there, the to-be-aligned DEM's its values near each point.
 Under a rigid matrix ``M`` the moved surface above a sampled position ``q`` comes from the
@@ -25,15 +25,17 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import FitData
+from xdem.coreg._point_sample import PointSample
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
 from xdem.io.grid import dask_data, get_resolution, get_transform
 from xdem.kernels.interp import FIT_INTERPOLATION, footprint, interp_windows_kernel
 from xdem.kernels.lzd import window_gradient
 from xdem.kernels.rigid import InverseCoefficients, solve_elevation, split_matrix
+from xdem.points.bucket import pixel_positions
 from xdem.sampling import Sample, sample_valid
 
-__all__ = ["RigidSampler", "RigidSample", "rigid_fit_sample", "WINDOW_MARGIN", "REFRESH_MARGIN"]
+__all__ = ["RigidSampler", "RigidSample", "moved_gradient", "gradient_step", "WINDOW_MARGIN", "REFRESH_MARGIN"]
 
 #: A pass gathering windows again is made when some point's predicted source position comes
 #: closer than this (pixels) to the edge of what the interpolation can read in its window
@@ -242,46 +244,102 @@ class RigidSample:
         """Computes so far: the draw (1, or 2 when few pixels are valid) plus the sampler's reads."""
         return self.sample.passes + self.sampler.reads
 
+    @classmethod
+    def from_pair(
+        cls,
+        data: FitData,
+        *,
+        subsample: float | int,
+        random_state: int | None,
+        min_count: int,
+        what: str,
+        start: np.ndarray,
+        interpolation: str = FIT_INTERPOLATION,
+        half: int = 2,
+    ) -> RigidSample:
+        """Draw the subsample with windows of both DEMs (one pass; two when few pixels are valid).
 
-def rigid_fit_sample(
-    data: FitData,
-    *,
-    subsample: float | int,
-    random_state: int | None,
-    min_count: int,
-    what: str,
-    start: np.ndarray,
-    interpolation: str = FIT_INTERPOLATION,
-    half: int = 2,
-) -> RigidSample:
-    """Draw the subsample with windows of both DEMs (one pass; two when few pixels are valid).
+        The rotation centre is the centroid of the sampled reference points. ``start`` is the
+        rigid matrix the fit starts from: when it moves the grid's centre horizontally, pixels
+        are drawn where the to-be-aligned DEM shifted by that motion is valid (by cubic
+        convolution, whose footprint is that of every 4 x 4 interpolation), as for
+        :class:`~xdem.coreg.NuthKaab`'s ``initial_shift``. The windows of the to-be-aligned DEM are
+        cut around the sampled pixels themselves; the sampler gathers new ones (one more pass)
+        for the points whose source positions under ``start`` are not inside them.
+        """
+        valid = data.valid()
+        t = get_transform(data.ref)
+        ny, nx = data.ref.shape[-2:]
+        cx, cy = t.c + t.a * nx / 2.0, t.f + t.e * ny / 2.0  # the grid's centre (north-up)
+        motion = np.asarray(start, dtype=np.float64) @ np.array([cx, cy, 0.0, 1.0]) - np.array([cx, cy, 0.0, 1.0])
+        if motion[0] != 0.0 or motion[1] != 0.0:
+            moved = shift_dem(data.tba, shift_x=float(motion[0]), shift_y=float(motion[1]), resampling="cubic")
+            valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
+        s = sample_valid(valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
+                         min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data},
+                         half=half)
+        win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
+        gx, gy = window_gradient(win_ref, half, step_x=t.a, step_y=t.e)
+        del win_ref
+        x = t.c + (s["col"] + 0.5) * t.a
+        y = t.f + (s["row"] + 0.5) * t.e
+        ref = s["ref"]
+        centre = np.array([np.mean(x), np.mean(y), np.mean(ref)])
+        sampler = RigidSampler(data.tba, s["row"], s["col"], interpolation=interpolation, half=half, centre=centre)
+        sampler.prime(win_tba)
+        return cls(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)
 
-    The rotation centre is the centroid of the sampled reference points. ``start`` is the
-    rigid matrix the fit starts from: when it moves the grid's centre horizontally, pixels
-    are drawn where the to-be-aligned DEM shifted by that motion is valid (by cubic
-    convolution, whose footprint is that of every 4 x 4 interpolation), as for
-    :class:`~xdem.coreg.NuthKaab`'s ``initial_shift``. The windows of the to-be-aligned DEM are
-    cut around the sampled pixels themselves; the sampler gathers new ones (one more pass)
-    for the points whose source positions under ``start`` are not inside them.
+    @classmethod
+    def from_points(cls, ps: PointSample, *, start: np.ndarray, min_count: int, half: int = 2) -> RigidSample:
+        """The drawn points as the sample of a DEM moved onto them: the points' positions are
+        the sampled positions, their elevations the reference, the gradient that of the DEM
+        moved by ``start`` at the points (:func:`moved_gradient`, half a pixel apart; the
+        estimator takes it again as the DEM moves). Fewer than ``min_count`` points where the
+        moved DEM and its gradient are finite is a clear error."""
+        pts, data = ps.points, ps.data
+        dem = data.dem.copy(data=data.values)  # NaN outside the inlier mask
+        prow, pcol = pixel_positions(dem, pts.x, pts.y)
+        centre = ps.centre()
+        sampler = RigidSampler(dem, np.floor(np.nan_to_num(prow)).astype(np.int64),
+                               np.floor(np.nan_to_num(pcol)).astype(np.int64), interpolation=FIT_INTERPOLATION,
+                               half=half, centre=centre, x=pts.x, y=pts.y)
+        ref = np.asarray(pts.z, dtype=np.float64).copy()
+        gx, gy = moved_gradient(sampler, start, ref, gradient_step(dem))
+        ss = cls(sample=Sample(n_valid=pts.count), x=pts.x, y=pts.y, ref=ref, gx=gx, gy=gy, centre=centre,
+                 sampler=sampler)
+        fin = np.isfinite(sampler(start, ref) - ref) & np.isfinite(gx) & np.isfinite(gy)
+        ps.require(int(fin.sum()), min_count)
+        return ss
+
+
+def gradient_step(dem: xr.DataArray) -> float:
+    """The step of :func:`moved_gradient` on ``dem``: half its mean pixel size."""
+    return 0.5 * float(np.mean(get_resolution(dem)))
+
+
+def moved_gradient(sampler: RigidSampler, matrix: np.ndarray, guess: np.ndarray, step: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient ``(dz/dx, dz/dy)`` of the surface moved by ``matrix`` at the sampler's
+    positions: central differences ``step`` apart (the surface moved by ``-e`` after
+    ``matrix`` shows at ``q`` what the moved surface has at ``q + e``; at the solution it is
+    the reference's gradient, the linearisation of the DEM route).
+
+    Examples
+    --------
+    The plane ``z = 2 x + 0.5 y`` at a point between pixel centres:
+
+    >>> z = np.add.outer(-0.5 * (np.arange(20.0) + 0.5), 2.0 * (np.arange(20.0) + 0.5))
+    >>> dem = xr.DataArray(z, dims=("y", "x"), coords={"y": -np.arange(20) - 0.5, "x": np.arange(20) + 0.5})
+    >>> s = RigidSampler(dem, np.array([10]), np.array([7]), interpolation="lagrange", half=2,
+    ...                  centre=np.zeros(3), x=np.array([7.3]), y=np.array([-10.6]))
+    >>> gx, gy = moved_gradient(s, np.eye(4), np.array([9.3]), 0.5)
+    >>> gx.round(9).tolist(), gy.round(9).tolist(), s(np.eye(4), np.array([9.0])).round(9).tolist()
+    ([2.0], [0.5], [9.3])
     """
-    valid = data.valid()
-    t = get_transform(data.ref)
-    ny, nx = data.ref.shape[-2:]
-    cx, cy = t.c + t.a * nx / 2.0, t.f + t.e * ny / 2.0  # the grid's centre (north-up)
-    motion = np.asarray(start, dtype=np.float64) @ np.array([cx, cy, 0.0, 1.0]) - np.array([cx, cy, 0.0, 1.0])
-    if motion[0] != 0.0 or motion[1] != 0.0:
-        moved = shift_dem(data.tba, shift_x=float(motion[0]), shift_y=float(motion[1]), resampling="cubic")
-        valid = da.isfinite(data.ref.data) & da.isfinite(moved.data.rechunk(data.ref.data.chunks)) & data.inlier
-    s = sample_valid(valid, {"ref": data.ref.data}, subsample=subsample, random_state=random_state,
-                     min_count=min_count, what=what, windows={"win_ref": data.ref.data, "win_tba": data.tba.data},
-                     half=half)
-    win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
-    gx, gy = window_gradient(win_ref, half, step_x=t.a, step_y=t.e)
-    del win_ref
-    x = t.c + (s["col"] + 0.5) * t.a
-    y = t.f + (s["row"] + 0.5) * t.e
-    ref = s["ref"]
-    centre = np.array([np.mean(x), np.mean(y), np.mean(ref)])
-    sampler = RigidSampler(data.tba, s["row"], s["col"], interpolation=interpolation, half=half, centre=centre)
-    sampler.prime(win_tba)
-    return RigidSample(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)
+
+    def at(dx: float, dy: float) -> np.ndarray:
+        t = np.eye(4)
+        t[0, 3], t[1, 3] = -dx, -dy
+        return sampler(t @ matrix, guess)
+
+    return (at(step, 0.0) - at(-step, 0.0)) / (2 * step), (at(0.0, step) - at(0.0, -step)) / (2 * step)

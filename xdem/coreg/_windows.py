@@ -193,13 +193,15 @@ def sample_with_terrain(
 
 
 class ShiftEstimator(Protocol):
-    """The hyper-parameters :func:`shift_fit_sample` reads (NuthKaab, NuthKaabDeramp)."""
+    """The hyper-parameters :func:`shift_fit_sample` and :class:`xdem.coreg._point_sample.ShiftSample` read
+    (NuthKaab, NuthKaabDeramp)."""
 
     subsample: float | int
     random_state: int | None
     resampling: str
     terrain_method: str
     initial_shift: tuple[float, ...] | None
+    on_divergence: str
     _min_points: ClassVar[int]
     _half: ClassVar[int]
 

@@ -20,8 +20,8 @@ import xarray as xr
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._matrix import as_centre
+from xdem.coreg._point_sample import PointSample, ShiftSample, reversed_history
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
-from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import grid_shape
@@ -150,9 +150,16 @@ class VerticalShift(AffineCoreg):
 
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_fit import fit_vertical_shift_points
-
-        fit_vertical_shift_points(self, data)
+        """On points: ``vshift_reduc_func`` of the inliers' ``dh`` at the drawn points."""
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state,
+                                     what="VerticalShift")
+        dh, fin = ps.dh(need=1)
+        ok = ps.inliers(dh, fin)
+        self.shift_x_ = 0.0
+        self.shift_y_ = 0.0
+        self.shift_z_ = -float(self.vshift_reduc_func(dh[ok]))
+        self.count_ = int(ok.sum())
+        vars(self).update(ps.counts(fin, ok))
 
 
 def _all_pixels(subsample: float | int) -> bool:
@@ -302,21 +309,44 @@ class NuthKaab(AffineCoreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        ss, resolution = shift_fit_sample(self, data, "Nuth & Kääb")
-        s, evaluate = ss.sample, ss.sampler
-        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
-        self._fit_on_sample(s["ref"], ss.slope, ss.aspect, evaluate, resolution=resolution,
-                            shape=grid_shape(data.ref), start=start)
+        ss = ShiftSample.from_pair(data, self, what="Nuth & Kääb")
+        self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.sampler, resolution=ss.resolution,
+                            shape=grid_shape(ss.grid), start=ss.start)
         self.passes_ = int(ss.passes)
         if data.collect_points:  # a pipeline asks: its next step may fit on these points
-            self._shared_points = SharedPoints(s["row"], s["col"], s["ref"], evaluate, self.subsample,
+            assert ss.rows is not None and ss.cols is not None
+            self._shared_points = SharedPoints(ss.rows, ss.cols, ss.ref, ss.sampler, self.subsample,
                                                self.random_state)
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_fit import fit_nuth_kaab_points
-
+        """On points (:mod:`xdem.coreg._point_sample`): the iterations of the DEM route on the
+        DEM's windows cut at the points (one pass), with its slope and aspect there, then a
+        second run without the outliers from the first result; reversed for points to align."""
         self._check_params()
-        fit_nuth_kaab_points(self, data)
+        ss = ShiftSample.from_points(data, self, what="Nuth & Kääb")
+        ps = ss.points
+        assert ps is not None
+        shape = grid_shape(ss.grid)
+        self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.sampler, start=ss.start, resolution=ss.resolution,
+                            shape=shape)
+        residual = ss.sampler(self.shift_x_, self.shift_y_) - ss.ref
+        fin = np.isfinite(residual)
+        ok = ps.inliers(residual, fin)
+        if ps.has_outliers(fin, ok):
+            history, iterations = list(self.history_), int(self.n_iterations_)
+            self._fit_on_sample(ss.without(ok), ss.slope, ss.aspect, ss.sampler, resolution=ss.resolution,
+                                shape=shape, start=(float(self.shift_x_), float(self.shift_y_)))
+            self.history_ = history + list(self.history_)
+            self.n_iterations_ = iterations + int(self.n_iterations_)
+        if not data.points_are_ref:
+            self.shift_x_, self.shift_y_, self.shift_z_ = -self.shift_x_, -self.shift_y_, -self.shift_z_
+            self.history_ = reversed_history(self.history_)
+        self.passes_ = int(ss.passes)
+        vars(self).update(ps.counts(fin, ok))
+
+    # learned attributes set by _fit_on_sample (both routes), read by _fit_points
+    history_: list[list[float]]
+    n_iterations_: int
 
     def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray,
                        evaluate: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],

@@ -36,6 +36,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import PointFitData
+from xdem.coreg._point_sample import PointSample
 from xdem.coreg.base import Coreg, FitData, as_dem, register
 from xdem.coreg.binning import (
     APPLY_METHODS,
@@ -274,9 +275,33 @@ class BiasCorr(Coreg):
         return {k: _values_of(bias_vars[k], k, x, y, crs) for k in self.var_names_}
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_fit import fit_biascorr_points
-
-        fit_biascorr_points(self, data)
+        """On points (:mod:`xdem.coreg._point_sample`): ``dh`` at the points (one pass), the
+        bias variables there (:meth:`_points_variables`: gridded variables interpolated
+        bilinearly, one pass each; coordinates computed), the model fitted on them, then
+        refitted without the points whose residual is an outlier. Points where a variable is
+        NaN count as outside."""
+        self._check_params()
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state,
+                                     what=type(self).__name__)
+        dh, fin = ps.dh(need=10)
+        prow, pcol = ps.pixel_positions()
+        values, passes = self._points_variables(data, ps.points, prow, pcol)
+        for v in values.values():
+            fin = fin & np.isfinite(v)
+        ps.require(int(fin.sum()), 10)
+        names = list(values)
+        ok = fin
+        with single_thread_blas():
+            self._fit_values(names, [v[fin] for v in values.values()], dh[fin])
+            if data.outlier_nmad is not None:
+                residual = np.full(len(dh), np.nan)
+                residual[fin] = dh[fin] - self.bias({k: v[fin] for k, v in values.items()})
+                ok = ps.inliers(residual)
+                ps.require(int(ok.sum()), 10)
+                if ps.has_outliers(fin, ok):
+                    self._fit_values(names, [v[ok] for v in values.values()], dh[ok])
+        self.passes_ = 1 + int(passes)
+        vars(self).update(ps.counts(fin, ok))
 
     def _apply_arrays(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray]) -> list[da.Array]:
         """Lazy variables on ``dem``'s grid, in the order of ``var_names_``."""

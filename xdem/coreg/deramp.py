@@ -26,6 +26,7 @@ import xarray as xr
 from affine import Affine
 
 from xdem.coreg._data import SharedPoints
+from xdem.coreg._point_sample import PointSample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
@@ -213,9 +214,23 @@ class Deramp(Coreg):
         return np.asarray(dh - design @ coefs)
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_fit import fit_deramp_points
-
-        fit_deramp_points(self, data)
+        """On points (:mod:`xdem.coreg._point_sample`): the surface fitted to ``dh`` at the
+        points (no horizontal motion, so the same whichever side the points are on), then
+        refitted without the points whose residual is an outlier."""
+        need = max(len(surface_terms(self.poly_order)) + 1, 10)
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state, what="Deramp")
+        dh, fin = ps.dh(need=need)
+        x, y = ps.points.x, ps.points.y
+        norm = grid_normalisation(data.dem)
+        residual = np.full(len(dh), np.nan)
+        residual[fin] = self._fit_surface(x[fin], y[fin], dh[fin], norm)
+        ok = ps.inliers(residual, fin)
+        if data.outlier_nmad is not None:
+            ps.require(int(ok.sum()), need)
+            if ps.has_outliers(fin, ok):
+                self._fit_surface(x[ok], y[ok], dh[ok], norm)
+        self.passes_ = 1
+        vars(self).update(ps.counts(fin, ok))
 
     def _frame_op(self) -> FrameOp:
         return FrameOp(str(self.crs_), surfaces=(fitted_surface(self),))

@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 
 from xdem.coreg._data import PointFitData
 from xdem.coreg._iterate import DIVERGENCE_FRACTION, divergence_message, initial_shift_of
+from xdem.coreg._point_sample import PointSample
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
 from xdem.coreg.affine import check_iteration_params
@@ -36,6 +37,7 @@ from xdem.io.grid import check_projected, get_transform, grid_shape, shift_in_pi
 from xdem.kernels.dhminimize import interp_windows_at
 from xdem.kernels.interp import footprint
 from xdem.kernels.robust import nmad
+from xdem.points.bucket import PointSampler
 from xdem.sampling import sample_valid
 from xdem.warp import crs_key
 
@@ -48,6 +50,9 @@ OPTIMIZERS = ("Nelder-Mead", "Powell")
 _FIRST_STEP_PX = 0.5
 #: An optimum closer than this (pixels) to the edge of the windows' region moves the windows.
 _EDGE_PX = 0.5
+#: DhMinimize on points searches within this many pixels of its start (``initial_shift``); an
+#: optimum at the edge of that box starts a new search around it.
+SEARCH_PX = 10.0
 
 
 @register
@@ -189,9 +194,71 @@ class DhMinimize(RigidCoreg):
         return self
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_rigid import fit_dhminimize_points
+        """On points (:mod:`xdem.coreg._point_sample`): the horizontal shift of the DEM
+        (interpolated at the points with ``resampling``: :class:`xdem.points.PointSampler`)
+        minimising ``spread_func`` of ``dh`` at the points (:meth:`_search_points`), the vertical
+        shift minus the median ``dh`` of the inliers there; a translation, negated for
+        ``(dem, points)``."""
+        initial = self._check_params()
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state,
+                                     what="DhMinimize")
+        pts = ps.points
+        start = (0.0, 0.0) if initial is None else (ps.sign * initial[0], ps.sign * initial[1])
+        sampler = PointSampler(data.dem, pts, resampling=self.resampling, half=self._half, data=data.values)
+        dh0 = sampler(*start) - pts.z
+        assert sampler.windows is not None
+        use = np.isfinite(dh0) & np.isfinite(sampler.windows).all(axis=(1, 2))  # one set whatever the shift
+        ps.require(int(use.sum()), self._min_points)
+        res_x, res_y = signed_resolution(data.dem)
+        z = np.where(use, pts.z, np.nan)  # the points outside `use` never enter the spread
 
-        fit_dhminimize_points(self, data)
+        def shift_of(p: np.ndarray) -> tuple[float, float]:
+            return float(-p[1] * res_x), float(p[0] * res_y)
+
+        def objective(p: np.ndarray) -> float:
+            dh = sampler(*shift_of(p)) - z
+            return float(self.spread_func(dh[np.isfinite(dh)]))
+
+        pos0 = np.array(shift_in_pixels(data.dem, *start), dtype=np.float64)
+        pos, iterations, converged = self._search_points(objective, pos0, shift_of, start=start,
+                                                         limit=DIVERGENCE_FRACTION * max(grid_shape(data.dem)))
+        sx, sy = shift_of(pos)
+        dh = sampler(sx, sy) - pts.z
+        fin = np.isfinite(dh)
+        ok = ps.inliers(dh, fin)
+        sz = -float(np.median(dh[ok]))
+        sign = ps.sign
+        self._set_transform(np.eye(3), (sign * sx, sign * sy, sign * sz), ps.centre())
+        self.spread_ = float(self.spread_func(dh[use & fin]))
+        self.n_iterations_ = int(iterations)
+        self.converged_ = bool(converged)
+        self.count_ = int(ok.sum())
+        self.passes_ = int(sampler.reads)
+        vars(self).update(ps.counts(fin, ok))
+
+    def _search_points(self, objective: Callable[[np.ndarray], float], pos0: np.ndarray,
+                       shift_of: Callable[[np.ndarray], tuple[float, float]], *, start: tuple[float, float],
+                       limit: float) -> tuple[np.ndarray, int, bool]:
+        """The search on points from ``pos0`` (pixels): within :data:`SEARCH_PX` pixels of it,
+        again around the optimum while it is at the edge of the box; ``(pos, iterations,
+        converged)``, diverging beyond ``limit`` pixels a :class:`~xdem.errors.ConvergenceError`."""
+        pos, iterations, converged = pos0, 0, False
+        while True:  # a search box around pos; moved on when the optimum is at its edge
+            lo, hi = pos - SEARCH_PX, pos + SEARCH_PX
+            pos, nit, success = self._minimize(objective, pos, lo, hi, int(self.max_iterations) - iterations)
+            iterations += nit
+            if float(np.hypot(*(pos - pos0))) > limit:
+                raise ConvergenceError(divergence_message("DhMinimize", *shift_of(pos), iterations, start))
+            if not (np.any(pos - lo < _EDGE_PX) or np.any(hi - pos < _EDGE_PX)):
+                converged = success
+                break
+            if iterations >= int(self.max_iterations):
+                break
+        if not converged:
+            warnings.warn(f"DhMinimize did not converge in {iterations} iterations (max_iterations="
+                          f"{self.max_iterations}, tolerance {self.tolerance} px); raise max_iterations, or start "
+                          "closer with initial_shift", ConvergenceWarning, stacklevel=5)
+        return pos, iterations, converged
 
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, (0.0, 0.0, 0.0))

@@ -46,6 +46,7 @@ from scipy.spatial.transform import Rotation
 
 from xdem.coreg._data import PointFitData
 from xdem.coreg._iterate import DIVERGENCE_FRACTION, initial_shift_of
+from xdem.coreg._point_sample import PointSample
 from xdem.coreg._shift import check_resampling
 from xdem.coreg._windows import gather_windows
 from xdem.coreg.base import FitData, register
@@ -63,6 +64,7 @@ from xdem.kernels.icp import (
     reject_outliers,
     unit_normals,
 )
+from xdem.kernels.rigid import split_matrix
 from xdem.kernels.robust import nmad
 from xdem.sampling import sample_valid
 from xdem.warp import crs_key
@@ -349,9 +351,45 @@ class ICP(RigidCoreg):
         return dist
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_rigid import fit_icp_points
-
-        fit_icp_points(self, data)
+        """On points (:mod:`xdem.coreg._point_sample`): the points moved onto the DEM's surface
+        (the DEM's windows cut around the moved points, as the reference's are on the DEM
+        route), refitted without the points whose vertical residual is an outlier. The fit of
+        ``(dem, points)`` is that transform; the fit of ``(points, dem)`` its inverse."""
+        sx, sy, sz = self._check_params()
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state, what="ICP")
+        pts = ps.points
+        points = np.column_stack([pts.x, pts.y, pts.z])
+        keep = np.isfinite(pts.z)
+        centre = ps.centre()
+        pixel, shape = min(get_resolution(data.dem)), grid_shape(data.dem)
+        reference = _Reference(data.values, get_transform(data.dem), centre, shape[1])
+        shift = -ps.sign * np.array([sx, sy, 0.0 if sz is None else sz])  # that of the result: points to align move
+        dist = np.full(pts.count, np.nan)
+        ps.require(int(keep.sum()), self._min_points)
+        self._solve(reference, points[keep], shift, sz is None, pixel=pixel, shape=shape)
+        total = self.to_matrix()
+        # residuals judged vertically, in each point's own window (a blunder far above the surface
+        # matches nothing in 3-D, but is still over valid DEM pixels: an outlier, not outside)
+        dist[keep] = reference.vertical_offsets(move_points(points[keep], self.rotation(),
+                                                            np.asarray(self.to_translations()), centre))
+        fin = np.isfinite(dist)
+        ok = ps.inliers(dist, fin)
+        iterations = int(self.n_iterations_)
+        if ps.has_outliers(fin, ok):
+            sub = ok[keep]  # the windows follow the moved points: reuse those of the inliers
+            again = _Reference(data.values, get_transform(data.dem), centre, shape[1])
+            again.use(reference.windows[sub], reference.rows[sub], reference.cols[sub])
+            moved = move_points(points[ok], self.rotation(), np.asarray(self.to_translations()), centre)
+            self._solve(again, moved, np.zeros(3), False, pixel=pixel, shape=shape)
+            total = self.to_matrix() @ total
+            iterations += int(self.n_iterations_)
+            reference.reads += again.reads
+        if data.points_are_ref:
+            total = np.linalg.inv(total)
+        self._set_transform(*split_matrix(total, centre), centre)
+        self.n_iterations_ = iterations
+        self.passes_ = int(reference.reads)
+        vars(self).update(ps.counts(fin, ok))
 
     def _iterate(self, reference: _Reference, points: np.ndarray, centre: np.ndarray, shift: np.ndarray, *,
                  pixel: float, limit: float) -> tuple[np.ndarray, np.ndarray, int, bool, int]:

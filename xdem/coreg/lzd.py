@@ -17,14 +17,15 @@ from xdem.coreg._iterate import (
     initial_shift_of,
     not_converged,
 )
-from xdem.coreg._rigid_sample import RigidSample, rigid_fit_sample
+from xdem.coreg._point_sample import PointSample
+from xdem.coreg._rigid_sample import RigidSample, moved_gradient
 from xdem.coreg._shift import check_resampling
 from xdem.coreg.base import FitData, register
 from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, grid_shape
 from xdem.kernels.lzd import increment_matrix, lzd_step, step_motion
-from xdem.kernels.rigid import rotations_of, split_matrix
+from xdem.kernels.rigid import rigid_matrix, rotation_matrix, rotations_of, split_matrix
 from xdem.kernels.robust import nmad
 from xdem.warp import crs_key
 
@@ -39,6 +40,9 @@ _ALL, _TRANSLATION, _FLAT, _FLAT_TRANSLATION = (0, 1, 2, 3, 4, 5), (3, 4, 5), (0
 _MAX_CONDITION = 1e4
 #: ... and at least this many sampled points are steeper than ``_MIN_SLOPE`` degrees.
 _MIN_SLOPE = 1.0
+#: LZD on points takes the moved DEM's gradient again when the transform has moved a point by
+#: more than this (pixels) since it was last taken.
+REGRADIENT_PX = 0.05
 
 
 @register
@@ -194,9 +198,45 @@ class LZD(RigidCoreg):
 
     # --- fit ----------------------------------------------------------------------------------
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_rigid import fit_lzd_points
-
-        fit_lzd_points(self, data)
+        """On points (:mod:`xdem.coreg._point_sample`): the DEM moved onto the points (their
+        positions are the sampled positions, their elevations the reference:
+        :meth:`RigidSample.from_points <xdem.coreg._rigid_sample.RigidSample.from_points>`),
+        the steps of the DEM route on them with the moved DEM's gradient, taken again as it
+        moves (:class:`_PointRun`), refitted without the outlying residuals. The fit of
+        ``(points, dem)`` is that transform; the fit of ``(dem, points)`` its inverse (the
+        gradient used is then the reference DEM's at the points)."""
+        shift = self._check_params()
+        ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state, what="LZD")
+        m0 = np.eye(4)
+        m0[:3, 3] = np.asarray(shift) * ps.sign  # the DEM moves: reversed for (dem, points)
+        ss = RigidSample.from_points(ps, start=m0, min_count=self._min_points, half=self._half)
+        unknowns = self._unknowns(ss)
+        pixel, shape = float(np.mean(get_resolution(data.dem))), grid_shape(data.dem)
+        run = _PointRun(self, ss, m0, unknowns, pixel=pixel, shape=shape, z=ps.points.z)
+        matrix = run.iterate()
+        history, iterations = list(run.history), run.iterations
+        residual = run.residuals(matrix)
+        fin = np.isfinite(residual)
+        ok = ps.inliers(residual, fin)
+        if ps.has_outliers(fin, ok):
+            ss.ref = np.where(ok, ss.ref, np.nan)
+            run = _PointRun(self, ss, matrix, unknowns, pixel=pixel, shape=shape, z=ps.points.z, at=run.at)
+            matrix = run.iterate()
+            history += run.history
+            iterations += run.iterations
+        if not data.points_are_ref:
+            matrix = np.linalg.inv(matrix)
+            history = _inverse_history(history, ss.centre)
+        rotation, translation = split_matrix(matrix, ss.centre)
+        self._set_transform(np.eye(3) if self.only_translation else rotation, translation, ss.centre)
+        self.n_iterations_ = int(iterations)
+        self.converged_ = run.converged
+        self.horizontal_constrained_ = unknowns in (_ALL, _TRANSLATION)
+        self.count_ = run.count
+        self.residual_nmad_ = run.final_spread
+        self.history_ = history
+        self.passes_ = int(ss.sampler.reads)
+        vars(self).update(ps.counts(fin, ok))
 
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, np.eye(4))
@@ -220,8 +260,8 @@ class LZD(RigidCoreg):
         start = np.eye(4)
         start[:3, 3] = shift
         start = start @ prior
-        ss = rigid_fit_sample(data, subsample=self.subsample, random_state=self.random_state,
-                              min_count=self._min_points, what="LZD", start=start, half=self._half)
+        ss = RigidSample.from_pair(data, subsample=self.subsample, random_state=self.random_state,
+                                   min_count=self._min_points, what="LZD", start=start, half=self._half)
         unknowns = self._unknowns(ss)
         run = _Run(self, ss, start, unknowns, pixel=float(np.mean(get_resolution(data.ref))),
                    shape=grid_shape(data.ref), prior=prior)
@@ -345,6 +385,41 @@ class _Run:
         self.count = int(np.count_nonzero(fin))
         self.final_spread = _nmad(r)
         return matrix
+
+
+class _PointRun(_Run):
+    """The iterations of LZD on points: the moved DEM's gradient at the points is taken again
+    once the transform has moved some point by more than :data:`REGRADIENT_PX` since it was
+    last taken (near the solution the steps are far smaller). ``at`` holds the transform it
+    was last taken at, shared by a refit."""
+
+    def __init__(self, est: LZD, ss: RigidSample, m0: np.ndarray, unknowns: tuple[int, ...], *, pixel: float,
+                 shape: tuple[int, int], z: np.ndarray, at: list[np.ndarray] | None = None) -> None:
+        super().__init__(est, ss, m0, unknowns, pixel=pixel, shape=shape, prior=np.eye(4))
+        self.at = [m0] if at is None else at
+        centre = ss.centre
+        self._p = np.vstack([ss.x - centre[0], ss.y - centre[1], z - centre[2], np.ones(len(ss.x))])
+        self._p[:3][:, ~np.isfinite(z)] = 0.0
+
+    def residuals(self, matrix: np.ndarray) -> np.ndarray:
+        r = super().residuals(matrix)
+        c = np.eye(4)
+        c[:3, 3] = self.ss.centre
+        delta = ((matrix - self.at[0]) @ c) @ self._p
+        if float(np.sqrt(np.max(np.sum(delta[:3] ** 2, axis=0)))) > REGRADIENT_PX * self.pixel:
+            self.ss.gx, self.ss.gy = moved_gradient(self.ss.sampler, matrix, self._z, 0.5 * self.pixel)
+            self.at[0] = matrix.copy()
+        return r
+
+
+def _inverse_history(history: list[list[float]], centre: np.ndarray) -> list[list[float]]:
+    """``[rx, ry, rz, sx, sy, sz]`` summaries of the inverses of the summarised transforms."""
+    out = []
+    for h in history:
+        m = np.linalg.inv(rigid_matrix(rotation_matrix(*h[:3]), np.asarray(h[3:], dtype=np.float64), centre))
+        r, t = split_matrix(m, centre)
+        out.append([*rotations_of(r), *(float(v) for v in t)])
+    return out
 
 
 def _divergence(moved_px: float, iterations: int) -> str:

@@ -32,15 +32,14 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
+from xdem.coreg._point_sample import ShiftSample, reversed_history
 from xdem.coreg._shift import shift_dem
-from xdem.coreg._windows import shift_fit_sample
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.deramp import (
     check_poly_order,
     fitted_surface,
     grid_normalisation,
-    pixel_xy,
     subtract_surface,
     surface_terms,
 )
@@ -179,19 +178,60 @@ class NuthKaabDeramp(Coreg):
 
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        ss, resolution = shift_fit_sample(self, data, "NuthKaabDeramp")
-        s = ss.sample
-        x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
-        start = check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
-        self._fit_on_sample(s["ref"], ss.slope, ss.aspect, x, y, ss.sampler, resolution=resolution,
-                            start=start, grid=data.ref)
+        ss = ShiftSample.from_pair(data, self, what="NuthKaabDeramp")
+        self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.x, ss.y, ss.sampler, resolution=ss.resolution,
+                            start=ss.start, grid=ss.grid)
         self.passes_ = ss.passes
 
     def _fit_points(self, data: PointFitData) -> None:
-        from xdem.coreg._points_fit import fit_nuth_kaab_deramp_points
-
+        """On points (:mod:`xdem.coreg._point_sample`): as :meth:`NuthKaab._fit_points
+        <xdem.coreg.NuthKaab._fit_points>`, the ramp a polynomial of the points' coordinates.
+        With points to align, the fit of the DEM onto the points is inverted exactly: shift
+        ``-s`` and the surface ``-S(x + s)``, a polynomial of the same terms for
+        ``poly_order <= 1`` (higher orders: a clear error)."""
         self._check_params()
-        fit_nuth_kaab_deramp_points(self, data)
+        if not data.points_are_ref and check_poly_order(self.poly_order) > 1:
+            raise InputError("NuthKaabDeramp with points to align supports poly_order <= 1; give the points as the "
+                             "reference (fit(points, dem)) or use NuthKaab() + Deramp(poly_order=...)")
+        ss = ShiftSample.from_points(data, self, what="NuthKaabDeramp")
+        ps = ss.points
+        assert ps is not None
+        self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.x, ss.y, ss.sampler, resolution=ss.resolution,
+                            start=ss.start, grid=ss.grid)
+        residual = ss.sampler(self.shift_x_, self.shift_y_) - ss.ref - fitted_surface(self).value(ss.x, ss.y)
+        fin = np.isfinite(residual)
+        ok = ps.inliers(residual, fin)
+        if ps.has_outliers(fin, ok):
+            history, iterations = list(self.history_), int(self.n_iterations_)
+            self._fit_on_sample(ss.without(ok), ss.slope, ss.aspect, ss.x, ss.y, ss.sampler,
+                                resolution=ss.resolution, start=(float(self.shift_x_), float(self.shift_y_)),
+                                grid=ss.grid)
+            self.history_ = history + list(self.history_)
+            self.n_iterations_ = iterations + int(self.n_iterations_)
+        if not data.points_are_ref:
+            self._reverse(ss.grid)
+        self.passes_ = int(ss.passes)
+        vars(self).update(ps.counts(fin, ok))
+
+    def _reverse(self, grid: xr.DataArray) -> None:
+        """The fit of the DEM onto points to align, inverted: shift ``-s``, surface ``-S(x + s)``."""
+        sx, sy = float(self.shift_x_), float(self.shift_y_)
+        lin = {tuple(t): float(c) for t, c in zip(self.terms_, self.coefs_)}
+        c0 = lin.get((0, 0), 0.0) + (lin.get((1, 0), 0.0) * sx + lin.get((0, 1), 0.0) * sy) / float(self.scale_)
+        self.coefs_ = np.array([-(c0 if tuple(t) == (0, 0) else lin[tuple(t)]) for t in self.terms_])
+        self.shift_x_, self.shift_y_, self.shift_z_ = -sx, -sy, -float(self.coefs_[0])
+        self.history_ = reversed_history(self.history_)
+        self._describe_ramp(grid)
+
+    # learned attributes set by _fit_on_sample (both routes), read by _fit_points
+    shift_x_: float
+    shift_y_: float
+    shift_z_: float
+    history_: list[list[float]]
+    n_iterations_: int
+    coefs_: np.ndarray
+    terms_: list[list[int]]
+    scale_: float
 
     def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray, x: np.ndarray, y: np.ndarray,
                        sampler: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],

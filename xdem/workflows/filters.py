@@ -201,7 +201,7 @@ def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, di
 
     One pass over the chunks holding points (:func:`xdem.points.dem_at_points`) gives, at each
     point, the DEM as the fit reads it (4-point Lagrange at the point's exact position, NaN
-    outside the masks, as :func:`xdem.coreg._points_fit.dh_at_points`) and, with a slope limit,
+    outside the masks, as :meth:`xdem.coreg._point_sample.PointSample.dh`) and, with a slope limit,
     a 4 x 4 window around it, from which the slope of the DEM pixel holding the point (the
     nearest pixel centre: Horn, 3 x 3, the values of :func:`xdem.terrain.slope`) is taken. A
     point is *stable* when ``dh = tba - ref`` is finite there (inside the DEM, off nodata,
