@@ -48,7 +48,7 @@ def register(cls: type[Coreg]) -> type[Coreg]:
 
 class _Flag:
     """A read-only attribute that is one flag of the capabilities: on the class, the declared
-    ``tags``; on an estimator, its :attr:`Coreg.capabilities` (a pipeline's combine its steps')."""
+    ``tags``; on an estimator, its :attr:`Coreg.capabilities` (on a pipeline: its steps' combined)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
