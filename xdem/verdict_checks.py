@@ -24,7 +24,7 @@ that reports convergence) has ``passed = None`` and does not block; its hint say
   inputs are wrong (units, nodata, not a DEM), not merely noisy.
 * ``median_after``: ``|median dh after| <= MEDIAN_FLOOR + MEDIAN_NMAD * NMAD after`` (0.05 m
   + 0.25 NMAD; the median of 1000 pixels is known to 0.04 NMAD), only when the last step
-  removes the median of dh (:data:`CAPABILITIES`).
+  removes the median of dh (its declared ``removes_median``, :class:`xdem.coreg.Capabilities`).
 * ``stable_share``: stable valid pixels / pixels valid in both DEMs at least
   :data:`STABLE_SHARE_MIN` (1 %), and at least :data:`MIN_STABLE_PIXELS` (100) pixels.
 * ``fit_share``: each step's points in its final fit / the stable valid pixels it could draw
@@ -43,9 +43,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from xdem.coreg import METHODS
+
 __all__ = ["RESIDUAL_PIXELS", "NMAD_RATIO_MAX", "IMPROVED_RATIO_MAX", "NOISE_FLOOR", "NOISE_FLAT_PX",
            "NOISE_SLOPE_PX", "MEDIAN_FLOOR", "MEDIAN_NMAD", "STABLE_SHARE_MIN", "MIN_STABLE_PIXELS",
-           "FIT_SHARE_MIN", "OUTLIER_NOISE", "OUTLIER_SHARE_MAX", "Capability", "CAPABILITIES", "capability",
+           "FIT_SHARE_MIN", "OUTLIER_NOISE", "OUTLIER_SHARE_MAX", "Capability", "capability",
            "Check", "Facts", "noise_bound", "run_checks", "status_of"]
 
 #: Residual amplitude (pixels) above which a horizontal shift remains.
@@ -77,39 +79,29 @@ OUTLIER_SHARE_MAX = 0.02
 
 @dataclass(frozen=True)
 class Capability:
-    """What a method fits, as data: ``horizontal`` (a horizontal shift: the residual sinusoid
-    should vanish) and ``median`` (its vertical offset is the median of dh, with its default
-    ``vshift_reduc_func``: the median after should be 0)."""
+    """What the verdict needs to know of what a step fits: ``horizontal`` (a horizontal shift:
+    the residual sinusoid should vanish) and ``median`` (its vertical offset is the median of dh,
+    with its default ``vshift_reduc_func``: the median after should be 0). Read from the
+    method's declared capabilities (:class:`xdem.coreg.Capabilities`: ``horizontal``,
+    ``removes_median``)."""
 
     horizontal: bool
     median: bool
 
 
-#: Lower-case method name -> :class:`Capability`; unknown methods: neither.
-CAPABILITIES: dict[str, Capability] = {
-    "verticalshift": Capability(horizontal=False, median=True),
-    "nuthkaab": Capability(horizontal=True, median=True),
-    "nuthkaabderamp": Capability(horizontal=True, median=False),
-    "deramp": Capability(horizontal=False, median=False),
-    "biascorr": Capability(horizontal=False, median=False),
-    "directionalbias": Capability(horizontal=False, median=False),
-    "terrainbias": Capability(horizontal=False, median=False),
-    "blockwisecoreg": Capability(horizontal=True, median=False),
-    "rigidtransform": Capability(horizontal=False, median=False),
-    "dhminimize": Capability(horizontal=True, median=False),
-    "icp": Capability(horizontal=True, median=False),
-    "lzd": Capability(horizontal=True, median=False),
-}
-
-
 def capability(step: Mapping[str, object]) -> Capability:
-    """The :class:`Capability` of one step of a run's ``steps`` (``method``, ``params``): a
-    ``vshift_reduc_func`` other than the median removes no median.
+    """The :class:`Capability` of one step of a run's ``steps`` (``method``, ``params``), from
+    the capabilities its method declares (an unknown method: neither); a ``vshift_reduc_func``
+    other than the median removes no median.
 
     >>> capability({"method": "NuthKaab", "params": {"vshift_reduc_func": "mean"}})
     Capability(horizontal=True, median=False)
+    >>> capability({"method": "VerticalShift"})
+    Capability(horizontal=False, median=True)
     """
-    cap = CAPABILITIES.get(str(step.get("method", "")).lower(), Capability(horizontal=False, median=False))
+    method = METHODS.get(str(step.get("method", "")).lower())
+    cap = Capability(horizontal=False, median=False) if method is None else \
+        Capability(horizontal=method.tags.horizontal, median=method.tags.removes_median)
     params = step.get("params")
     func = params.get("vshift_reduc_func") if isinstance(params, Mapping) else None
     if cap.median and func is not None and str(func) not in ("median", "nanmedian"):

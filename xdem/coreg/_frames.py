@@ -27,7 +27,7 @@ __all__ = ["frame_of", "needs_frame_route", "apply_in_frame"]
 def frame_of(coreg: Coreg) -> str | None:
     """CRS the (fitted) correction is defined in, or ``None`` (loaded from an old JSON
     document without ``crs_``: then applied in the CRS of the DEM it is applied to)."""
-    for step in _steps(coreg):
+    for step in coreg.steps:
         crs = vars(step).get("crs_")
         if crs is not None:
             return str(crs)
@@ -40,11 +40,6 @@ def needs_frame_route(coreg: Coreg, dem: xr.DataArray, target: Grid | None) -> b
     own = Grid.of(dem)
     frame = frame_of(coreg)
     return (frame is not None and not same_crs(frame, own.crs)) or (target is not None and not target.same_as(own))
-
-
-def _steps(coreg: Coreg) -> list[Coreg]:
-    steps = getattr(coreg, "steps", None)
-    return list(steps) if steps is not None else [coreg]
 
 
 def apply_in_frame(
@@ -65,14 +60,14 @@ def apply_in_frame(
 
     current = dem
     pending = FrameOp(frame)
-    for step in _steps(coreg):
+    for step in coreg.steps:
         op = step._frame_op()
         if op is not None:
             try:
                 pending = pending.then(op)
             except NotMergeable:  # a rotation after a ramp: resample once more, then go on
                 current, pending = onto_output(current, pending), FrameOp(frame).then(op)
-            resampling = getattr(step, "resampling", resampling)
+            resampling = step.resampling or resampling
             continue
         # later steps run on the output grid: a step needing the frame works there if it is in the frame
         current, pending = onto_output(current, pending), FrameOp(frame)

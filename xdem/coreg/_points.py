@@ -51,11 +51,10 @@ def apply_to_points(coreg: Coreg, points: gpd.GeoDataFrame, *, z_name: str = "z"
         raise CRSError("the points have no CRS; set one with points.set_crs('EPSG:XXXX')")
     if not (points.geom_type == "Point").all():
         raise InputError("only Point geometries can be moved; explode multi-part geometries first")
-    steps = list(getattr(coreg, "steps", None) or [coreg])
     ops: list[Any] = []
-    for step in steps:
+    for step in coreg.steps:
         op = step._frame_op()
-        if op is None and not hasattr(step, "_values_at_points"):
+        if op is None and not step.capabilities.moves_points:
             raise InputError(f"{type(step).__name__} corrects elevation values from gridded variables; it cannot "
                              "move points: apply it to a DEM, or leave it out of the pipeline for points")
         ops.append(op if op is not None else step)

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xdem.coreg._shift import translation_matrix
 from xdem.kernels.rigid import rotations_of, split_matrix
 
+if TYPE_CHECKING:  # the estimators import this module's package; it needs only their hooks
+    from xdem.coreg.base import Coreg
+
 __all__ = ["steps_of", "merged_transform"]
 
 
-def steps_of(coreg: Any) -> list[Any]:
-    """The steps of a pipeline, or ``[coreg]`` for a single step."""
-    return list(coreg.steps) if hasattr(coreg, "steps") else [coreg]
+def steps_of(coreg: Coreg) -> list[Coreg]:
+    """The steps of a pipeline, or ``[coreg]`` for a single step (:attr:`Coreg.steps`)."""
+    return list(coreg.steps)
 
 
-def _rotates(step: Any) -> bool:
-    has_rotation = getattr(step, "has_rotation", None)
-    return bool(has_rotation()) if callable(has_rotation) else False
+def _rotates(step: Coreg) -> bool:
+    """Whether a step that may rotate (declared ``rigid``) does."""
+    return step.capabilities.rigid and not np.array_equal(np.asarray(step.to_matrix())[:3, :3], np.eye(3))
 
 
-def merged_transform(coreg: Any) -> dict[str, Any]:
+def merged_transform(coreg: Coreg) -> dict[str, Any]:
     """The rigid part of the whole correction: ``matrix`` (4 x 4, applied to the to-be-aligned
     DEM's points in the frame's coordinates), ``rotations_deg`` (``R = Rz Ry Rx``), ``centre``
     (what they turn about: the first rotating step's ``centroid_``, else the first rigid step's,
@@ -45,19 +48,20 @@ def merged_transform(coreg: Any) -> dict[str, Any]:
     ([0.0, 0.0, 0.25], [10.0, 20.0, 0.0], [1.0, 2.0, 0.5], True)
     """
     steps = steps_of(coreg)
-    rotating = [s for s in steps if s.is_affine and _rotates(s)]
-    centred = rotating or [s for s in steps if s.is_affine and hasattr(s, "centroid_")]
-    centre = np.asarray(centred[0].centroid_ if centred else (0.0, 0.0, 0.0), dtype=float)
-    if all(s.is_affine for s in steps) and hasattr(coreg, "to_matrix"):
+    rotating = [s for s in steps if s.capabilities.affine and _rotates(s)]
+    centred = rotating or [s for s in steps if s.capabilities.affine and "centroid_" in s.learned()]
+    centre = np.asarray(centred[0].learned()["centroid_"] if centred else (0.0, 0.0, 0.0), dtype=float)
+    if coreg.capabilities.affine:
         matrix, complete = np.asarray(coreg.to_matrix(), dtype=float), True
     else:
         matrix, complete = np.eye(4), True
         for step in steps:
-            if step.is_affine:
+            part = None if step.capabilities.affine else step.translation_part()
+            if step.capabilities.affine:
                 m = np.asarray(step.to_matrix(), dtype=float)
-            elif hasattr(step, "translation_part"):
-                translation, exact = step.translation_part()
-                m = translation_matrix(*np.asarray(translation, dtype=float))
+            elif part is not None:
+                shift, exact = part
+                m = translation_matrix(*np.asarray(shift, dtype=float))
                 complete = complete and exact
             else:
                 complete = False

@@ -44,7 +44,8 @@ def check_iteration_params(*, resampling: str, max_iterations: int, tolerance: f
 class AffineCoreg(Coreg):
     """A coregistration that is a translation ``(shift_x_, shift_y_, shift_z_)``."""
 
-    is_affine: ClassVar[bool] = True
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = Coreg.tags.but(affine=True, in_frame=True, blockwise_step=True, moves_points=True)
     resampling: str  # set by each subclass (class attribute or __init__)
     shift_x_: float
     shift_y_: float
@@ -102,6 +103,8 @@ class VerticalShift(AffineCoreg):
     True
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = AffineCoreg.tags.but(removes_median=True, fits_points=True)
     _callable_params = ("vshift_reduc_func",)
     resampling = "bilinear"
 
@@ -269,6 +272,8 @@ class NuthKaab(AffineCoreg):
     True
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = AffineCoreg.tags.but(horizontal=True, removes_median=True, fits_points=True)
     _callable_params = ("vshift_reduc_func",)
     _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100

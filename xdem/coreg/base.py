@@ -15,9 +15,9 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Literal, cast
 
 import geopandas as gpd
 import numpy as np
@@ -25,6 +25,7 @@ import xarray as xr
 
 from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
+from xdem.coreg.capabilities import Capabilities
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
@@ -32,7 +33,8 @@ from xdem.kernels.robust import nmad
 from xdem.typing import BiasVars, DEMLike, JSONDict, MaskLike, Params, PointBiasVars, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
-__all__ = ["Coreg", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict", "clone", "METHODS"]
+__all__ = ["Coreg", "Capabilities", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict",
+           "clone", "METHODS"]
 
 #: Registry of coregistration classes by lower-case name (used by JSON loading and the CLI).
 METHODS: dict[str, type[Coreg]] = {}
@@ -44,23 +46,78 @@ def register(cls: type[Coreg]) -> type[Coreg]:
     return cls
 
 
+class _Flag:
+    """A read-only attribute that is one flag of the capabilities: on the class, the declared
+    ``tags``; on an estimator, its :attr:`Coreg.capabilities` (on a pipeline: its steps' combined)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Coreg | None, owner: type[Coreg]) -> bool:
+        caps = owner.tags if obj is None else obj.capabilities
+        return bool(getattr(caps, self.name))
+
+
 class Coreg:
     """Base class of every coregistration method and of pipelines.
 
     Subclasses implement ``_fit(data: FitData)`` (set learned attributes ending in ``_``)
-    and ``_apply(dem, bias_vars, resample)``.
+    and ``_apply(dem, bias_vars, resample)``, and declare what they can do in ``tags``
+    (a :class:`~xdem.coreg.Capabilities`). The hooks below have defaults for a single
+    estimator: :attr:`steps` is ``[self]``, :meth:`translation_part` is ``None``,
+    :meth:`fit_prepared_after` and :meth:`to_matrix` raise; the methods that can override them.
     """
 
-    #: True for methods that are a rigid transform, translation or rotation (consecutive ones
+    #: What the method can do, declared as data (inherited and overridden by each class):
+    #: read it through :attr:`capabilities`.
+    tags: ClassVar[Capabilities] = Capabilities()
+    #: ``capabilities.affine``: a rigid transform, translation or rotation (consecutive ones
     #: are merged into one matrix in pipelines and resampled once).
-    is_affine: ClassVar[bool] = False
-    #: True when ``fit``/``apply`` need ``bias_vars``.
-    needs_vars: ClassVar[bool] = False
+    is_affine = _Flag("affine")
+    #: ``capabilities.needs_bias_vars``: ``fit``/``apply`` need ``bias_vars``.
+    needs_vars = _Flag("needs_bias_vars")
+    #: The interpolation a step that moves the DEM resamples with (its hyper-parameter, when
+    #: it has one; ``None``: it does not say).
+    resampling: str | None = None
     #: Names of hyper-parameters that are callables (stored by name in JSON).
     _callable_params: ClassVar[tuple[str, ...]] = ()
     #: What each entry of ``history_`` holds, in order (labels of :meth:`info` and of the
     #: JSON document's ``history_columns``); empty for methods without a history.
     history_labels: ClassVar[tuple[str, ...]] = ()
+
+    # --- capabilities and hooks -------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this estimator can do (:class:`~xdem.coreg.Capabilities`): its class's declared
+        ``tags``; a pipeline combines its steps'.
+
+        Examples
+        --------
+        >>> import xdem
+        >>> xdem.coreg.BiasCorr().capabilities.needs_bias_vars
+        True
+        """
+        return type(self).tags
+
+    @property
+    def steps(self) -> list[Coreg]:
+        """The steps run in order: ``[self]`` for a single estimator (a pipeline: its steps)."""
+        return [self]
+
+    def translation_part(self) -> tuple[tuple[float, float, float], bool] | None:
+        """For a step that is not affine but holds a translation plus something else, that
+        translation and whether it is the whole correction (``(translation, exact)``);
+        ``None`` (the default): no such part (see :func:`~xdem.coreg.merged_transform`)."""
+        return None
+
+    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> Coreg:
+        """Fit starting from the 4 x 4 matrix ``prior`` of the affine steps before this one,
+        on the unresampled DEM (methods declaring ``initial_shift``; the others raise)."""
+        raise InputError(f"{type(self).__name__} cannot start its fit from an initial shift")
+
+    def to_matrix(self, *, centre: Sequence[float] | Literal["centroid"] | None = None) -> np.ndarray:
+        """The 4 x 4 matrix of an affine correction (methods declaring ``affine``; the others raise)."""
+        raise InputError(f"{type(self).__name__} is not affine: it is not a single rigid transform")
 
     # --- scikit-learn style parameters -------------------------------------------------
     @classmethod
@@ -158,7 +215,7 @@ class Coreg:
 
     def fit_prepared(self, data: FitData) -> Coreg:
         """Fit on an already prepared :class:`FitData` (used by pipelines)."""
-        if self.needs_vars and not data.bias_vars:
+        if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
         self._reset()
         self._fit(data)
@@ -167,10 +224,10 @@ class Coreg:
 
     def fit_points_prepared(self, data: PointFitData) -> Coreg:
         """Fit on a DEM and points prepared by :func:`xdem.coreg._data.prepare_points`."""
-        if type(self)._fit_points is Coreg._fit_points:
-            supported = ", ".join(sorted(n for n, c in METHODS.items() if c._fit_points is not Coreg._fit_points))
+        if not self.capabilities.fits_points:
+            supported = ", ".join(sorted(n for n, c in METHODS.items() if c.tags.fits_points))
             raise InputError(f"{type(self).__name__} does not fit on points yet; methods that do: {supported}")
-        if self.needs_vars and not data.bias_vars:
+        if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars on the DEM's grid, e.g. bias_vars={{'elevation': dem}}")
         self._reset()
         self._fit_points(data)
@@ -275,15 +332,11 @@ class Coreg:
         return self.apply(tba, bias_vars=bias_vars)
 
     def __add__(self, other: Coreg) -> Coreg:
-        # The one import back into an estimator module: a pipeline is a Coreg, so
-        # xdem.coreg.pipeline imports this module; building one from `a + b` must import it here.
-        from xdem.coreg.pipeline import CoregPipeline
-
         if not isinstance(other, Coreg):
             return NotImplemented
-        left = self.steps if isinstance(self, CoregPipeline) else [self]
-        right = other.steps if isinstance(other, CoregPipeline) else [other]
-        return CoregPipeline([*left, *right])
+        # the pipeline class registers itself under this name (its module imports this one)
+        pipeline = cast(Callable[[list[Coreg]], Coreg], METHODS["coregpipeline"])
+        return pipeline([*self.steps, *other.steps])
 
     # --- description and serialisation ----------------------------------------------------
     def __repr__(self) -> str:
@@ -295,7 +348,7 @@ class Coreg:
         if self.is_fitted:  # what was learned, in one line: the translation and rotation if any
             from xdem.coreg._describe import fitted_motion, horizontal_unit
 
-            motion = fitted_motion(self.learned(), horizontal_unit(getattr(self, "crs_", None)))
+            motion = fitted_motion(self.learned(), horizontal_unit(vars(self).get("crs_")))
             text += f" [fitted: {motion}]" if motion else " [fitted]"
         return text
 
@@ -317,7 +370,7 @@ class Coreg:
         lines = [f"{type(self).__name__}", "  parameters:"]
         lines += [f"    {k} = {_short(v)}" for k, v in self.get_params().items()]
         if self.is_fitted:
-            unit = horizontal_unit(getattr(self, "crs_", None))
+            unit = horizontal_unit(vars(self).get("crs_"))
             lines.append("  learned:")
             for k, v in self.learned().items():
                 if k == "history_":

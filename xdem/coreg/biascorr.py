@@ -215,7 +215,8 @@ class BiasCorr(Coreg):
     >>> corrected = bc.apply(tba2, bias_vars={"elevation": ref})  # lazy
     """
 
-    needs_vars: ClassVar[bool] = True
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = Coreg.tags.but(needs_bias_vars=True, fits_points=True, moves_points=True)
     _callable_params = ("bin_statistic",)
     #: Range of the sampled values covered by ``bin_sizes=n`` equal bins (percentiles).
     _edge_percentiles: ClassVar[tuple[float, float]] = (0.5, 99.5)
@@ -499,7 +500,7 @@ class TerrainBias(BiasCorr):
     ['elevation']
     """
 
-    needs_vars: ClassVar[bool] = False
+    tags = BiasCorr.tags.but(needs_bias_vars=False)
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Any
 
 import dask
 import dask.array as da
@@ -68,19 +68,15 @@ def tile_edges(size: int, block: int) -> list[int]:
     return [min(i * block, size) for i in range(n)] + [size]
 
 
-def _steps_of(step: Coreg) -> list[Coreg]:
-    steps = getattr(step, "steps", None)
-    return list(steps) if steps is not None else [step]
-
-
 def _frame_defined(step: Coreg) -> bool:
-    """Whether every part of ``step`` is a correction of the frame (translation, rotation, ramp)."""
-    return all(type(s)._frame_op is not Coreg._frame_op and not isinstance(s, BlockwiseCoreg) for s in _steps_of(step))
+    """Whether every part of ``step`` is a correction of the frame (translation, rotation, ramp):
+    declared ``blockwise_step`` (:class:`~xdem.coreg.Capabilities`)."""
+    return all(s.capabilities.blockwise_step for s in step.steps)
 
 
 def _op_of(fitted: Coreg) -> FrameOp:
     op = FrameOp("")
-    for s in _steps_of(fitted):
+    for s in fitted.steps:
         got = s._frame_op()
         if got is None:
             raise InputError(f"{type(s).__name__} is not a correction of the frame")
@@ -196,7 +192,9 @@ class BlockwiseCoreg(Coreg):
     True
     """
 
-    is_affine: ClassVar[bool] = False
+    #: What it can do (:class:`~xdem.coreg.Capabilities`): not a step of itself.
+    tags = Coreg.tags.but(horizontal=True, in_frame=True, moves_points=True)
+    resampling: str  # set by __init__
 
     def __init__(
         self,
@@ -248,7 +246,7 @@ class BlockwiseCoreg(Coreg):
         if not isinstance(step, Coreg):
             raise InputError(f"step must be a coregistration (e.g. NuthKaab()), got {step!r}")
         if not _frame_defined(step):
-            bad = [type(s).__name__ for s in _steps_of(step) if not _frame_defined(s)]
+            bad = [type(s).__name__ for s in step.steps if not _frame_defined(s)]
             raise InputError(f"BlockwiseCoreg needs a step that translates, rotates or deramps; {', '.join(bad)} "
                              "does not (it corrects values from gridded variables, or is blockwise itself)")
         return step
@@ -500,9 +498,9 @@ def _fit_tile(template: Coreg, data: FitData, rec: dict[str, Any]) -> dict[str, 
         op = _op_of(step)
     except (NotEnoughDataError, ConvergenceError, OverlapError, NotMergeable) as exc:
         return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
-    parts = _steps_of(step)
-    converged = all(bool(getattr(s, "converged_", True)) for s in parts)
-    constrained = all(bool(getattr(s, "horizontal_constrained_", True)) for s in parts)
+    learned = [s.learned() for s in step.steps]
+    converged = all(bool(v.get("converged_", True)) for v in learned)
+    constrained = all(bool(v.get("horizontal_constrained_", True)) for v in learned)
     dx, dy, dz = _translation_at(op, rec["x"], rec["y"], rec["_z"])
     before, after = _nmads(step, sub, op)
     # a fit stopped before its tolerance but usable (a ConvergenceWarning, converged False) is kept: the

@@ -171,6 +171,8 @@ class Deramp(Coreg):
     0.001
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = Coreg.tags.but(fits_points=True, in_frame=True, blockwise_step=True, moves_points=True)
     def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None):
         self.poly_order = poly_order
         self.subsample = subsample

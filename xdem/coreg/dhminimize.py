@@ -138,6 +138,8 @@ class DhMinimize(RigidCoreg):
     (True, True)
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = RigidCoreg.tags.but(horizontal=True, fits_points=True, initial_shift=True)
     _callable_params = ("spread_func",)
     _half: ClassVar[int] = 3  # windows of 8 x 8 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100

@@ -113,7 +113,7 @@ class DirectionalBias(BiasCorr):
     (80.0, 0.3)
     """
 
-    needs_vars: ClassVar[bool] = False
+    tags = BiasCorr.tags.but(needs_bias_vars=False)
     _edge_percentiles: ClassVar[tuple[float, float]] = (0.0, 100.0)
 
     def __init__(

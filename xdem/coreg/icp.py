@@ -246,6 +246,8 @@ class ICP(RigidCoreg):
     (True, True)
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = RigidCoreg.tags.but(horizontal=True, fits_points=True, initial_shift=True)
     _min_points: ClassVar[int] = 100
 
     def __init__(

@@ -153,6 +153,8 @@ class LZD(RigidCoreg):
     (True, True)
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = RigidCoreg.tags.but(horizontal=True, fits_points=True, initial_shift=True)
     _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
     _min_points: ClassVar[int] = 100
     history_labels: ClassVar[tuple[str, ...]] = ("rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z")

@@ -142,6 +142,10 @@ class NuthKaabDeramp(Coreg):
     >>> corrected = nkd.apply(tba)  # lazy
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = Coreg.tags.but(horizontal=True, fits_points=True, in_frame=True, blockwise_step=True,
+                                moves_points=True)
+    resampling: str  # set by __init__
     _half: ClassVar[int] = 2
     _min_points: ClassVar[int] = 100
     history_labels: ClassVar[tuple[str, ...]] = ("shift_x", "shift_y")

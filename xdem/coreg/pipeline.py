@@ -13,7 +13,7 @@ import xarray as xr
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._matrix import as_centre, matrix_about
 from xdem.coreg._shift import shift_dem
-from xdem.coreg.base import Coreg, FitData, PointFitData, coreg_from_dict, register
+from xdem.coreg.base import Capabilities, Coreg, FitData, PointFitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
 from xdem.kernels.rigid import rotations_of
 from xdem.typing import JSONDict, Params
@@ -26,7 +26,7 @@ def _groups(steps: list[Coreg]) -> list[list[Coreg]]:
     """Split steps into runs: consecutive affine steps together, other steps alone."""
     out: list[list[Coreg]] = []
     for step in steps:
-        if step.is_affine and out and out[-1][0].is_affine:
+        if step.capabilities.affine and out and out[-1][0].capabilities.affine:
             out[-1].append(step)
         else:
             out.append([step])
@@ -38,7 +38,7 @@ def _merged_op(steps: list[Coreg]) -> FrameOp:
     multiplied, applied with one resampling."""
     op = FrameOp("")
     for step in steps:
-        got = step._frame_op() if step.is_affine else None
+        got = step._frame_op() if step.capabilities.affine else None
         if got is None:
             raise AttributeError(f"{type(step).__name__} is not affine: it has no rigid transform")
         op = op.then(got)
@@ -83,14 +83,25 @@ class CoregPipeline(Coreg):
         self, steps: list[Coreg], *, subsample: float | int | None = None, random_state: int | None = None,
         share_sample: bool = True,
     ):
-        self.steps = list(steps)
+        self._steps = list(steps)
         self.subsample = subsample
         self.random_state = random_state
         self.share_sample = share_sample
 
     @property
-    def is_affine(self) -> bool:  # type: ignore[override]
-        return all(s.is_affine for s in self.steps)
+    def steps(self) -> list[Coreg]:
+        """The coregistrations, in order (the list itself: changing it changes the pipeline)."""
+        return self._steps
+
+    @steps.setter
+    def steps(self, steps: list[Coreg]) -> None:
+        self._steps = list(steps)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The steps' capabilities combined (:meth:`~xdem.coreg.Capabilities.combine`): e.g.
+        affine only when every step is."""
+        return Capabilities.combine([s.capabilities for s in self.steps])
 
     def get_params(self, deep: bool = True) -> Params:
         """Hyper-parameters; with ``deep``, also each step's as ``step<i>__<name>``."""
@@ -188,15 +199,14 @@ class CoregPipeline(Coreg):
                 moved = _merged_op(pending[since:])
                 points = shared.moved(moved.shift) if moved.is_translation else None
             collect = shared is None and self.share_sample and k + 1 < len(self.steps)
-            after = getattr(step, "fit_prepared_after", None)
-            if pending and after is not None:  # a rigid fit starts from the pending matrix on the unresampled DEM
-                after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),
-                      _merged_op(pending).matrix())
+            if pending and step.capabilities.initial_shift:  # it starts from the pending matrix, unresampled DEM
+                step.fit_prepared_after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),
+                                _merged_op(pending).matrix())
             else:
                 step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
                                           points=points, collect_points=collect))
             made = step.pop_shared_points()
-            if step.is_affine:
+            if step.capabilities.affine:
                 if made is not None:
                     shared, since = made, len(pending)  # points of the DEM this step was fitted on
                 pending.append(step)
@@ -210,7 +220,7 @@ class CoregPipeline(Coreg):
         """Consecutive affine steps merged into one transform, resampled once (with the last
         step's ``resampling``): a translation by the halo fast path, a rotation by the warp."""
         op = _merged_op(steps)
-        resampling = getattr(steps[-1], "resampling", "bilinear")
+        resampling = steps[-1].resampling or "bilinear"
         if op.is_translation:
             sx, sy, sz = op.shift
             return shift_dem(dem, shift_x=sx, shift_y=sy, shift_z=sz, resampling=resampling, resample=resample)
@@ -221,11 +231,11 @@ class CoregPipeline(Coreg):
         return warp_dem(dem, grid=grid, op=replace(op, frame=grid.crs), resampling=resampling)
 
     def _apply(self, dem: xr.DataArray, bias_vars: dict[str, xr.DataArray], resample: bool) -> xr.DataArray:
-        if not resample and not self.is_affine:
+        if not resample and not self.capabilities.affine:
             raise InputError("resample=False only works for pipelines of affine steps")
         out = dem
         for group in _groups(self.steps):
-            if group[0].is_affine:
+            if group[0].capabilities.affine:
                 out = self._apply_affine(out, group, resample)
             else:
                 out = group[0]._apply(out, bias_vars, True)
@@ -234,7 +244,7 @@ class CoregPipeline(Coreg):
     def _merged(self) -> FrameOp:
         if not self.is_fitted:
             raise NotFittedError("this CoregPipeline is not fitted yet; call .fit(ref, tba) first")
-        if not self.is_affine:
+        if not self.capabilities.affine:
             raise InputError("the pipeline has non-affine steps; it is not a single rigid transform")
         return _merged_op(self.steps)
 

@@ -49,6 +49,8 @@ class RigidCoreg(AffineCoreg):
     Subclasses implement ``_fit(data)`` and end it with :meth:`_set_transform`.
     """
 
+    #: What it can do (:class:`~xdem.coreg.Capabilities`).
+    tags = AffineCoreg.tags.but(rigid=True)
     resampling: str = "bilinear"
 
     # --- the transform --------------------------------------------------------------------

@@ -113,8 +113,10 @@ class OptionInfo(TypedDict):
     flag: str | None
 
 
-#: A method of :func:`describe_methods`: ``name`` (for a spec), ``class``, ``summary``, ``options``.
-MethodInfo = TypedDict("MethodInfo", {"name": str, "class": str, "summary": str, "options": list[OptionInfo]})
+#: A method of :func:`describe_methods`: ``name`` (for a spec), ``class``, ``summary``, ``options``,
+#: ``capabilities`` (the names of its declared :class:`~xdem.coreg.Capabilities` that are true).
+MethodInfo = TypedDict("MethodInfo", {"name": str, "class": str, "summary": str, "options": list[OptionInfo],
+                                      "capabilities": list[str]})
 
 
 def _registry() -> dict[str, type[Coreg]]:
@@ -129,7 +131,7 @@ def _registry() -> dict[str, type[Coreg]]:
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001 - one broken module must not hide the others
             _IMPORT_ERRORS[module] = f"{type(exc).__name__}: {exc}"
-    return {k: v for k, v in METHODS.items() if k not in _HIDDEN and not getattr(v, "__abstractmethods__", None)}
+    return {k: v for k, v in METHODS.items() if k not in _HIDDEN and not inspect.isabstract(v)}
 
 
 def _norm(name: str) -> str:
@@ -361,9 +363,10 @@ def _jsonable_default(value: object) -> object:
 
 
 def describe_methods() -> list[MethodInfo]:
-    """One entry per method, by name: ``name`` (for a spec), ``class``, ``summary`` and ``options``
+    """One entry per method, by name: ``name`` (for a spec), ``class``, ``summary``, ``options``
     (each constructor parameter: ``name``, ``default``, ``flag``, the ``xdem coreg`` option
-    setting it, or ``None``). What ``xdem methods`` prints.
+    setting it, or ``None``) and ``capabilities`` (its declared capabilities that are true,
+    :class:`~xdem.coreg.Capabilities`). What ``xdem methods`` prints.
 
     Examples
     --------
@@ -372,6 +375,8 @@ def describe_methods() -> list[MethodInfo]:
     'NuthKaab'
     >>> {o["name"]: o["flag"] for o in table["directionalbias"]["options"]}["angle"]
     '--angle'
+    >>> "needs_bias_vars" in table["biascorr"]["capabilities"]
+    True
     """
     flag_of: dict[str, str] = {}
     for key, params in METHOD_OPTIONS.items():
@@ -386,5 +391,5 @@ def describe_methods() -> list[MethodInfo]:
             default = None if param.default is inspect.Parameter.empty else _jsonable_default(param.default)
             options.append({"name": param.name, "default": default, "flag": flag_of.get(param.name)})
         out.append({"name": documented_name(key), "class": cls.__name__, "summary": _first_line(cls),
-                    "options": options})
+                    "options": options, "capabilities": list(cls.tags.names())})
     return out

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from xdem.coreg import Coreg, merged_transform
 from xdem.report import diagnostics as D
 from xdem.report import figures as F
 from xdem.report import verdict_box as V
@@ -73,12 +74,12 @@ def find_stats(summary: dict | None) -> tuple[str, dict] | None:
     return None
 
 
-def _coreg_docs(coreg: Any) -> list[dict]:
+def _coreg_docs(coreg: Coreg) -> list[dict]:
     doc = coreg.to_dict()
     return list(doc["steps"]) if "steps" in doc else [doc]
 
 
-def find_steps(summary: dict | None, coreg: Any) -> tuple[list[str], list[dict]] | None:
+def find_steps(summary: dict | None, coreg: Coreg | None) -> tuple[list[str], list[dict]] | None:
     """``(data-key prefix of each step, step documents)``: from the summary if it lists steps,
     else from the fitted coregistration (keys ``coreg.steps.<i>``)."""
     if summary:
@@ -88,7 +89,7 @@ def find_steps(summary: dict | None, coreg: Any) -> tuple[list[str], list[dict]]
                 return [path], [v]
             if isinstance(v, list) and v and all(isinstance(s, dict) for s in v):
                 return [f"{path}.{i}" for i in range(len(v))], v
-    if coreg is not None and getattr(coreg, "is_fitted", False):
+    if coreg is not None and coreg.is_fitted:
         docs = _coreg_docs(coreg)
         return [f"coreg.steps.{i}" for i in range(len(docs))], docs
     return None
@@ -231,7 +232,7 @@ def _pixels_part(summary: dict | None, steps: tuple[list[str], list[dict]]) -> s
     return "<h3>Translation in pixels, tilt</h3>" + table(["", "", ""], rows)
 
 
-def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dict | None, coreg: Any) -> str:
+def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dict | None, coreg: Coreg | None) -> str:
     if steps is None:
         return note("No coregistration given: only the differences before coregistration are shown.")
     parts = []
@@ -250,7 +251,7 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
     matrix, mkey = None, None
     if summary and isinstance(summary.get("matrix"), list):
         matrix, mkey = summary["matrix"], "matrix"
-    elif coreg is not None and hasattr(coreg, "to_matrix"):
+    elif coreg is not None and coreg.capabilities.affine:
         try:
             matrix, mkey = np.asarray(coreg.to_matrix()).tolist(), "coreg.matrix"
         except Exception:  # non-affine pipeline: no single matrix
@@ -276,7 +277,7 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
     return "".join(parts)
 
 
-def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, coreg: Any) -> str:
+def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, coreg: Coreg | None) -> str:
     """The merged rigid transform as rotations in degrees about a centre and a translation, when
     a step is rigid (has rotations): from the summary (keys ``rotations_deg``, ``rotation_centre``,
     ``translation``), else computed from the coregistration (keys ``coreg.*``)."""
@@ -284,9 +285,7 @@ def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, c
         return ""
     if summary and isinstance(summary.get("rotations_deg"), list):
         values, prefix = summary, ""
-    elif coreg is not None and getattr(coreg, "is_fitted", False):
-        from xdem.coreg import merged_transform
-
+    elif coreg is not None and coreg.is_fitted:
         m = merged_transform(coreg)
         values = {"rotations_deg": m["rotations_deg"], "rotation_centre": m["centre"], "translation": m["translation"]}
         prefix = "coreg."
