@@ -21,6 +21,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from xdem import interrupt
+
 __all__ = ["copy_with_progress"]
 
 _PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p)
@@ -73,8 +75,6 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     OSError
         GDAL failed (its last error message).
     """
-    from xdem import interrupt
-
     lib = _libgdal()
     if lib is None:
         return False

@@ -47,8 +47,10 @@ from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io._gdal_copy import copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
+from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
@@ -75,8 +77,6 @@ def _fill_kernel(block: np.ndarray, *, nodata: float, out_dtype: np.dtype) -> np
 
 def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np.dtype, float | None]:
     """Dask array to write (NaN replaced by ``nodata``), its dtype and the nodata tag."""
-    from xdem.io.open import auto_chunks
-
     data = dask_data(dem, chunks=auto_chunks(grid_shape(dem)))
     dtype = np.dtype(data.dtype)
     if dtype == np.bool_:
@@ -272,8 +272,6 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         options["PREDICTOR"] = predictor
     with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
         try:
-            from xdem.io._gdal_copy import copy_with_progress
-
             # with a callback even without a bar: a signal stops GDAL at once (it returns "stop")
             if not copy_with_progress(tmp, out, driver="COG", options=options, progress=progress):
                 with interrupt.deferred():  # rasterio's error handler is a Python callback too
