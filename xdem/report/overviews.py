@@ -34,7 +34,7 @@ import xarray as xr
 
 from xdem.io.grid import get_transform
 from xdem.io.sources import find_sources, region_reader
-from xdem.report.blocks import cell_means
+from xdem.report.blocks import cell_means, decimation_factor
 
 __all__ = ["MAX_READ", "OverviewMaps", "file_of", "overview_factor", "read_overview", "overview_maps"]
 
@@ -102,8 +102,6 @@ def overview_factor(paths: list[Path], dem: xr.DataArray, *, k: int, max_pixels:
     >>> overview_factor([], dem, k=4, max_pixels=10_000) is None  # no file, no common level
     True
     """
-    from xdem.report.data import decimation_factor
-
     common: set[int] | None = None
     try:
         for path in paths:
