@@ -25,7 +25,6 @@ gets its own COG copy, validation and atomic move, with the same guarantees.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
 import os
 import shutil
@@ -47,7 +46,7 @@ from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
-from xdem.io._gdal_copy import copy_with_progress
+from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
@@ -249,12 +248,6 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
         blocks = results[span[0] : span[1]] if span else []
         out.append([[r[k] for r in blocks] for k in range(len(it.also))])
     return out
-
-
-#: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
-#: fraction done of all the copies of the current write (GDAL's own progress callback).
-COPY_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar("COPY_PROGRESS",
-                                                                                              default=None)
 
 
 def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int,
