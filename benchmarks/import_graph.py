@@ -67,15 +67,15 @@ def _names(node: ast.AST, package: str) -> list[tuple[str, bool]]:
     return []
 
 
-def imports_of(path: Path, *, root: Path = PACKAGE) -> list[Import]:
-    """Every import of an xdem module in ``path`` (a module of the package at ``root``), outside
-    ``if TYPE_CHECKING:`` blocks, in the order of the source."""
+def imports_of(path: Path, *, root: Path = PACKAGE, type_checking: bool = False) -> list[Import]:
+    """Every import of an xdem module in ``path`` (a module of the package at ``root``), in the
+    order of the source; those under ``if TYPE_CHECKING:`` only with ``type_checking``."""
     module = module_name(path, root=root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: list[Import] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
-        if _is_type_checking(node):
+        if _is_type_checking(node) and not type_checking:
             return
         out.extend(Import(node.lineno, n, in_function, target) for n, target in _names(node, package)
                    if within(n, "xdem"))

@@ -32,7 +32,7 @@ import numpy as np
 import rasterio
 import xarray as xr
 
-from xdem.io.grid import get_transform
+from xdem.io.grid import Grid, same_crs
 from xdem.io.sources import find_sources, region_reader
 from xdem.report.blocks import cell_means, decimation_factor
 
@@ -80,8 +80,12 @@ def _same_nodata(a: float | None, b: float | None) -> bool:
 
 
 def _same_grid(src: Any, dem: xr.DataArray) -> bool:
-    return (src.count == 1 and (src.height, src.width) == tuple(dem.shape) and src.crs == dem.rio.crs
-            and src.transform.almost_equals(get_transform(dem)))
+    """Whether the file ``src`` (open) is one band on the grid of ``dem`` (to 1e-5 of a unit in its
+    transform, as :meth:`affine.Affine.almost_equals`)."""
+    if src.count != 1 or src.crs is None:
+        return False
+    file, own = Grid.of_dataset(src), Grid.of(dem)
+    return file.shape == own.shape and same_crs(file.crs, own.crs) and file.transform.almost_equals(own.transform)
 
 
 #: Largest overview read, in multiples of ``max_pixels`` (16 x 1 Mpixel float32: 64 MB).
