@@ -1,4 +1,5 @@
-"""The layers of the package and which may import which, read from the source with :mod:`ast`.
+"""The layers of the package and which may import which, read from the source with :mod:`ast`
+(the reader is ``benchmarks/import_graph.py``, which also prints the counts).
 
 Every ``import`` statement of every module counts, at the top or inside a function (a
 function-level import is still an arrow of the graph), and so does
@@ -7,51 +8,73 @@ function-level import is still an arrow of the graph), and so does
 - ``xdem.kernels`` (numpy/numba kernels on plain arrays) imports nothing of xdem but ``xdem.kernels``;
 - ``xdem.io``, ``xdem.coreg``, ``xdem.report`` and ``xdem.kernels`` (the library below the run)
   import neither ``xdem.workflows`` (the run of a coregistration) nor ``xdem.cli`` (the commands):
-  the arrows go down only, ``cli`` -> ``workflows`` -> ``report`` / ``coreg`` / ``io`` -> ``kernels``.
+  the arrows go down only, ``cli`` -> ``workflows`` -> ``report`` / ``coreg`` / ``io`` -> ``kernels``;
+- no circles (strongly connected components of the graph, function-level imports included,
+  ``if TYPE_CHECKING:`` blocks left out), but those listed in :data:`ALLOWED_CIRCLES`, to be
+  tightened to none;
+- imports of xdem modules are at the top of a module, but the lazy ones that keep a start fast
+  (:data:`LAZY_FOR_THE_START`), each with its reason in the source; modules not yet moved to
+  that rule are in :data:`NOT_YET_AT_THE_TOP`.
 """
 
 from __future__ import annotations
 
-import ast
+import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "xdem"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "xdem"
+_spec = importlib.util.spec_from_file_location("import_graph", ROOT / "benchmarks" / "import_graph.py")
+assert _spec is not None and _spec.loader is not None
+G = importlib.util.module_from_spec(_spec)
+sys.modules["import_graph"] = G  # dataclasses resolve their module
+_spec.loader.exec_module(G)
+
 #: Layers that may not import the run (``xdem.workflows``) or the commands (``xdem.cli``).
 BELOW_THE_RUN = ("xdem.io", "xdem.coreg", "xdem.report", "xdem.kernels")
 UPWARD = ("xdem.workflows", "xdem.cli")
+#: The circles left, all inside xdem.coreg and xdem.workflows (issue 24 removes them): to be emptied.
+ALLOWED_CIRCLES = [
+    ["xdem.coreg._points_rigid", "xdem.coreg.dhminimize", "xdem.coreg.icp", "xdem.coreg.lzd"],
+    ["xdem.coreg._points_fit", "xdem.coreg.deramp"],
+    ["xdem.coreg.base", "xdem.coreg.pipeline"],
+    ["xdem.workflows.coreg", "xdem.workflows.points"],
+]
+#: ``(module, imported)``: the function-level imports of xdem modules that keep a start fast
+#: (``xdem --help``, a usage error, ``import xdem``) or keep a route's stack off another route.
+LAZY_FOR_THE_START = {
+    ("xdem.cli", "xdem.io.atomic"),  # the group: --help and usage errors import nothing of xdem.io
+    ("xdem.cli.coreg", "xdem.cli._coreg_run"),  # each command module: click only, its run on first use
+    ("xdem.cli.info", "xdem.cli._info_run"),
+    ("xdem.cli.terrain", "xdem.cli._terrain_run"),
+    ("xdem.cli.convert", "xdem.cli._convert_run"),
+    ("xdem.cli.methods", "xdem.coreg.spec"),
+    ("xdem.cli.report", "xdem.report"),
+    ("xdem.cli.examples", "xdem.examples.pair"),
+    ("xdem.cli._info_run", "xdem.workflows.points"),  # xdem.coreg for a points file only
+    ("xdem.report", "xdem.report.write"),  # the points report imports the package without the DEM report
+    ("xdem.examples", "xdem.examples.pair"),  # the file names without the pair's stack, for `xdem examples`
+}
+#: Modules (prefixes) whose function-level imports are not moved yet (owned by other parts of issue 24).
+NOT_YET_AT_THE_TOP = ("xdem.coreg", "xdem.workflows", "xdem.verdict", "xdem.checks", "xdem._check_base",
+                      "xdem._mask_checks", "xdem.report.sections", "xdem.testing")
 
 
 def _module_name(path: Path, *, root: Path = PACKAGE) -> str:
-    parts = list(path.relative_to(root.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return G.module_name(path, root=root)
 
 
 def _within(name: str, package: str) -> bool:
-    return name == package or name.startswith(package + ".")
+    return G.within(name, package)
 
 
 def imports_of(path: Path, *, root: Path = PACKAGE) -> list[tuple[int, str]]:
     """``(line, module)`` of every xdem module that ``path`` (a module of the package at ``root``)
-    imports, anywhere in it."""
-    module = _module_name(path, root=root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
-            target = ".".join(p for p in (base, node.module) if p)
-            # ``from xdem import workflows`` imports the module xdem.workflows
-            names = [target] + [f"{target}.{alias.name}" for alias in node.names]
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            names = [node.args[0].value]
-        out += [(node.lineno, n) for n in names if _within(n, "xdem")]
-    return out
+    imports, anywhere in it (``if TYPE_CHECKING:`` blocks too)."""
+    return [(i.line, i.name) for i in G.imports_of(path, root=root, type_checking=True)]
 
 
 def _modules(package: str) -> list[Path]:
@@ -85,3 +108,37 @@ def test_kernels_import_only_kernels():
 def test_every_layer_has_modules():
     """The rules above check something: each layer is where they look."""
     assert all(_modules(layer) for layer in BELOW_THE_RUN) and len(list(PACKAGE.rglob("*.py"))) > 50
+
+
+def test_the_graph_reader_leaves_out_type_checking_and_finds_circles(tmp_path):
+    pkg = tmp_path / "xdem"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "a.py").write_text("from xdem import b\n", encoding="utf-8")
+    (pkg / "b.py").write_text("def f():\n    from xdem.a import x\n", encoding="utf-8")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xdem import a\n",
+                              encoding="utf-8")
+    (pkg / "d.py").write_text("from xdem import c\n", encoding="utf-8")
+    edges = G.graph(root=pkg)
+    assert edges["xdem.c"] == set() and edges["xdem.d"] == {"xdem.c"}
+    assert G.circles(edges) == [["xdem.a", "xdem.b"]]
+    assert [(i.name, i.in_function) for i in G.imports_of(pkg / "b.py", root=pkg)] == [
+        ("xdem.a", True), ("xdem.a.x", True)]
+
+
+def test_no_import_circles_but_the_listed_ones():
+    """Circles of the whole graph (function-level imports included); the listed ones are all
+    inside xdem.coreg or xdem.workflows, and each still exists (else: remove it from the list)."""
+    found = G.circles(G.graph())
+    assert [c for c in found if c not in ALLOWED_CIRCLES] == []
+    assert [c for c in ALLOWED_CIRCLES if c not in found] == []
+    assert all(_within(m, "xdem.coreg") or _within(m, "xdem.workflows") for c in ALLOWED_CIRCLES for m in c)
+
+
+def test_imports_of_xdem_modules_are_at_the_top_but_for_a_fast_start():
+    """Outside :data:`NOT_YET_AT_THE_TOP`, a function-level import of an xdem module is one of
+    :data:`LAZY_FOR_THE_START`, and each of those still exists."""
+    found = {(module, imp.name) for module, imps in G.function_level_imports().items() for imp in imps
+             if not any(_within(module, p) for p in NOT_YET_AT_THE_TOP)}
+    assert sorted(found - LAZY_FOR_THE_START) == []
+    assert sorted(LAZY_FOR_THE_START - found) == []

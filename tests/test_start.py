@@ -52,10 +52,12 @@ def test_start_of_the_command_line_imports_no_heavy_library(argv, code, shows):
     assert not [m for m in modules if m.startswith("xdem.cli.") and m != "xdem.cli.__main__"]
 
 
-#: Modules a usage error of a sub-command must not import: the light command module and the
-#: output journal it runs in (``xdem.io.atomic``, hence the lazy package ``xdem.io``) are imported.
-HEAVY_FOR_A_COMMAND = tuple(h for h in HEAVY if h != "xdem.io") + ("xdem.io.open", "xdem.io.cog", "xdem.io.zarr",
-                                                                    "xdem.cli._coreg_run")
+#: Modules a usage error or ``--help`` of a sub-command must not import: the light command module
+#: and the output journal it runs in (``xdem.io.atomic``, hence the lazy package ``xdem.io``) are
+#: imported, not the command's run (``xdem.cli._<command>_run``).
+HEAVY_FOR_A_COMMAND = tuple(h for h in HEAVY if h != "xdem.io") + (
+    "xdem.io.open", "xdem.io.cog", "xdem.io.zarr", "xdem.cli._coreg_run", "xdem.cli._info_run", "xdem.cli._terrain_run",
+    "xdem.cli._convert_run", "xdem.report", "xdem.terrain", "xdem.examples.pair", "xdem.spatialstats", "xdem.points")
 
 
 @pytest.mark.parametrize(("argv", "shows"), [
@@ -64,12 +66,30 @@ HEAVY_FOR_A_COMMAND = tuple(h for h in HEAVY if h != "xdem.io") + ("xdem.io.open
     (["coreg", "--nosuch"], "No such option '--nosuch'"),
     (["coreg", "a.tif", "b.tif"], "Missing option '-o'"),
     (["info"], "Missing argument 'DEM'"),
+    (["info", "--nosuch"], "No such option '--nosuch'"),
+    (["terrain"], "Missing argument 'DEM'"),
+    (["terrain", "dem.tif"], "Missing option '-o'"),
+    (["report"], "Missing argument 'REF'"),
+    (["report", "a.tif", "b.tif"], "Missing option '-o'"),
+    (["convert"], "Missing argument 'SOURCE'"),
+    (["convert", "a.tif", "b.zarr", "--nosuch"], "No such option '--nosuch'"),
+    (["methods", "--nosuch"], "No such option '--nosuch'"),
+    (["examples", "nosuch"], "No such command 'nosuch'"),
+    (["examples", "path", "nosuch"], "'nosuch' is not"),
+    (["examples", "write-pair"], "Missing argument 'FOLDER'"),
 ])
 def test_usage_error_of_a_sub_command_imports_no_heavy_library(argv, shows):
     rc, out, modules = _start(HARNESS, *argv)
-    assert (rc, shows in out, f"xdem {argv[0]} [OPTIONS]" in out and "Usage: " in out) == (2, True, True), out
-    heavy = {"dask.array", "pandas", "numba", "matplotlib"} if argv[0] == "info" else HEAVY_FOR_A_COMMAND
-    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy)) == []
+    assert (rc, shows in out, f"xdem {argv[0]} " in out and "Usage: " in out) == (2, True, True), out
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY_FOR_A_COMMAND)) == []
+
+
+@pytest.mark.parametrize("command", [["info"], ["terrain"], ["report"], ["convert"], ["methods"], ["coreg"],
+                                     ["examples"], ["examples", "path"], ["examples", "write-pair"]])
+def test_help_of_a_sub_command_imports_no_heavy_library(command):
+    rc, out, modules = _start(HARNESS, *command, "--help")
+    assert (rc, f"xdem {' '.join(command)} [OPTIONS]" in out and "Usage: " in out) == (0, True), out
+    assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY_FOR_A_COMMAND)) == []
 
 
 def test_names_of_the_run_resolve_from_the_coreg_command_module():

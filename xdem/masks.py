@@ -11,7 +11,8 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, OverlapError
-from xdem.io.grid import block_pixel_offsets, dask_data, get_transform, same_grid
+from xdem.io.grid import align_pair, block_pixel_offsets, dask_data, get_transform, same_grid
+from xdem.io.open import open_dem
 from xdem.typing import MaskLike
 
 __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
@@ -110,9 +111,6 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
         if path.suffix.lower() in _VECTOR_SUFFIXES:
             out = rasterize_like(path, dem)
         else:
-            from xdem.io.grid import align_pair
-            from xdem.io.open import open_dem
-
             m = open_dem(path)
             m = (m.fillna(0) != 0).astype(np.float32)
             try:

@@ -29,8 +29,11 @@ import dask.array as da
 import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.io.cog import BlockStats
+from xdem.io.grid import block_tasks
 from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
+from xdem.sampling import _pixel_hash, below, hash_bound, resolve_count
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
            "dh_stats_while_writing", "dh_stats_blocks", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
@@ -348,8 +351,6 @@ def _dh_block(
     row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
     """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels."""
-    from xdem.sampling import _pixel_hash, below
-
     valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
     out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
     # exact extremes of each dh (min and max are exact whatever the blocks: chunk-independent)
@@ -376,8 +377,6 @@ def dh_stats_tasks(
     :func:`dh_stats_finish` turns into the statistics (one task per block, see
     :func:`xdem.io.grid.block_tasks`). To draw them while writing a DEM, use
     :func:`dh_stats_while_writing` instead; in another pass's tasks, :func:`dh_stats_blocks`."""
-    from xdem.io.grid import block_tasks
-
     func, arrays, _ = dh_stats_blocks(ref, others, stable=stable, subsample=subsample, random_state=random_state)
     names = tuple(others)
     return dask.delayed(_dh_merge)(block_tasks(func, arrays), names)
@@ -423,8 +422,6 @@ def dh_stats_while_writing(
     ``others`` are read in the writing pass, next to the written block, and nothing waits in
     memory. Returns the :class:`xdem.io.cog.BlockStats` and a function turning its per-block
     results into the statistics. All arrays must have the written DEM's grid and chunks."""
-    from xdem.io.cog import BlockStats
-
     func, arrays, _ = dh_stats_blocks(ref, others, stable=stable, subsample=subsample, random_state=random_state)
     names = tuple(others)
     return BlockStats(partial(_dh_written_block, per_block=func), arrays), lambda parts: dh_stats_finish(
@@ -432,8 +429,6 @@ def dh_stats_while_writing(
 
 
 def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
-    from xdem.sampling import hash_bound, resolve_count
-
     ny, nx = ref.shape
     resolve_count(subsample, 1)  # validate
     if stable is None:

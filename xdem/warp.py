@@ -32,13 +32,12 @@ from typing import Any
 import dask.array as da
 import numpy as np
 import xarray as xr
-from affine import Affine
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 from pyproj import CRS, Transformer
 
 from xdem.errors import CRSError
-from xdem.io.grid import dask_data, grid_shape
+from xdem.io.grid import Grid, crs_key, dask_data, same_crs
 from xdem.io.sources import find_sources, region_reader, register_source
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
@@ -63,19 +62,6 @@ RESTART_LEVELS = 11
 LATTICE_TOLERANCE = 1e-3
 
 
-def crs_key(crs: Any) -> str:
-    """A stable text form of a CRS (``"EPSG:32615"`` when it has a code, else WKT)."""
-    if crs is None:
-        raise CRSError("the DEM has no CRS; set one with dem.rio.write_crs('EPSG:XXXX')")
-    return CRS.from_user_input(crs).to_string()
-
-
-@lru_cache(maxsize=64)
-def same_crs(a: str, b: str) -> bool:
-    """Whether two CRS texts describe the same CRS."""
-    return a == b or CRS.from_user_input(a) == CRS.from_user_input(b)
-
-
 @lru_cache(maxsize=64)
 def _transformer(src: str, dst: str, thread: int) -> Transformer:
     # one per thread: a Transformer holds a PROJ context, which is not shared safely
@@ -87,35 +73,6 @@ def _to(src: str, dst: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, n
         return x, y
     xo, yo = _transformer(src, dst, threading.get_ident()).transform(x, y, errcheck=False)
     return np.asarray(xo, dtype=np.float64), np.asarray(yo, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A raster grid: ``shape`` (rows, cols), corner ``transform`` and ``crs`` (text)."""
-
-    shape: tuple[int, int]
-    transform: Affine
-    crs: str
-
-    @classmethod
-    def of(cls, dem: xr.DataArray) -> Grid:
-        """The grid of a DEM."""
-        return cls(grid_shape(dem), dem.rio.transform(), crs_key(dem.rio.crs))
-
-    def same_as(self, other: Grid, *, rtol: float = 1e-9) -> bool:
-        """Same shape, CRS and transform (to ``rtol`` of the pixel size)."""
-        if self.shape != other.shape or not same_crs(self.crs, other.crs):
-            return False
-        scale = max(abs(self.transform.a), abs(self.transform.e), abs(self.transform.b), abs(self.transform.d))
-        return all(math.isclose(p, q, rel_tol=rtol, abs_tol=rtol * scale)
-                   for p, q in zip(self.transform[:6], other.transform[:6]))
-
-    def centres(self, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Map coordinates of pixel centres at (broadcastable) ``rows`` and ``cols``."""
-        t = self.transform
-        c = np.asarray(cols, dtype=np.float64) + 0.5
-        r = np.asarray(rows, dtype=np.float64) + 0.5
-        return t.c + t.a * c + t.b * r, t.f + t.d * c + t.e * r
 
 
 @dataclass(frozen=True)

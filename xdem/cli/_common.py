@@ -31,6 +31,8 @@ from typing import Any
 import click
 import dask
 
+from xdem import interrupt
+from xdem.cli.progress import RunBar
 from xdem.errors import XdemError
 
 __all__ = [
@@ -217,8 +219,6 @@ class Progress:
         # one bar over the whole run (percent and ETA) when the stages are known, on local schedulers
         self.bar: Any = None
         if plan is not None and not quiet and client is None:
-            from xdem.cli.progress import RunBar
-
             self.bar = RunBar(plan)
 
     def finish(self) -> None:
@@ -241,8 +241,6 @@ class Progress:
     def stage(self, text: str, *, bars: bool = True) -> Iterator[None]:
         """Announce ``text`` and report progress until the block ends; the stage is also what
         a signal's one line names (:func:`xdem.interrupt.stage`), quiet or not."""
-        from xdem import interrupt
-
         phrase, key = _stage_phrase(text)
         with interrupt.stage(phrase, key=key):
             with self._shown(text, bars=bars):

@@ -1,12 +1,25 @@
-"""``xdem convert``: copy a DEM between Cloud-Optimized GeoTIFF and Zarr, out of core."""
+"""``xdem convert``: copy a DEM between Cloud-Optimized GeoTIFF and Zarr, out of core.
+
+The command's module is light (click only): the run (:mod:`xdem.cli._convert_run`: the I/O
+stack) is imported once the command line has parsed, so a usage error or ``--help`` starts fast.
+"""
 
 from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 import click
 
 from xdem.cli._common import scheduler_option, workers_option
 
 __all__ = ["convert"]
+
+
+def _run_module() -> ModuleType:
+    """:mod:`xdem.cli._convert_run`, imported on first use (the one lazy import of this module:
+    start-up time of usage errors and ``--help``, which need none of rasterio, xarray, dask.array)."""
+    return importlib.import_module("xdem.cli._convert_run")
 
 
 @click.command("convert")
@@ -38,34 +51,6 @@ def convert(source: str, output: str, chunks: int | None, compress: str | None, 
       xdem convert dem.tif dem.zarr --scheduler processes --workers 4 --resume
       xdem convert dem.zarr dem_cog.tif
     """
-    from xdem.cli._common import check_scheduler, use_scheduler
-    from xdem.errors import InputError
-    from xdem.io.atomic import check_output_path
-    from xdem.io.open import open_dem
-    from xdem.io.zarr_store import is_zarr_path
-
-    sched = check_scheduler(scheduler, workers)
-    to_zarr = is_zarr_path(output)
-    if resume and not to_zarr:
-        raise InputError(f"--resume applies to Zarr outputs (*.zarr), not '{output}'; a COG is written in one go")
-    if to_zarr:  # cheap checks first: nothing is read or computed for an output that cannot be written
-        from xdem.io.zarr import check_store_path
-
-        check_store_path(output, overwrite=overwrite, resume=resume, inputs=[("SOURCE", source)])
-    else:
-        check_output_path(output, overwrite=overwrite, inputs=[("SOURCE", source)], what="output",
-                          overwrite_hint="--overwrite")
-    with use_scheduler(sched, workers):
-        dem = open_dem(source, chunks=chunks if chunks else "auto")
-        if to_zarr:
-            from xdem.io.zarr import write_zarr
-
-            result = write_zarr(dem, output, overwrite=overwrite, resume=resume, compressor=compress or "zstd",
-                                nodata=nodata, progress=progress, chunks=chunks)
-            path = result.path
-        else:
-            from xdem.io.cog import write_cog
-
-            path = write_cog(dem, output, overwrite=overwrite, compress=compress or "deflate", nodata=nodata,
-                             progress=progress).path
-    click.echo(str(path))
+    _run_module().run_convert(source, output=output, chunks=chunks, compress=compress, nodata=nodata,
+                              overwrite=overwrite, resume=resume, scheduler=scheduler, workers=workers,
+                              progress=progress)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from xdem.examples import DEFAULT_SHIFT, available, get_path, write_example_pair
+from xdem.examples import DEFAULT_SHIFT, available, get_path
 
 __all__ = ["examples"]
 
@@ -48,6 +48,10 @@ def write_pair(
     tba(x, y) = ref(x - dx, y - dy) + dz: the translation a coregistration must apply to
     tba is (-dx, -dy, -dz), stored in truth.json as shift_x, shift_y, shift_z.
     """
+    # lazy on purpose (the one of this module): --help and usage errors need the file names only,
+    # not the pair's stack (rasterio, xarray, scipy)
+    from xdem.examples.pair import write_example_pair
+
     shift_x, shift_y, shift_z = dx, dy, dz  # write_example_pair's names (the displacement, see its docs)
     tilt = None if tilt_x == 0 and tilt_y == 0 else (tilt_x, tilt_y)
     out = write_example_pair(

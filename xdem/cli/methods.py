@@ -10,8 +10,6 @@ import json
 
 import click
 
-from xdem.coreg.spec import describe_methods
-
 __all__ = ["methods"]
 
 
@@ -24,6 +22,10 @@ def methods(as_json: bool) -> None:
     Join methods with + for a pipeline (nuthkaab+vshift); blockwise:METHODS fits METHODS per tile.
     Options without a flag are set from Python (xdem.coreg.<Class>(option=...)).
     """
+    # lazy on purpose (the one of this module): --help and a usage error start without xdem.coreg
+    # (dask.array, numba, scipy), which only the listing needs
+    from xdem.coreg.spec import describe_methods
+
     table = describe_methods()
     if as_json:
         click.echo(json.dumps(table, indent=2))

@@ -4,7 +4,7 @@ The run is a known sequence of stages (outlier filters, fit, the block-writing p
 COG copy, statistics, verdict, report), each given a share of the bar by :data:`WEIGHTS`
 (measured proportions of a default run's wall time, rounded). Inside a stage, dask's
 callbacks give the fraction of tasks done in each compute, and GDAL's progress callback
-(:data:`xdem.io.cog.COPY_PROGRESS`) the fraction of the COG copy. The bar never goes back.
+(:data:`xdem.io.cog.COPY_PROGRESS`, defined in :mod:`xdem.io._gdal_copy`) the fraction of the COG copy. The bar never goes back.
 On a terminal it is redrawn in place; otherwise (a log file, a pipe) one line is printed at
 every tenth of the run. ``--quiet`` shows nothing; ``--verbose`` adds one line per iteration of
 the iterative methods (the ``xdem.iterations`` logger).
@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from dask.callbacks import Callback
+
+from xdem.io._gdal_copy import COPY_PROGRESS
 
 __all__ = ["RunBar", "WEIGHTS", "stage_key", "iteration_lines"]
 
@@ -173,8 +175,6 @@ class RunBar:
     @contextlib.contextmanager
     def tracking(self) -> Iterator[None]:
         """Dask's callbacks and GDAL's copy progress feed the bar inside the block."""
-        from xdem.io.cog import COPY_PROGRESS
-
         token = COPY_PROGRESS.set(self.copy)
         try:
             with _Tasks(self):

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
+from xdem import interrupt
+from xdem.errors import InputError
+
 __all__ = ["report"]
 
 
 def _load_summary(path: str | None) -> dict | None:
-    from xdem.errors import InputError
-
     if path is None:
         return None
     p = Path(path)
@@ -71,7 +72,8 @@ def report(
     One pass over the data reads each block once (maps from the files' overviews when they
     have them); --exact-stats adds the passes of exact quantiles.
     """
-    from xdem import interrupt
+    # lazy on purpose (the one of this module): a usage error or --help starts without the report's
+    # stack (dask.array, xarray, rasterio, matplotlib), which only the run needs
     from xdem.report import write_report
 
     summary = _load_summary(json_summary)

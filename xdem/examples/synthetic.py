@@ -27,6 +27,7 @@ from affine import Affine
 
 from xdem.errors import InputError, OutputError
 from xdem.io.atomic import write_text_atomic
+from xdem.io.cog import write_cog
 
 __all__ = ["fractal_terrain", "terrain_height", "generate_pair", "DEFAULT_CRS", "DEFAULT_ORIGIN"]
 
@@ -331,8 +332,6 @@ def generate_pair(
     >>> truth["shift_x"], truth["shift_y"], truth["shift_z"]
     (-4.0, 2.0, -1.0)
     """
-    from xdem.io.cog import write_cog
-
     shape = _normalise_shape(size)
     if len(shift) != 3:
         raise InputError(f"shift must be (dx, dy, dz) in metres, got {shift!r}")

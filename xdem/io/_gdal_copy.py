@@ -16,12 +16,22 @@ signal is raised as the run's interruption once the handles are closed.
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["copy_with_progress"]
+from xdem import interrupt
+
+__all__ = ["copy_with_progress", "COPY_PROGRESS"]
+
+#: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
+#: fraction done of all the copies of the current write (GDAL's own progress callback). It lives
+#: here, beside the copy, so that the command line's progress bar reads it without importing
+#: :mod:`xdem.io.cog` (rasterio); :mod:`xdem.io.cog` exports it too.
+COPY_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar("COPY_PROGRESS",
+                                                                                              default=None)
 
 _PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p)
 
@@ -73,8 +83,6 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     OSError
         GDAL failed (its last error message).
     """
-    from xdem import interrupt
-
     lib = _libgdal()
     if lib is None:
         return False

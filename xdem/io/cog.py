@@ -25,7 +25,6 @@ gets its own COG copy, validation and atomic move, with the same guarantees.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
 import os
 import shutil
@@ -47,8 +46,10 @@ from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
+from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
@@ -75,8 +76,6 @@ def _fill_kernel(block: np.ndarray, *, nodata: float, out_dtype: np.dtype) -> np
 
 def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np.dtype, float | None]:
     """Dask array to write (NaN replaced by ``nodata``), its dtype and the nodata tag."""
-    from xdem.io.open import auto_chunks
-
     data = dask_data(dem, chunks=auto_chunks(grid_shape(dem)))
     dtype = np.dtype(data.dtype)
     if dtype == np.bool_:
@@ -251,12 +250,6 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     return out
 
 
-#: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
-#: fraction done of all the copies of the current write (GDAL's own progress callback).
-COPY_PROGRESS: contextvars.ContextVar[Callable[[float], None] | None] = contextvars.ContextVar("COPY_PROGRESS",
-                                                                                              default=None)
-
-
 def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, blocksize: int,
                  progress: Callable[[float], None] | None = None) -> None:
     """Pass 2: GDAL COG driver copy (compression, overviews) with a bounded cache; ``progress``
@@ -272,8 +265,6 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
         options["PREDICTOR"] = predictor
     with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
         try:
-            from xdem.io._gdal_copy import copy_with_progress
-
             # with a callback even without a bar: a signal stops GDAL at once (it returns "stop")
             if not copy_with_progress(tmp, out, driver="COG", options=options, progress=progress):
                 with interrupt.deferred():  # rasterio's error handler is a Python callback too

@@ -1,19 +1,37 @@
-"""Grids: transforms, CRS checks, per-block coordinates and lazy pair alignment."""
+"""Grids: the one grid type :class:`Grid`, transforms, CRS checks, per-block coordinates and lazy
+pair alignment.
+
+A raster grid is described one way in xdem: a :class:`Grid` (``shape``, corner ``transform``,
+``crs`` text), taken from a DEM (:meth:`Grid.of`) or an open raster file
+(:meth:`Grid.of_dataset`). The functions below read the parts of a DEM's grid directly
+(:func:`get_transform`, :func:`grid_shape`, :func:`get_resolution`); odc-geo's ``GeoBox`` is
+only built from a :class:`Grid` (:meth:`Grid.geobox`) to hand a reprojection to odc-geo.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 from affine import Affine
+from pyproj import CRS
 
 from xdem.errors import CRSError, OverlapError
 
+if TYPE_CHECKING:  # types only; odc-geo is imported when a reprojection needs it (about 0.2 s)
+    import rasterio.io
+    from odc.geo.geobox import GeoBox
+
 __all__ = [
+    "Grid",
+    "crs_key",
+    "same_crs",
     "get_transform",
     "grid_shape",
     "get_resolution",
@@ -30,6 +48,92 @@ __all__ = [
     "local_metric_crs",
     "reproject_to_crs",
 ]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A raster grid: ``shape`` (rows, cols), corner ``transform`` (GDAL convention) and ``crs``
+    (text, :func:`crs_key`): the one grid type of xdem.
+
+    Examples
+    --------
+    >>> g = Grid((2, 3), Affine(10.0, 0.0, 500.0, 0.0, -10.0, 1000.0), "EPSG:32615")
+    >>> g.bounds, g.resolution
+    ((500.0, 980.0, 530.0, 1000.0), (10.0, 10.0))
+    >>> g.same_as(Grid((2, 3), Affine(10.0, 0.0, 500.0, 0.0, -10.0, 1000.0), "EPSG:32615"))
+    True
+    """
+
+    shape: tuple[int, int]
+    transform: Affine
+    crs: str
+
+    @classmethod
+    def of(cls, dem: xr.DataArray) -> Grid:
+        """The grid of a DEM (its CRS is required: :class:`~xdem.errors.CRSError` otherwise)."""
+        return cls(grid_shape(dem), dem.rio.transform(), crs_key(dem.rio.crs))
+
+    @classmethod
+    def of_dataset(cls, src: rasterio.io.DatasetReader) -> Grid:
+        """The grid of an open raster file (a ``rasterio`` dataset; its CRS is required)."""
+        return cls((int(src.height), int(src.width)), src.transform, crs_key(src.crs))
+
+    def same_as(self, other: Grid, *, rtol: float = 1e-9) -> bool:
+        """Same shape, CRS and transform (to ``rtol`` of the pixel size)."""
+        if self.shape != other.shape or not same_crs(self.crs, other.crs):
+            return False
+        scale = max(abs(self.transform.a), abs(self.transform.e), abs(self.transform.b), abs(self.transform.d))
+        return all(math.isclose(p, q, rel_tol=rtol, abs_tol=rtol * scale)
+                   for p, q in zip(self.transform[:6], other.transform[:6]))
+
+    def centres(self, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Map coordinates of pixel centres at (broadcastable) ``rows`` and ``cols``."""
+        t = self.transform
+        c = np.asarray(cols, dtype=np.float64) + 0.5
+        r = np.asarray(rows, dtype=np.float64) + 0.5
+        return t.c + t.a * c + t.b * r, t.f + t.d * c + t.e * r
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """``(xmin, ymin, xmax, ymax)`` of the outer pixel edges (a north-up grid)."""
+        return _edges_bounds(self.transform, self.shape)
+
+    @property
+    def resolution(self) -> tuple[float, float]:
+        """Pixel size ``(x, y)``, positive."""
+        return abs(self.transform.a), abs(self.transform.e)
+
+    def geobox(self) -> GeoBox:
+        """This grid as odc-geo's ``GeoBox``, to hand a reprojection to odc-geo."""
+        from odc.geo.geobox import GeoBox
+
+        return GeoBox(self.shape, self.transform, self.crs)
+
+
+def crs_key(crs: object) -> str:
+    """A stable text form of a CRS (``"EPSG:32615"`` when it has a code, else WKT).
+
+    Examples
+    --------
+    >>> crs_key("epsg:32615")
+    'EPSG:32615'
+    """
+    if crs is None:
+        raise CRSError("the DEM has no CRS; set one with dem.rio.write_crs('EPSG:XXXX')")
+    return CRS.from_user_input(crs).to_string()
+
+
+@lru_cache(maxsize=64)
+def same_crs(a: str, b: str) -> bool:
+    """Whether two CRS texts describe the same CRS."""
+    return a == b or CRS.from_user_input(a) == CRS.from_user_input(b)
+
+
+def _edges_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, float, float]:
+    ny, nx = shape
+    xs = (t.c, t.c + nx * t.a)
+    ys = (t.f, t.f + ny * t.e)
+    return min(xs), min(ys), max(xs), max(ys)
 
 
 def dask_data(dem: xr.DataArray, *, chunks: Any = "auto") -> da.Array:
@@ -174,11 +278,7 @@ def same_grid(a: xr.DataArray, b: xr.DataArray, *, rtol: float = 1e-9) -> bool:
 
 
 def _bounds(dem: xr.DataArray) -> tuple[float, float, float, float]:
-    t = get_transform(dem)
-    ny, nx = dem.shape
-    xs = (t.c, t.c + nx * t.a)
-    ys = (t.f, t.f + ny * t.e)
-    return min(xs), min(ys), max(xs), max(ys)
+    return _edges_bounds(get_transform(dem), grid_shape(dem))
 
 
 def _crop_to_bounds(dem: xr.DataArray, bounds: tuple[float, float, float, float]) -> xr.DataArray:
@@ -249,20 +349,18 @@ def align_pair(
 
 def _reproject_like(src: xr.DataArray, like: xr.DataArray, *, resampling: str) -> xr.DataArray:
     """Lazy reprojection of ``src`` onto the grid of ``like`` with odc-geo."""
-    from odc.geo.geobox import GeoBox
-
-    gbox = GeoBox(grid_shape(like), get_transform(like), like.rio.crs)
+    gbox = Grid(grid_shape(like), get_transform(like), crs_key(like.rio.crs)).geobox()
     return _reproject_to_geobox(src, gbox, crs=like.rio.crs, resampling=resampling)
 
 
-def _reproject_to_geobox(src: xr.DataArray, gbox: Any, *, crs: Any, resampling: str) -> xr.DataArray:
+def _reproject_to_geobox(src: xr.DataArray, gbox: GeoBox, *, crs: Any, resampling: str) -> xr.DataArray:
     from odc.geo.xr import xr_reproject
 
     src = src.rio.write_nodata(np.nan, encoded=False)
     out = xr_reproject(src, gbox, resampling=resampling, dst_nodata=np.nan)
     out = out.rename({d: n for d, n in zip(out.dims, ("y", "x"))})
     data = out.data.astype(src.dtype, copy=False)
-    x, y = block_xy(gbox.affine, 0, 0, gbox.shape)
+    x, y = block_xy(gbox.affine, 0, 0, (int(gbox.shape[0]), int(gbox.shape[1])))
     res = xr.DataArray(data, dims=("y", "x"), coords={"y": y, "x": x}, name=src.name)
     res = res.rio.write_crs(crs).rio.write_transform(gbox.affine)
     return res.rio.write_nodata(np.nan, encoded=False)
@@ -291,7 +389,5 @@ def local_metric_crs(dem: xr.DataArray) -> Any:
 def reproject_to_crs(dem: xr.DataArray, crs: Any, *, resampling: str = "bilinear") -> xr.DataArray:
     """Lazily reproject ``dem`` into ``crs`` on a grid covering it with square pixels of about
     the same ground size (odc-geo's ``GeoBox.to_crs(resolution="auto")``)."""
-    from odc.geo.geobox import GeoBox
-
-    gbox = GeoBox(grid_shape(dem), get_transform(dem), dem.rio.crs).to_crs(crs, resolution="auto")
+    gbox = Grid.of(dem).geobox().to_crs(crs, resolution="auto")
     return _reproject_to_geobox(dem, gbox, crs=crs, resampling=resampling)

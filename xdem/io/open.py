@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,12 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
+from xdem.io import zarr_store as zs
 from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import register_region_reader, register_source
 from xdem.typing import DEMLike
 
-__all__ = ["open_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
+__all__ = ["open_dem", "open_zarr_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
 
 #: Target side of an in-memory chunk, in pixels, when ``chunks="auto"``.
 DEFAULT_CHUNK_PIXELS = 2048
@@ -365,9 +367,7 @@ def _open_dem(source: DEMLike, *, chunks: Any, band: int | None, nodata: float |
               allow_incomplete: bool) -> xr.DataArray:
     """:func:`open_dem` with at most one nodata value and no scale."""
     if isinstance(source, (str, os.PathLike)):
-        from xdem.io.zarr_store import is_zarr_path, open_zarr_dem
-
-        if is_zarr_path(source):
+        if zs.is_zarr_path(source):
             return open_zarr_dem(Path(os.path.abspath(os.fspath(source))), chunks=chunks, band=band, nodata=nodata,
                                  allow_incomplete=allow_incomplete)
         return _open_path(Path(source), chunks=chunks, band=band, nodata=nodata)
@@ -399,3 +399,96 @@ def _open_dataarray(arr: xr.DataArray, *, chunks: Any, band: int | None, nodata:
         ck = _normalise_chunks(chunks, shape, None)
         arr = arr.chunk({"y": ck[0], "x": ck[1]} if "band" not in arr.dims else {"band": 1, "y": ck[0], "x": ck[1]})
     return _finish(arr, nodata, name=arr.name)
+
+
+# ---------------------------------------------------------------------------- Zarr stores
+
+
+def _open_dataset(path: Path) -> xr.Dataset:
+    with warnings.catch_warnings():  # non-consolidated stores, and .xdem/ is not a Zarr node
+        warnings.filterwarnings("ignore", message=".*consolidated.*")
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy.*")
+        return xr.open_zarr(path, chunks=None, mask_and_scale=False, decode_coords="all")
+
+
+def _dem_variable(ds: xr.Dataset, path: Path) -> str:
+    names = [str(n) for n, v in ds.data_vars.items() if v.ndim == 2]
+    if len(names) != 1:
+        found = "none" if not names else ", ".join(names)
+        raise InputError(f"'{path}' is not a DEM store: it must hold exactly one 2-D variable (found {found}); "
+                         "open the one you want with xarray.open_zarr and pass that DataArray to open_dem")
+    return names[0]
+
+
+class ZarrRegionReader:
+    """Any region of a DEM store's variable, nodata as NaN, as :func:`_finish`
+    casts it: a region reader (:func:`xdem.io.sources.register_region_reader`)."""
+
+    def __init__(self, path: Path, variable: str, dtype: np.dtype, nodata: float | None) -> None:
+        self.path = str(path)
+        self.variable = variable
+        self.dtype = np.dtype(dtype)
+        self.nodata = nodata
+
+    def __call__(self, rows: slice, cols: slice) -> np.ndarray:
+        import zarr
+
+        arr = zarr.open_array(self.path, path=self.variable, mode="r")
+        data = np.asarray(arr[rows, cols]).astype(self.dtype, copy=False)
+        if self.nodata is not None and not np.isnan(self.nodata):
+            data = np.where(data == self.dtype.type(self.nodata), self.dtype.type(np.nan), data)
+        return data
+
+
+def _lazy_data(path: Path, variable: str, ck: tuple[int, int]) -> Any:
+    """The variable's chunks as a dask array with a name that depends only on the store's path,
+    metadata and completion times and on ``ck`` (so that the same store opened twice, even in
+    two processes, gives the same graph: what a resumed write's fingerprint compares)."""
+    import dask.base
+    import zarr
+
+    stamps = [(name, (path / name).stat().st_mtime_ns) for name in ("zarr.json", f"{zs.BOOK}/{zs.COMPLETE}")
+              if (path / name).exists()]
+    token = dask.base.tokenize(str(path.resolve()), variable, stamps, ck)
+    arr = zarr.open_array(str(path), path=variable, mode="r")
+    return da.from_array(arr, chunks=ck, lock=False, name=f"open_dem-{path.stem}-{token}",
+                         meta=np.array((), dtype=arr.dtype))
+
+
+def open_zarr_dem(path: Path, *, chunks: Any, band: int | None, nodata: float | None,
+                  allow_incomplete: bool = False) -> xr.DataArray:
+    """Open the DEM of a Zarr store lazily (the :func:`xdem.open_dem` path for stores).
+
+    Chunks are a multiple of the store's chunks (``"auto"``) or as given.
+    """
+    status = zs.store_status(path)
+    if status == "missing":
+        raise InputError(f"DEM store not found: '{path}'; check the path")
+    if status == "other":
+        raise InputError(f"'{path}' is not a Zarr store (no zarr.json at its root); pass a GeoTIFF, COG, VRT or a "
+                         "Zarr store written by xdem.write_zarr or xarray's to_zarr")
+    if status == "incomplete" and not allow_incomplete:
+        raise InputError(f"'{path}' is an incomplete Zarr store (its writer stopped before the end); finish it with "
+                         "write_zarr(..., resume=True) / --resume, or pass allow_incomplete=True to read it anyway")
+    if band not in (None, 1):
+        raise InputError(f"band={band} is out of range for the Zarr store '{path}', which holds one DEM")
+    try:
+        ds = _open_dataset(path)
+    except Exception as exc:  # zarr raises many types for damaged metadata
+        raise InputError(f"cannot read '{path}' as a Zarr store ({type(exc).__name__}: {exc}); is it complete and "
+                         "not corrupt?") from exc
+    name = _dem_variable(ds, path)
+    arr = ds[name]
+    if arr.rio.crs is None:
+        raise CRSError(f"the Zarr store '{path}' has no CRS (no spatial_ref grid mapping); write one with "
+                       "dem.rio.write_crs('EPSG:XXXX') before to_zarr")
+    if arr.rio.x_dim != "x" or arr.rio.y_dim != "y":
+        arr = arr.rename({arr.rio.y_dim: "y", arr.rio.x_dim: "x"})
+    stored = arr.encoding.get("preferred_chunks", {})
+    block = (int(stored.get("y", arr.shape[0])), int(stored.get("x", arr.shape[1])))
+    ck = _normalise_chunks(chunks, (int(arr.shape[0]), int(arr.shape[1])), block)
+    arr = arr.copy(data=_lazy_data(path, name, ck))
+    register_source(arr.data, path)
+    out = _finish(arr, nodata, name=path.stem)
+    register_region_reader(out, ZarrRegionReader(path, name, out.dtype, _nodata_of(arr, nodata)))
+    return out

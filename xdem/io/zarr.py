@@ -50,7 +50,10 @@ import xarray as xr
 from xdem import interrupt
 from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
+from xdem.io.atomic import check_output_path
+from xdem.io.cog import GDAL_CACHE_MB, _active_client, _prepare_data, one_band
 from xdem.io.jsondoc import jsonable
+from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
 
 __all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "VARIABLE", "check_store_path"]
@@ -95,8 +98,6 @@ def _codecs(compressor: str) -> tuple:
 
 def _store_chunks(data: da.Array, chunks: Any) -> tuple[int, int]:
     if chunks is None:
-        from xdem.io.open import auto_chunks
-
         rows, cols = data.chunks
         regular = len(set(rows[:-1])) <= 1 and rows[-1] <= rows[0] and len(set(cols[:-1])) <= 1 and cols[-1] <= cols[0]
         return (rows[0], cols[0]) if regular else auto_chunks((int(data.shape[0]), int(data.shape[1])))
@@ -138,8 +139,6 @@ def _fingerprint(data: da.Array, *, variable: str, store_chunks: tuple[int, int]
 
 def _check_path(path: Path, sources: set[Path]) -> None:
     """Refuse a store path that is an input, inside one, or holds one (an overwrite would delete it)."""
-    from xdem.io.atomic import check_output_path
-
     target = path.resolve()
     for src in sources:
         if src == target or target in src.parents:
@@ -281,8 +280,6 @@ def _finalise(path: Path, fp: dict) -> None:
 
 
 def _compute(tasks: list, *, progress: bool) -> None:
-    from xdem.io.cog import _active_client
-
     client = _active_client(tasks[0]) if tasks else None
     if client is not None:
         futures = client.compute(tasks)
@@ -298,8 +295,6 @@ def _compute(tasks: list, *, progress: bool) -> None:
     else:
         # the chunks are read by GDAL in this process: bound its block cache (by default 5 % of the RAM,
         # which reading a large DEM fills: 1.7 GiB of peak RSS at 20000^2 without this), as write_cog does
-        from xdem.io.cog import GDAL_CACHE_MB
-
         with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB), contextlib.ExitStack() as stack:
             if progress:
                 from dask.diagnostics import ProgressBar
@@ -377,8 +372,6 @@ def write_zarr(
     >>> xdem.write_zarr(dem + 1, "/tmp/lidar_plus_one.zarr", resume=True, chunks=128).written
     0
     """
-    from xdem.io.cog import _prepare_data, one_band
-
     dem = one_band(dem, "write_zarr")
     if dem.rio.crs is None:
         raise InputError("the DEM has no CRS; set one with dem.rio.write_crs('EPSG:XXXX') before writing it")

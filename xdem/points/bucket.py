@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 from dask.array.overlap import ensure_minimum_chunksize
 
+from xdem.errors import CRSError
 from xdem.io.grid import dask_data, get_transform, shift_in_pixels
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.points import at_points_kernel
@@ -51,8 +52,6 @@ def pixel_positions(dem: xr.DataArray, x: np.ndarray, y: np.ndarray) -> tuple[np
     """
     t = get_transform(dem)
     if t.b != 0 or t.d != 0:
-        from xdem.errors import CRSError
-
         raise CRSError("rotated or sheared grids are not supported; warp the DEM to a north-up grid with gdalwarp")
     return (np.asarray(y, dtype=np.float64) - t.f) / t.e - 0.5, (np.asarray(x, dtype=np.float64) - t.c) / t.a - 0.5
 

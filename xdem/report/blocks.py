@@ -27,12 +27,33 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["map_cells_block", "merge_map_cells", "cell_means", "class_counts_block", "inside_block_sums", "merge_inside"]
+from xdem.errors import InputError
+
+__all__ = ["decimation_factor", "map_cells_block", "merge_map_cells", "cell_means", "class_counts_block",
+           "inside_block_sums", "merge_inside"]
+
+
+def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
+    """Smallest ``k >= 1`` such that ``(ny // k) * (nx // k) <= max_pixels``.
+
+    Examples
+    --------
+    >>> decimation_factor((400, 400), 10_000)
+    4
+    """
+    if int(max_pixels) < 1:
+        raise InputError(f"max_pixels must be >= 1, got {max_pixels}")
+    ny, nx = shape
+    k = max(1, int(math.ceil(math.sqrt(ny * nx / max_pixels))))
+    while (ny // k) * (nx // k) > max_pixels:
+        k += 1
+    return k
 
 
 def map_cells_block(*blocks: np.ndarray, k: int, shape: tuple[int, int], row0: int, col0: int) -> Any:

@@ -15,7 +15,6 @@ statistics are exact out-of-core reductions (:mod:`xdem.stats`).
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,11 +26,19 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xdem.errors import CRSError, InputError, NotEnoughDataError
+from xdem import stats as xstats
+from xdem.errors import CRSError, EmptyBinWarning, InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, block_tasks, get_resolution, get_transform
 from xdem.io.open import open_dem
+from xdem.kernels.robust import nmad
+from xdem.masks import stable_mask_like
 from xdem.report import blocks
+from xdem.report.blocks import decimation_factor
+from xdem.report.overviews import overview_maps
 from xdem.sampling import BlockWork, sample_valid
+from xdem.spatialstats import stats_by_slope_class
+from xdem.spatialstats.binned import SLOPE_CLASSES
+from xdem.terrain import get_terrain_attribute
 from xdem.typing import DEMLike, MaskLike
 
 __all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", "open_inputs",
@@ -41,23 +48,6 @@ __all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", 
 # ---------------------------------------------------------------------------------------------
 # Decimated maps
 # ---------------------------------------------------------------------------------------------
-def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
-    """Smallest ``k >= 1`` such that ``(ny // k) * (nx // k) <= max_pixels``.
-
-    Examples
-    --------
-    >>> decimation_factor((400, 400), 10_000)
-    4
-    """
-    if int(max_pixels) < 1:
-        raise InputError(f"max_pixels must be >= 1, got {max_pixels}")
-    ny, nx = shape
-    k = max(1, int(math.ceil(math.sqrt(ny * nx / max_pixels))))
-    while (ny // k) * (nx // k) > max_pixels:
-        k += 1
-    return k
-
-
 def _map_cells_pass(arrays: list[da.Array], k: int) -> Any:
     """A :func:`dask.delayed` object: the NaN-ignoring ``k x k`` block means of same-grid 2-D
     arrays, one task per block (:func:`xdem.report.blocks.map_cells_block`, as the report's
@@ -191,10 +181,8 @@ def _decimated_extent(dem: xr.DataArray, k: int) -> tuple[float, float, float, f
 
 
 def _exact_stats(dh: da.Array) -> dict[str, Any] | None:
-    from xdem.stats import robust_summary
-
     try:
-        s = robust_summary(dh)
+        s = xstats.robust_summary(dh)
     except NotEnoughDataError:
         return None
     return {"count": s["count"], "median": s["median"], "nmad": s["nmad"], "min": s["min"], "max": s["max"]}
@@ -203,9 +191,6 @@ def _exact_stats(dh: da.Array) -> dict[str, Any] | None:
 def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, Any]:
     """Exact statistics of each ``dh`` by slope class (:func:`xdem.spatialstats.stats_by_slope_class`,
     several passes); ``None`` for a ``dh`` without any valid pixel. Empty classes stay in the table (count 0)."""
-    from xdem.errors import EmptyBinWarning
-    from xdem.spatialstats import stats_by_slope_class
-
     out: dict[str, Any] = {}
     for name, dh in dhs.items():
         with warnings.catch_warnings():
@@ -224,8 +209,6 @@ def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], clas
     for a ``dh`` without any valid pixel. Columns as :func:`xdem.spatialstats.stats_by_slope_class`
     plus ``sample_count``."""
     import pandas as pd
-
-    from xdem.kernels.robust import nmad
 
     edges = np.asarray(classes, dtype=np.float64)
     slope = np.asarray(sample["slope"], dtype=np.float64)
@@ -314,11 +297,6 @@ def collect(
 
     Raises :class:`~xdem.errors.NotEnoughDataError` when the pair has no stable pixel valid in both.
     """
-    from xdem.masks import stable_mask_like
-    from xdem.report.blocks import class_counts_block, inside_block_sums, map_cells_block, merge_inside, merge_map_cells
-    from xdem.spatialstats.binned import SLOPE_CLASSES
-    from xdem.stats import STATS_SUBSAMPLE, dh_stats_blocks, stats_method
-
     masked = inlier_mask is not None or exclude_mask is not None
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask) if masked else None
     all_dhs = {"before": tba.data - ref.data}
@@ -329,8 +307,6 @@ def collect(
     slope = aspect = None
     note = None
     try:
-        from xdem.terrain import get_terrain_attribute
-
         slope, aspect = get_terrain_attribute(ref, ["slope", "aspect"])
     except CRSError as exc:
         note = f"slope and aspect need a projected CRS ({exc})"
@@ -345,8 +321,6 @@ def collect(
     k = decimation_factor((ny, nx), max_pixels)
     ov = None
     if stable is None and overview_files is not None:
-        from xdem.report.overviews import overview_maps
-
         ov = overview_maps(overview_files, ref, k=k, max_pixels=max_pixels)
     # everything below is computed in the tasks of the draw (each block read once, by one task)
     also: dict[str, BlockWork] = {}
@@ -356,17 +330,17 @@ def collect(
         if stable is not None:  # i.e. masked
             to_map["stable"] = stable.astype(np.float32)
         map_names = list(to_map)
-        also["maps"] = BlockWork(partial(map_cells_block, k=k, shape=(ny, nx)), list(to_map.values()))
+        also["maps"] = BlockWork(partial(blocks.map_cells_block, k=k, shape=(ny, nx)), list(to_map.values()))
         if stable is not None:
-            also["inside"] = BlockWork(inside_block_sums, [stable, *all_dhs.values()])
+            also["inside"] = BlockWork(blocks.inside_block_sums, [stable, *all_dhs.values()])
     finish_stats = None
     if need_stats and not exact_stats:
         others = {"before": tba.data, **({"after": aligned.data} if aligned is not None else {})}
-        func, arrs, finish_stats = dh_stats_blocks(ref.data, others, stable=stable, subsample=STATS_SUBSAMPLE,
+        func, arrs, finish_stats = xstats.dh_stats_blocks(ref.data, others, stable=stable, subsample=xstats.STATS_SUBSAMPLE,
                                                    random_state=random_state)
         also["stats"] = BlockWork(func, arrs)
     if slope is not None and not exact_stats:
-        also["slope_counts"] = BlockWork(partial(class_counts_block, edges=np.asarray(SLOPE_CLASSES, dtype=float)),
+        also["slope_counts"] = BlockWork(partial(blocks.class_counts_block, edges=np.asarray(SLOPE_CLASSES, dtype=float)),
                                          [slope.data, *dhs.values()])
     sample = _draw(valid, aligned, arrays, also, subsample=subsample, random_state=random_state, masked=masked)
     done = sample.also
@@ -376,9 +350,9 @@ def collect(
         map_source = (f"overviews of factor {ov.level_factor} (GDAL resampling: {ov.resampling})"
                       + (f", then block means of {ov.block} × {ov.block}" if ov.block > 1 else ""))
     else:
-        maps = dict(zip(map_names, merge_map_cells(done["maps"], shape=(ny, nx), k=k)))
+        maps = dict(zip(map_names, blocks.merge_map_cells(done["maps"], shape=(ny, nx), k=k)))
         if "inside" in done:
-            inside = merge_inside(done["inside"], list(all_dhs))
+            inside = blocks.merge_inside(done["inside"], list(all_dhs))
         map_source = "block means" if k > 1 else "full resolution"
     stable_map = maps.pop("stable", None)
     stats: dict[str, Any] = {}
@@ -389,7 +363,7 @@ def collect(
     elif need_stats:
         assert finish_stats is not None
         stats = finish_stats(done["stats"])
-        stats_how = stats_method(STATS_SUBSAMPLE)
+        stats_how = xstats.stats_method(xstats.STATS_SUBSAMPLE)
     tables: dict[str, Any] = {}
     if slope is not None and exact_stats:
         tables = _slope_tables(dhs, slope)

@@ -17,6 +17,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from xdem.kernels.robust import nmad
 from xdem.report.figures import (
     _AFTER,
     _BEFORE,
@@ -129,8 +130,6 @@ def binned_by(x: np.ndarray, y: np.ndarray, *, nbins: int = 20, min_count: int =
     >>> b["median"].tolist(), b["count"].tolist()
     ([1.0, 1.0, 1.0, 1.0], [250, 250, 250, 250])
     """
-    from xdem.kernels.robust import nmad
-
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     out: dict[str, list] = {"x": [], "median": [], "nmad": [], "count": []}

@@ -37,6 +37,8 @@ import numpy as np
 from xdem.kernels.robust import nmad
 from xdem.report import units as U
 from xdem.report.html import fmt, label_cell, note, table
+from xdem.spatialstats import fit_sum_model_variogram, neff_circular_approx_theoretical
+from xdem.spatialstats.variogram import _lag_edges, _one_variogram
 
 __all__ = ["VARIOGRAM_POINTS", "inside_block", "inside_section"]
 
@@ -53,9 +55,6 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
     """``(uncertainty of the mean, n_eff or None, how)``."""
     import pandas as pd
 
-    from xdem.spatialstats import fit_sum_model_variogram
-    from xdem.spatialstats.variogram import _lag_edges, _one_variogram
-
     rx, ry = abs(res[0]), abs(res[1])
     try:
         rng = np.random.default_rng(0 if random_state is None else random_state)
@@ -68,8 +67,6 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
             v = _one_variogram(coords, values[idx], edges, "dowd")
             ev = pd.DataFrame({"bins": edges, "exp": v[:, 0], "count": v[:, 1], "lag": v[:, 2], "err_exp": np.nan})
             _, params = fit_sum_model_variogram(["spherical"], ev)
-            from xdem.spatialstats import neff_circular_approx_theoretical
-
             neff = neff_circular_approx_theoretical(area, params)
         # a range below a pixel (white noise) gives more effective samples than pixels: cap them
         n_pixels = area / (rx * ry)

@@ -32,9 +32,9 @@ import numpy as np
 import rasterio
 import xarray as xr
 
-from xdem.io.grid import get_transform
+from xdem.io.grid import Grid, same_crs
 from xdem.io.sources import find_sources, region_reader
-from xdem.report.blocks import cell_means
+from xdem.report.blocks import cell_means, decimation_factor
 
 __all__ = ["MAX_READ", "OverviewMaps", "file_of", "overview_factor", "read_overview", "overview_maps"]
 
@@ -80,8 +80,12 @@ def _same_nodata(a: float | None, b: float | None) -> bool:
 
 
 def _same_grid(src: Any, dem: xr.DataArray) -> bool:
-    return (src.count == 1 and (src.height, src.width) == tuple(dem.shape) and src.crs == dem.rio.crs
-            and src.transform.almost_equals(get_transform(dem)))
+    """Whether the file ``src`` (open) is one band on the grid of ``dem`` (to 1e-5 of a unit in its
+    transform, as :meth:`affine.Affine.almost_equals`)."""
+    if src.count != 1 or src.crs is None:
+        return False
+    file, own = Grid.of_dataset(src), Grid.of(dem)
+    return file.shape == own.shape and same_crs(file.crs, own.crs) and file.transform.almost_equals(own.transform)
 
 
 #: Largest overview read, in multiples of ``max_pixels`` (16 x 1 Mpixel float32: 64 MB).
@@ -102,8 +106,6 @@ def overview_factor(paths: list[Path], dem: xr.DataArray, *, k: int, max_pixels:
     >>> overview_factor([], dem, k=4, max_pixels=10_000) is None  # no file, no common level
     True
     """
-    from xdem.report.data import decimation_factor
-
     common: set[int] | None = None
     try:
         for path in paths:

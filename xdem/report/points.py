@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from xdem.io.atomic import write_text_atomic
 from xdem.report.figures import AFTER_AXIS_RATIO, DH_CMAP, _hist_panel, symmetric_limit, to_png_base64
 from xdem.report.html import cell, document, fmt_float, img, key_value_rows, label_cell, note, table
 
@@ -104,7 +105,5 @@ def write_points_report(path: str | Path, *, x: np.ndarray, y: np.ndarray, befor
                         summary: dict[str, Any], overwrite: bool = False,
                         on_final_block: Callable[[], None] | None = None) -> Path:
     """Write :func:`points_report_html` to ``path`` atomically; returns the path."""
-    from xdem.io.atomic import write_text_atomic
-
     text = points_report_html(x=x, y=y, before=before, after=after, summary=summary, on_final_block=on_final_block)
     return write_text_atomic(path, text, overwrite=overwrite)

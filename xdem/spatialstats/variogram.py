@@ -29,6 +29,7 @@ from affine import Affine
 from xdem.errors import CRSError, InputError, NotEnoughDataError, XdemError
 from xdem.io.grid import block_xy, get_resolution, get_transform
 from xdem.sampling import DEFAULT_SEED, sample_valid
+from xdem.spatialstats.binned import _align
 
 __all__ = [
     "sample_empirical_variogram",
@@ -181,8 +182,6 @@ def sample_empirical_variogram(
     >>> list(ev.columns)
     ['bins', 'lag', 'exp', 'count', 'err_exp']
     """
-    from xdem.spatialstats.binned import _align
-
     est = str(estimator).lower()
     if est not in ESTIMATORS:
         raise InputError(f"unknown estimator {estimator!r}; choose among {ESTIMATORS}")

@@ -1,0 +1,44 @@
+"""The one grid type, :class:`xdem.io.grid.Grid`: from a DEM, from an open file, to odc-geo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import rasterio
+from affine import Affine
+
+import xdem
+import xdem.warp
+from xdem.errors import CRSError
+from xdem.examples import get_path
+from xdem.io.grid import Grid, crs_key, same_crs, same_grid, with_transform
+
+
+def test_grid_of_a_dem_is_the_grid_of_its_file():
+    dem = xdem.open_dem(get_path("lidar"))
+    with rasterio.open(get_path("lidar")) as src:
+        file = Grid.of_dataset(src)
+    assert Grid.of(dem) == file and Grid.of(dem).same_as(file)
+    assert file.bounds == tuple(dem.rio.bounds()) and file.resolution == (1.0, 1.0)
+
+
+def test_grid_is_the_grid_of_the_warp_and_compares_like_same_grid():
+    assert xdem.warp.Grid is Grid and xdem.warp.crs_key is crs_key and xdem.warp.same_crs is same_crs
+    dem = xdem.open_dem(get_path("lidar"))
+    moved = with_transform(dem, dem.rio.transform() * Affine.translation(0.5, 0))
+    assert Grid.of(dem).same_as(Grid.of(dem)) and same_grid(dem, dem)
+    assert not Grid.of(dem).same_as(Grid.of(moved)) and not same_grid(dem, moved)
+
+
+def test_grid_as_a_geobox_keeps_shape_transform_and_crs():
+    g = Grid((3, 4), Affine(2.0, 0.0, 100.0, 0.0, -2.0, 50.0), "EPSG:32615")
+    box = g.geobox()
+    assert (tuple(box.shape), box.affine, box.crs.epsg) == ((3, 4), g.transform, 32615)
+    x, y = g.centres(np.array([0]), np.array([0]))
+    assert (float(x[0]), float(y[0])) == (101.0, 49.0)
+
+
+def test_grid_needs_a_crs():
+    dem = xdem.open_dem(get_path("lidar"))
+    with pytest.raises(CRSError, match="no CRS"):
+        Grid.of(dem.drop_vars("spatial_ref"))
