@@ -38,9 +38,6 @@ BELOW_THE_RUN = ("xdem.io", "xdem.coreg", "xdem.report", "xdem.kernels")
 UPWARD = ("xdem.workflows", "xdem.cli")
 #: The circles left, all inside xdem.coreg and xdem.workflows (issue 24 removes them): to be emptied.
 ALLOWED_CIRCLES = [
-    ["xdem.coreg._points_rigid", "xdem.coreg.dhminimize", "xdem.coreg.icp", "xdem.coreg.lzd"],
-    ["xdem.coreg._points_fit", "xdem.coreg.deramp"],
-    ["xdem.coreg.base", "xdem.coreg.pipeline"],
     ["xdem.workflows.coreg", "xdem.workflows.points"],
 ]
 #: ``(module, imported)``: the function-level imports of xdem modules that keep a start fast
