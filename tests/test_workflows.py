@@ -78,14 +78,17 @@ def test_run_coreg_exact_and_no_stats(pair, tmp_path):
     assert abs(exact["stats"]["after"]["median"]) < 1e-3
 
 
-def test_run_coreg_failure_after_the_write_leaves_nothing(pair, tmp_path):
+def test_run_coreg_failure_after_the_write_leaves_nothing(pair, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise NotEnoughDataError("injected")
 
+    from xdem.workflows import _summary  # where the statistics stage finds dh_stats
+
+    monkeypatch.setattr(_summary, "dh_stats", boom)
     request = CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / "out.tif",
                            coreg=xdem.coreg.VerticalShift(), stats="exact")
     with pytest.raises(NotEnoughDataError, match="injected"):
-        run_coreg(request, exact_stats=boom)
+        run_coreg(request)
     assert list(tmp_path.iterdir()) == []
 
 
