@@ -9,6 +9,7 @@ Examples
 --------
 >>> import xdem
 >>> from xdem.checks import InputChecks
+from xdem.coreg.base import Coreg
 >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
 >>> sides = Sides(ref=dem, tba=dem, checks=InputChecks(ref=None, tba=None, findings=()))
 >>> sides.points_side is None and sides.dem is dem
@@ -26,6 +27,7 @@ import numpy as np
 import xarray as xr
 
 from xdem.checks import InputChecks
+from xdem.coreg.base import Coreg
 from xdem.io.open import open_dem
 from xdem.points import PointSet
 from xdem.workflows.request import CheckedPaths, CoregRequest, ProgressLike
@@ -127,8 +129,10 @@ class RunState:
     _output: xr.DataArray | None = None
 
     @property
-    def model(self) -> Any:
-        """The estimator of the request (fitted after the fit stage)."""
+    def model(self) -> Coreg:
+        """The estimator of the request (fitted after the fit stage; :func:`~xdem.workflows.coreg.check_request`
+        refused a request without one)."""
+        assert self.request.coreg is not None
         return self.request.coreg
 
     @property

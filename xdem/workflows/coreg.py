@@ -155,10 +155,10 @@ def check_request(request: CoregRequest) -> PointsSide | None:
     """
     r = request
     side = P.points_side(r)
-    if side is not None:
-        return side
     if r.coreg is None:
         raise InputError("CoregRequest.coreg is required: an unfitted estimator such as xdem.coreg.NuthKaab()")
+    if side is not None:
+        return side
     if r.grid not in ("tba", "ref"):
         raise InputError(f"grid must be 'tba' or 'ref', got {r.grid!r}")
     if r.stats not in ("sampled", "exact", "none"):

@@ -22,10 +22,12 @@ from typing import Any, Literal, Protocol
 
 import dask
 
+from xdem.coreg.base import Coreg
 from xdem.errors import InputError
 from xdem.io.zarr import check_store_path
 from xdem.io.zarr_store import is_zarr_path
 from xdem.workflows import _summary as S
+from xdem.workflows.filters import OutlierFilters
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "ProgressLike", "Silent",
            "current_scheduler", "grid_chunks"]
@@ -100,7 +102,7 @@ class CoregRequest:
     reference: str | os.PathLike
     to_be_aligned: str | os.PathLike
     output: str | os.PathLike
-    coreg: Any
+    coreg: Coreg | None
     method: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     grid: Literal["tba", "ref"] = "tba"
@@ -116,7 +118,7 @@ class CoregRequest:
     stats_subsample: int = S.STATS_SUBSAMPLE
     z_column: str | None = None
     points_crs: str | None = None
-    filters: Any = None
+    filters: OutlierFilters | None = None
     dh_out: str | os.PathLike | None = None
     stable_mask_out: str | os.PathLike | None = None
     ref_band: int | None = None
@@ -152,7 +154,7 @@ class CoregResult:
     json_out: Path | None
     report: Path | None
     timings: dict[str, float]
-    coreg: Any
+    coreg: Coreg
 
 
 @dataclass(frozen=True)
