@@ -4,7 +4,7 @@ One staged run, for a DEM pair and for points on one side alike (the stages take
 route, :mod:`xdem.workflows.points`, from the opened :class:`~xdem.workflows._state.Sides`):
 
 1. :func:`check_request`: the request's own consistency (method, grid, statistics, points);
-2. :func:`xdem.workflows.check_coreg_paths`: inputs exist, outputs are new, once;
+2. :func:`request_paths` (:func:`xdem.workflows.check_coreg_paths`): inputs exist, outputs are new, once;
 3. :func:`open_inputs`: the input checks (:func:`xdem.checks.check_inputs`: how to open each
    DEM), then each input opened once (lazily) -- passed down to every later stage;
 4. :func:`fit`: the outlier filters, the fit;
