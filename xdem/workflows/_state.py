@@ -9,7 +9,6 @@ Examples
 --------
 >>> import xdem
 >>> from xdem.checks import InputChecks
-from xdem.coreg.base import Coreg
 >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
 >>> sides = Sides(ref=dem, tba=dem, checks=InputChecks(ref=None, tba=None, findings=()))
 >>> sides.points_side is None and sides.dem is dem
