@@ -523,13 +523,13 @@ def test_disk_full_real_tmpfs(tmp_path, big_pair):
 
 
 def _fail_stats(monkeypatch):
-    import xdem.cli._coreg_run as cli_coreg  # the run of `xdem coreg`, where dh_stats is called
     from xdem.errors import NotEnoughDataError
+    from xdem.workflows import _summary  # where the statistics stage of the run finds dh_stats
 
     def boom(*args, **kwargs):
         raise NotEnoughDataError("no stable pixel left for the statistics (injected)")
 
-    monkeypatch.setattr(cli_coreg, "dh_stats", boom)
+    monkeypatch.setattr(_summary, "dh_stats", boom)
 
 
 def test_failure_after_write_removes_the_new_output(tmp_path, pair, monkeypatch):

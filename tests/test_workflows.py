@@ -78,14 +78,17 @@ def test_run_coreg_exact_and_no_stats(pair, tmp_path):
     assert abs(exact["stats"]["after"]["median"]) < 1e-3
 
 
-def test_run_coreg_failure_after_the_write_leaves_nothing(pair, tmp_path):
+def test_run_coreg_failure_after_the_write_leaves_nothing(pair, tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise NotEnoughDataError("injected")
 
+    from xdem.workflows import _summary  # where the statistics stage finds dh_stats
+
+    monkeypatch.setattr(_summary, "dh_stats", boom)
     request = CoregRequest(reference=pair["ref"], to_be_aligned=pair["tba"], output=tmp_path / "out.tif",
                            coreg=xdem.coreg.VerticalShift(), stats="exact")
     with pytest.raises(NotEnoughDataError, match="injected"):
-        run_coreg(request, exact_stats=boom)
+        run_coreg(request)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -148,3 +151,62 @@ def test_run_coreg_document_and_report_carry_the_rigid_transform(pair, tmp_path)
                         subsample=2_000).read_text()
     for i in range(3):
         assert f'data-key="coreg.rotations_deg.{i}">{fmt(doc["rotations_deg"][i])}<' in page
+
+
+def _count_opens(monkeypatch) -> tuple[dict, dict]:
+    """Count, per file name, the DEMs opened (:func:`xdem.open_dem` of a path) and the output
+    paths checked in a run."""
+    import collections
+    import os
+
+    import xdem.io.open
+    from xdem.workflows import _summary
+
+    opened: dict = collections.Counter()
+    checked: dict = collections.Counter()
+    real_open, real_check = xdem.io.open._open_path, _summary.check_new_output
+
+    def open_path(path, **kwargs):
+        opened[os.path.basename(path)] += 1
+        return real_open(path, **kwargs)
+
+    def check(path, **kwargs):
+        checked[os.path.basename(path)] += 1
+        return real_check(path, **kwargs)
+
+    monkeypatch.setattr(xdem.io.open, "_open_path", open_path)
+    monkeypatch.setattr(_summary, "check_new_output", check)
+    return opened, checked
+
+
+def test_one_run_opens_each_input_once_and_checks_each_path_once(pair, tmp_path, monkeypatch):
+    opened, checked = _count_opens(monkeypatch)
+    res = CliRunner().invoke(main, ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(tmp_path / "out.tif"),
+                                    "--exact-stats", "--report", str(tmp_path / "r.html"),
+                                    "--json-out", str(tmp_path / "c.json"), "--dh-out", str(tmp_path / "dh.tif")])
+    assert res.exit_code == 0, res.output
+    # the written output is opened once too, for the statistics, the verdict and the report
+    assert dict(opened) == {"ref.tif": 1, "tba.tif": 1, "out.tif": 1}
+    assert dict(checked) == {"out.tif": 1, "c.json": 1, "dh.tif": 1, "r.html": 1}
+
+
+def test_points_go_through_the_same_stages_opening_each_input_once(pair, tmp_path, monkeypatch):
+    with rasterio.open(pair["ref"]) as src:
+        z, crs, transform = src.read(1), src.crs, src.transform
+    rows, cols = np.mgrid[2:z.shape[0] - 2:5, 2:z.shape[1] - 2:5]
+    x, y = rasterio.transform.xy(transform, rows.ravel(), cols.ravel())
+    (tmp_path / "pts.csv").write_text("x,y,z\n" + "".join(f"{a},{b},{c}\n" for a, b, c in
+                                                           zip(x, y, z[rows, cols].ravel(), strict=True)))
+    import xdem.workflows.points as wp
+
+    reads: list = []
+    real_read = wp.read_points
+    monkeypatch.setattr(wp, "read_points", lambda source, **kw: reads.append(source) or real_read(source, **kw))
+    opened, checked = _count_opens(monkeypatch)
+    res = CliRunner().invoke(main, ["coreg", str(tmp_path / "pts.csv"), str(pair["tba"]), "-o",
+                                    str(tmp_path / "out.tif"), "--points-crs", crs.to_string(), "--json-out",
+                                    str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    assert len(reads) == 1 and dict(opened) == {"tba.tif": 1, "out.tif": 1}
+    assert dict(checked) == {"out.tif": 1, "c.json": 1}
+    assert json.loads((tmp_path / "c.json").read_text())["points"]["side"] == "reference"

@@ -55,7 +55,7 @@ from xdem.errors import InputError
 from xdem.io.vertical import vertical_unit_factor
 
 __all__ = ["Finding", "DemCheck", "InputChecks", "InputCheckWarning", "check_dem", "check_inputs",
-           "find_sentinels", "read_windows", "file_facts", "vertical_warning", "UNIT_FACTORS"]
+           "find_sentinels", "read_windows", "file_facts", "input_facts", "vertical_warning", "UNIT_FACTORS"]
 
 
 def _neighbour_jump(src: Any, band: int) -> float:
@@ -290,20 +290,40 @@ def vertical_warning(ref: str, tba: str) -> str | None:
 def file_facts(path: str) -> dict[str, Any] | None:
     """What the JSON and the report say of one input file: CRS, resolution, size, nodata,
     data type and vertical CRS (metadata only; ``None`` for a file GDAL cannot open)."""
+    return input_facts(path)[0]
+
+
+def input_facts(path: str) -> tuple[dict[str, Any] | None, Any]:
+    """:func:`file_facts` of a file and its CRS with the vertical part (what
+    :func:`vertical_warning` compares), from one opening of the file; ``(None, None)`` for a
+    file GDAL cannot open.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> facts, crs = input_facts(xdem.examples.get_path("lidar"))
+    >>> facts["crs"] == crs.to_string()
+    True
+    """
     import rasterio
 
     from xdem.io.vertical import vertical_crs
 
     try:
         with rasterio.Env(GTIFF_REPORT_COMPD_CS=True), rasterio.open(path) as src:
-            nodata = src.nodata
-            return {
-                "crs": src.crs.to_string() if src.crs else None,
-                "resolution": [abs(src.transform.a), abs(src.transform.e)],
-                "size": [src.width, src.height],
-                "nodata": None if nodata is None or math.isnan(nodata) else float(nodata),
-                "dtype": src.dtypes[0],
-                "vertical_crs": vertical_crs(src.crs),
-            }
+            crs = src.crs
+            try:
+                nodata = src.nodata
+                facts = {
+                    "crs": src.crs.to_string() if src.crs else None,
+                    "resolution": [abs(src.transform.a), abs(src.transform.e)],
+                    "size": [src.width, src.height],
+                    "nodata": None if nodata is None or math.isnan(nodata) else float(nodata),
+                    "dtype": src.dtypes[0],
+                    "vertical_crs": vertical_crs(src.crs),
+                }
+            except Exception:  # noqa: BLE001 - metadata GDAL cannot describe: no facts
+                facts = None
+            return facts, crs
     except Exception:  # noqa: BLE001 - not a raster (points): described elsewhere
-        return None
+        return None, None

@@ -9,6 +9,7 @@ code 2) naming the option.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,11 +27,12 @@ from xdem.coreg.spec import build_coreg as _build_coreg
 from xdem.coreg.spec import resolve_methods as _resolve_methods
 from xdem.points import is_points_source
 from xdem.workflows import _summary as S
-from xdem.workflows.coreg import CoregRequest, check_coreg_paths, run_coreg
+from xdem.workflows.coreg import CoregRequest, request_paths, run_coreg
 from xdem.workflows.filters import OutlierFilters
 from xdem.workflows.points import NOT_FOR_POINTS
+from xdem.workflows.request import CheckedPaths
 
-__all__ = ["run", "resolve_methods", "build_coreg", "dh_stats", "sampled_stats", "check_raster_output",
+__all__ = ["run", "request_from_options", "resolve_methods", "build_coreg", "dh_stats", "sampled_stats", "check_raster_output",
            "RASTER_OUTPUTS", "STATS_SUBSAMPLE"]
 
 #: Suffixes ``-o`` (and ``--dh-out``, ``--stable-mask-out``) may end with when the output is a
@@ -264,62 +266,76 @@ def _print_points_summary(doc: dict) -> None:
          + f"total {t['total_s']:.1f} s; peak memory {doc['peak_rss_mb']:.0f} MB; scheduler {doc['scheduler']}")
 
 
-def run(
-    *, ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
-    terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
-    subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
-    resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
-    chunks: int | None, overwrite: bool, as_json: bool,
-    json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
-    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None, resume: bool = False,
-    dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
-    min_slope: float | None = None, nmad_filter: float | None = None, verbose: bool = False,
-    ref_band: int | None = None, tba_band: int | None = None, ref_nodata: float | None = None,
-    tba_nodata: float | None = None, ref_vertical_scale: float | None = None, tba_vertical_scale: float | None = None,
-) -> None:
-    """The command :func:`xdem.cli.coreg.coreg` once parsed (its options, as keywords)."""
-    t_start = time.perf_counter()
-    sched = check_scheduler(scheduler, workers)
-    classes = resolve_methods(method)
+def _checked_options(p: Mapping[str, Any]) -> list[Step]:
+    """The method's steps; the usage errors of ``-o``, ``--dh-out``, ``--stable-mask-out`` and
+    the slope limits raised, the note on ``--angle`` printed."""
+    classes = resolve_methods(p["method"])
+    ref, tba = p["ref"], p["tba"]
     if not is_points_source(tba):
-        check_raster_output(output, "-o", zarr=True)
+        check_raster_output(p["output"], "-o", zarr=True)
     if is_points_source(ref) or is_points_source(tba):
-        for flag, given, key in (("--dh-out", dh_out, "dh_out"), ("--stable-mask-out", stable_mask_out,
-                                                                   "stable_mask_out")):
-            if given is not None:
+        for flag, key in (("--dh-out", "dh_out"), ("--stable-mask-out", "stable_mask_out")):
+            if p[key] is not None:
                 raise click.BadParameter(NOT_FOR_POINTS[key], param_hint=f"'{flag}'")
-    check_raster_output(dh_out, "--dh-out")
-    check_raster_output(stable_mask_out, "--stable-mask-out")
+    check_raster_output(p["dh_out"], "--dh-out")
+    check_raster_output(p["stable_mask_out"], "--stable-mask-out")
+    min_slope, max_slope = p["min_slope"], p["max_slope"]
     if min_slope is not None and max_slope is not None and min_slope >= max_slope:
         raise click.BadParameter(f"must be below --max-slope ({max_slope:g}), got {min_slope:g}",
                                  param_hint="'--min-slope'")
-    note = _angle_note(classes, angle)
+    note = _angle_note(classes, p["angle"])
     if note is not None:
         click.echo(f"Note: {note}", err=True)
-    options = {"poly_order": poly_order, "angle": angle, "terrain_attribute": terrain_attribute,
-               "fit_or_bin": fit_or_bin, "subsample": subsample, "random_state": random_state,
-               "initial_shift": initial_shift, "on_divergence": "warn" if allow_divergence else None,
-               "resampling": resampling, "block_size": block_size, "block_iterations": block_iterations}
-    paths: dict[str, Any] = dict(reference=ref, to_be_aligned=tba, output=output, inlier_mask=inlier_mask,
-                                 exclude_mask=exclude_mask, json_out=json_out, report=report)
-    outputs: dict[str, Any] = dict(dh_out=dh_out, stable_mask_out=stable_mask_out)
-    # Cheap checks first, so that nobody waits for a fit that cannot be saved (run_coreg repeats them).
-    check_coreg_paths(**paths, **outputs, overwrite=overwrite, resume=resume)
+    return classes
+
+
+def request_from_options(params: Mapping[str, Any]) -> tuple[CoregRequest, CheckedPaths]:
+    """The :class:`~xdem.workflows.CoregRequest` of the command's options (click's ``params``
+    dict) and its paths, checked (:func:`xdem.workflows.coreg.request_paths`) before the
+    method is built, so that nobody waits for a fit that cannot be saved.
+
+    Raises
+    ------
+    click.BadParameter
+        A usage error (exit code 2).
+    xdem.errors.XdemError
+        A missing input or a refused output (exit code 1).
+    """
+    p = params
+    classes = _checked_options(p)
+    options = {"poly_order": p["poly_order"], "angle": p["angle"], "terrain_attribute": p["terrain_attribute"],
+               "fit_or_bin": p["fit_or_bin"], "subsample": p["subsample"], "random_state": p["random_state"],
+               "initial_shift": p["initial_shift"], "on_divergence": "warn" if p["allow_divergence"] else None,
+               "resampling": p["resampling"], "block_size": p["block_size"],
+               "block_iterations": p["block_iterations"]}
     request = CoregRequest(
-        **paths, coreg=build_coreg(classes, options), method=method, options=options,
-        grid="ref" if out_grid == "ref" else "tba",
-        random_state=random_state, chunks=chunks, overwrite=overwrite, resume=resume,
-        stats="none" if no_stats else ("exact" if exact_stats else "sampled"), stats_subsample=STATS_SUBSAMPLE,
-        z_column=z_column, points_crs=points_crs, dh_out=dh_out, stable_mask_out=stable_mask_out,
-        filters=OutlierFilters(min_slope=min_slope, max_slope=max_slope, nmad_filter=nmad_filter),
-        ref_band=ref_band, tba_band=tba_band, ref_nodata=ref_nodata, tba_nodata=tba_nodata,
-        ref_vertical_scale=ref_vertical_scale, tba_vertical_scale=tba_vertical_scale,
+        reference=p["ref"], to_be_aligned=p["tba"], output=p["output"], inlier_mask=p["inlier_mask"],
+        exclude_mask=p["exclude_mask"], json_out=p["json_out"], report=p["report"], coreg=None,
+        method=p["method"], options=options, grid="ref" if p["out_grid"] == "ref" else "tba",
+        random_state=p["random_state"], chunks=p["chunks"], overwrite=p["overwrite"], resume=p["resume"],
+        stats="none" if p["no_stats"] else ("exact" if p["exact_stats"] else "sampled"),
+        stats_subsample=STATS_SUBSAMPLE, z_column=p["z_column"], points_crs=p["points_crs"], dh_out=p["dh_out"],
+        stable_mask_out=p["stable_mask_out"],
+        filters=OutlierFilters(min_slope=p["min_slope"], max_slope=p["max_slope"], nmad_filter=p["nmad_filter"]),
+        **{f"{side}_{what}": p[f"{side}_{what}"] for side in ("ref", "tba")
+           for what in ("band", "nodata", "vertical_scale")},
     )
+    paths = request_paths(request)
+    return dataclasses.replace(request, coreg=build_coreg(classes, options)), paths
+
+
+def run(params: Mapping[str, Any]) -> None:
+    """The command :func:`xdem.cli.coreg.coreg` once parsed (click's dict of its options):
+    the request, :func:`xdem.workflows.run_coreg` in the command's contexts, the summary."""
+    t_start = time.perf_counter()
+    quiet, verbose, workers = params["quiet"], params["verbose"], params["workers"]
+    sched = check_scheduler(params["scheduler"], workers)
+    request, paths = request_from_options(params)
 
     # the stages of the run, for one progress bar over all of it (percent and ETA)
     plan = [*(["outlier filters"] if request.filters is not None and request.filters.active else []), "fitting",
-            "writing", *(["statistics"] if exact_stats else []), *([] if no_stats else ["verdict"]),
-            *(["writing the report"] if report else [])]
+            "writing", *(["statistics"] if params["exact_stats"] else []), *([] if params["no_stats"] else ["verdict"]),
+            *(["writing the report"] if params["report"] else [])]
     made: list[Any] = []
 
     def progress(sinfo: Any) -> Any:
@@ -335,7 +351,7 @@ def run(
                 stack.enter_context(iteration_lines(None, stream=_StderrProxy(made)))
             yield stack.enter_context(use_scheduler(sched, workers))
 
-    result = run_coreg(request, environment=environment(), started=t_start, exact_stats=dh_stats, progress=progress)
+    result = run_coreg(request, environment=environment(), started=t_start, progress=progress, paths=paths)
     if made:
         made[-1].finish()
     if not quiet:
@@ -345,5 +361,5 @@ def run(
             _print_summary(result.document)
         if result.json_out is not None:
             click.echo(f"JSON: {result.json_out}", err=True)
-    if as_json:
+    if params["as_json"]:
         click.echo(result.json_text)

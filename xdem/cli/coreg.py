@@ -158,19 +158,7 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also one line per iteration of the iterative methods (nuthkaab, nuthkaab_deramp, lzd) on stderr.")
-def coreg(
-    ref: str, tba: str, output: str, method: str, poly_order: int | None, angle: float | None,
-    terrain_attribute: str | None, fit_or_bin: str | None, inlier_mask: str | None, exclude_mask: str | None,
-    subsample: float | int | None, random_state: int | None, initial_shift: tuple[float, float] | None,
-    resampling: str | None, allow_divergence: bool, block_size: int | None, block_iterations: int | None,
-    chunks: int | None, overwrite: bool, as_json: bool,
-    json_out: str | None, report: str | None, scheduler: str, workers: int | None, no_stats: bool, exact_stats: bool, quiet: bool,
-    out_grid: str = "tba", z_column: str | None = None, points_crs: str | None = None, resume: bool = False,
-    dh_out: str | None = None, stable_mask_out: str | None = None, max_slope: float | None = None,
-    min_slope: float | None = None, nmad_filter: float | None = None, verbose: bool = False,
-    ref_band: int | None = None, tba_band: int | None = None, ref_nodata: float | None = None,
-    tba_nodata: float | None = None, ref_vertical_scale: float | None = None, tba_vertical_scale: float | None = None,
-) -> None:
+def coreg(**params: Any) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
     \b
@@ -189,4 +177,4 @@ def coreg(
     0 success, 1 error (nothing new left behind, but an unfinished Zarr store, kept for --resume), 2 usage
     error, 130 SIGINT (Ctrl-C), 143 SIGTERM (the same clean-up, one line saying what was removed).
     """
-    _run_module().run(**locals())
+    _run_module().run(params)

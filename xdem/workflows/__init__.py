@@ -1,11 +1,13 @@
 """Library workflows: whole jobs of the ``xdem`` commands as typed Python calls.
 
-- :func:`run_coreg` (:class:`CoregRequest` -> :class:`CoregResult`): what ``xdem coreg`` does:
-  open, fit, apply, write the aligned COG, statistics, verdict, report and the JSON document.
+- :func:`run_coreg` (:class:`CoregRequest` -> :class:`CoregResult`): what ``xdem coreg`` does,
+  in stages (:mod:`xdem.workflows.coreg`): check, open each input once, fit, write the aligned
+  COG, statistics, verdict, report and the JSON document; a DEM pair or points on one side.
 
 Layering: ``xdem.cli`` -> ``xdem.workflows`` -> ``xdem.coreg`` -> ``xdem.io``; nothing here
 imports the command line. The package is lazy (PEP 562): its names import
-:mod:`xdem.workflows.coreg` (the whole coregistration stack) when first asked for, so a light
+:mod:`xdem.workflows.coreg` (the whole coregistration stack; the types are defined in
+:mod:`xdem.workflows.request`) when first asked for, so a light
 sub-module (:mod:`xdem.workflows.filters`, :mod:`xdem.workflows._summary`) does not.
 
 Examples

@@ -1,10 +1,21 @@
 """The whole ``xdem coreg`` job as a library call: :func:`run_coreg` (request in, result out).
 
-Open both DEMs lazily, fit, apply (on TBA's grid or REF's), write the aligned COG out of core,
-compute the dh statistics before and after (in the writing pass when the DEMs share a grid)
-and the verdict, write the HTML report and the JSON document. ``xdem coreg`` only parses its
-options into a :class:`CoregRequest` and calls :func:`run_coreg` inside its scheduler,
-stdout and warning contexts; Python users call it directly.
+One staged run, for a DEM pair and for points on one side alike (the stages take the points
+route, :mod:`xdem.workflows.points`, from the opened :class:`~xdem.workflows._state.Sides`):
+
+1. :func:`check_request`: the request's own consistency (method, grid, statistics, points);
+2. :func:`request_paths` (:func:`xdem.workflows.check_coreg_paths`): inputs exist, outputs are new, once;
+3. :func:`open_inputs`: the input checks (:func:`xdem.checks.check_inputs`: how to open each
+   DEM), then each input opened once (lazily) -- passed down to every later stage;
+4. :func:`fit`: the outlier filters, the fit;
+5. :func:`write`: the aligned DEM (or the moved points) written out of core, the sampled
+   statistics computed in the same pass when the DEMs share a grid;
+6. :func:`measure`: the statistics of dh before and after, the verdict;
+7. :func:`document` and :func:`report`: the JSON document, the HTML report;
+8. :func:`finish`: the final timing and memory, the JSON text written, a :class:`CoregResult`.
+
+``xdem coreg`` only maps its options to a :class:`CoregRequest` and calls :func:`run_coreg`
+inside its scheduler, stdout and warning contexts; Python users call it directly.
 
 Examples
 --------
@@ -24,269 +35,38 @@ import contextlib
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from xdem.checks import file_facts, vertical_warning
+import xarray as xr
+
+from xdem.checks import check_inputs, input_facts
+from xdem.errors import InputError
+from xdem.io.atomic import output_journal
+from xdem.io.cog import write_cogs
+from xdem.io.grid import _reproject_like, same_grid
+from xdem.io.open import open_dem
+from xdem.io.vertical import compare_vertical
+from xdem.io.zarr import write_zarr
+from xdem.io.zarr_store import is_zarr_path
+from xdem.verdict import verdict_of_run
 from xdem.workflows import _summary as S
+from xdem.workflows import points as P
+from xdem.workflows._state import PointsSide, RunState, Sides
+from xdem.workflows.filters import filter_mask, usable_mask
+from xdem.workflows.request import (
+    CheckedPaths,
+    CoregRequest,
+    CoregResult,
+    ProgressLike,
+    Silent,
+    check_coreg_paths,
+    current_scheduler,
+    grid_chunks,
+)
 
-__all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "run_coreg"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CoregRequest:
-    """Everything :func:`run_coreg` needs: paths and options (no computation happens here).
-
-    Parameters
-    ----------
-    reference, to_be_aligned
-        The reference DEM (REF) and the DEM to align (TBA): any file :func:`xdem.open_dem` reads.
-    output
-        Aligned DEM to write, nodata -9999: a Cloud-Optimized GeoTIFF, or a Zarr store if it
-        ends with ``.zarr`` (:func:`xdem.write_zarr`: lock-free on clusters, resumable).
-    coreg
-        The coregistration to fit: an unfitted estimator of :mod:`xdem.coreg` (a single method
-        or a :class:`~xdem.coreg.CoregPipeline`).
-    method, options
-        How the run was asked for, recorded in the JSON document (``inputs.method``,
-        ``inputs.options``; ``xdem coreg`` passes its ``--method`` text and the method options
-        given). Default method: the lower-case class names of the steps joined with ``+``.
-    grid
-        Grid and CRS of the output: ``"tba"`` (TBA's own) or ``"ref"`` (REF's).
-    inlier_mask, exclude_mask
-        Stable terrain to use / unstable terrain to exclude (raster or vector files), for the
-        fit, the statistics, the verdict and the report.
-    random_state
-        Seed of the statistics' and the verdict's subsamples.
-    chunks
-        Chunk side in pixels (``None``: automatic).
-    overwrite
-        Replace existing output, JSON and report files.
-    resume
-        Zarr output (``*.zarr``): finish the store an interrupted run of the same computation
-        left, writing only its missing chunks (:func:`xdem.write_zarr`); the fit runs again.
-    json_out, report
-        Also write the JSON document / an HTML report (needs :mod:`xdem.report`) to these files.
-    stats
-        ``"sampled"`` (median and NMAD of dh on a reproducible subsample of ``stats_subsample``
-        pixels, computed while writing when the DEMs share a grid), ``"exact"`` (all pixels,
-        about 12 passes) or ``"none"`` (no statistics and no verdict).
-    stats_subsample
-        Pixels of a fully valid grid drawn for the sampled statistics.
-    z_column
-        Either input may be a points file (:func:`xdem.points.read_points`; see
-        :func:`xdem.workflows.points.run_points_coreg`): the column of their elevation.
-    points_crs
-        CRS of a points table that has none (CSV, plain Parquet).
-    filters
-        Outlier filters applied before the fit, whatever the method
-        (:class:`xdem.workflows.filters.OutlierFilters`: slope limits, NMAD filter on ``dh``
-        before); recorded in the document's ``filters``. ``None``: none. With points, they
-        choose the points the fit uses (:func:`xdem.workflows.filters.filter_points`).
-    ref_band, tba_band, ref_nodata, tba_nodata
-        Band of elevations of a multi-band file; value to read as nodata instead of the file's.
-    ref_vertical_scale, tba_vertical_scale
-        Factor multiplying the elevations, lazily (e.g. 0.3048 for feet). ``None``: from the
-        vertical CRS (1 if untagged). The inputs are checked before the fit
-        (:func:`xdem.checks.check_inputs`): the JSON document's ``input_checks``.
-    dh_out
-        Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
-        pass as the aligned DEM. Two DEMs only.
-    stable_mask_out
-        Also write the pixels the fit could use (Byte: 1 = stable, valid in both DEMs and
-        within the filters; 0 = not) on the grid the fit works on, in the same pass. Two
-        DEMs only.
-    """
-
-    reference: str | os.PathLike
-    to_be_aligned: str | os.PathLike
-    output: str | os.PathLike
-    coreg: Any
-    method: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    grid: Literal["tba", "ref"] = "tba"
-    inlier_mask: str | os.PathLike | None = None
-    exclude_mask: str | os.PathLike | None = None
-    random_state: int | None = None
-    chunks: int | None = None
-    overwrite: bool = False
-    resume: bool = False
-    json_out: str | os.PathLike | None = None
-    report: str | os.PathLike | None = None
-    stats: Literal["sampled", "exact", "none"] = "sampled"
-    stats_subsample: int = S.STATS_SUBSAMPLE
-    z_column: str | None = None
-    points_crs: str | None = None
-    filters: Any = None
-    dh_out: str | os.PathLike | None = None
-    stable_mask_out: str | os.PathLike | None = None
-    ref_band: int | None = None
-    tba_band: int | None = None
-    ref_nodata: float | None = None
-    tba_nodata: float | None = None
-    ref_vertical_scale: float | None = None
-    tba_vertical_scale: float | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CoregResult:
-    """What :func:`run_coreg` did.
-
-    Attributes
-    ----------
-    document
-        The JSON document (``xdem coreg --json`` prints it): steps, matrix, frame, statistics,
-        verdict, inputs, timing, memory, scheduler.
-    json_text
-        ``document`` as the strict JSON text written to ``json_out`` and printed by ``--json``.
-    output, json_out, report
-        Absolute paths written (``None`` when not asked for).
-    timings
-        Seconds per stage: ``fit_s``, ``write_s``, ``stats_s``, ``verdict_s``, ``report_s``, ``total_s``.
-    coreg
-        The fitted estimator.
-    """
-
-    document: dict
-    json_text: str
-    output: Path
-    json_out: Path | None
-    report: Path | None
-    timings: dict[str, float]
-    coreg: Any
-
-
-@dataclass(frozen=True)
-class CheckedPaths:
-    """Absolute output paths after :func:`check_coreg_paths`, and the report writer."""
-
-    output: Path
-    json_out: Path | None
-    report: Path | None
-    write_report: Callable[..., Any] | None
-    dh_out: Path | None = None
-    stable_mask_out: Path | None = None
-
-
-def check_coreg_paths(
-    *, reference: str | os.PathLike, to_be_aligned: str | os.PathLike, output: str | os.PathLike,
-    inlier_mask: str | os.PathLike | None = None, exclude_mask: str | os.PathLike | None = None,
-    json_out: str | os.PathLike | None = None, report: str | os.PathLike | None = None, overwrite: bool = False,
-    resume: bool = False, dh_out: str | os.PathLike | None = None, stable_mask_out: str | os.PathLike | None = None,
-) -> CheckedPaths:
-    """The cheap checks run before any computation, so that nobody waits for a fit that cannot
-    be saved: inputs exist; outputs are new (or ``overwrite``), distinct from the inputs and
-    each other, in existing folders; the report module is available if a report is asked for.
-
-    Raises
-    ------
-    xdem.errors.InputError
-        An input file is missing.
-    xdem.errors.OutputError
-        An output path is refused (see :func:`xdem.workflows._summary.check_new_output`).
-    xdem.errors.XdemError
-        A report is asked for and :mod:`xdem.report` is not available.
-
-    Examples
-    --------
-    >>> import xdem
-    >>> lidar = xdem.examples.get_path("lidar")
-    >>> check_coreg_paths(reference=lidar, to_be_aligned=lidar, output="/tmp/aligned.tif", overwrite=True).output.name
-    'aligned.tif'
-    """
-    from xdem.errors import InputError
-
-    raw = {"reference": reference, "to-be-aligned DEM": to_be_aligned, "inlier mask": inlier_mask,
-           "exclude mask": exclude_mask}
-    inputs: dict[str, str | None] = {k: (None if v is None else os.fspath(v)) for k, v in raw.items()}
-    for label, path in inputs.items():
-        if path is not None and not Path(path).exists():
-            raise InputError(f"{label} file not found: '{path}'")
-    from xdem.io.zarr_store import is_zarr_path
-
-    if is_zarr_path(output):
-        from xdem.io.zarr import check_store_path
-
-        if dh_out or stable_mask_out:
-            raise InputError(f"--dh-out and --stable-mask-out are written in the same pass as a COG output; with the "
-                             f"Zarr store '{output}' write the aligned DEM first, then e.g. a dh COG from it")
-
-        out = check_store_path(output, overwrite=overwrite, resume=resume,
-                               inputs=[(f"the {k}", v) for k, v in inputs.items() if v is not None])
-    else:
-        if resume:
-            raise InputError(f"resume (--resume) applies to Zarr outputs (*.zarr), not '{output}': a COG is written "
-                             "in one go")
-        out = S.check_new_output(output, overwrite=overwrite, inputs=inputs, what="output")
-    taken = {**inputs, "output": str(out)}
-    json_path = None
-    if json_out:
-        json_path = S.check_new_output(json_out, overwrite=overwrite, inputs=taken, what="--json-out file")
-        taken["--json-out file"] = str(json_path)
-    extra: dict[str, Path | None] = {}
-    for what, wanted in (("--dh-out file", dh_out), ("--stable-mask-out file", stable_mask_out)):
-        extra[what] = None
-        if wanted:
-            extra[what] = S.check_new_output(wanted, overwrite=overwrite, inputs=taken, what=what)
-            taken[what] = str(extra[what])
-    report_path = write_report = None
-    if report:
-        report_path = S.check_new_output(report, overwrite=overwrite, inputs=taken, what="--report file")
-        write_report = S.report_writer()
-    return CheckedPaths(output=out, json_out=json_path, report=report_path, write_report=write_report,
-                        dh_out=extra["--dh-out file"], stable_mask_out=extra["--stable-mask-out file"])
-
-
-class ProgressLike(Protocol):
-    """What :func:`run_coreg` reports progress to (``xdem.cli._common.Progress`` is one)."""
-
-    quiet: bool
-
-    def echo(self, text: str = "") -> None: ...  # noqa: D102
-
-    def stage(self, text: str) -> contextlib.AbstractContextManager: ...  # noqa: D102
-
-
-class _Silent:
-    quiet = True
-
-    def echo(self, text: str = "") -> None:
-        pass
-
-    @contextlib.contextmanager
-    def stage(self, text: str) -> Iterator[None]:
-        yield
-
-
-@contextlib.contextmanager
-def current_scheduler() -> Iterator[dict]:
-    """Describe the dask scheduler computations run on now (``scheduler``, ``workers``,
-    ``address``, ``client``), as ``xdem.cli._common.use_scheduler`` yields it."""
-    import dask
-
-    client = None
-    with contextlib.suppress(ImportError, ValueError):
-        from distributed import default_client
-
-        client = default_client()
-    if client is not None and dask.base.get_scheduler() == client.get:
-        yield {"scheduler": client.scheduler.address, "workers": len(client.scheduler_info().get("workers", {})),
-               "address": client.scheduler.address, "client": client}
-        return
-    name = dask.config.get("scheduler", None) or "threads"
-    name = name if isinstance(name, str) else getattr(name, "__name__", "custom")
-    workers = 1 if name in ("synchronous", "sync", "single-threaded") else dask.config.get("num_workers", None) or os.cpu_count()
-    yield {"scheduler": name, "workers": workers, "address": None, "client": None}
-
-
-def grid_chunks(dem: Any) -> tuple[int, int]:
-    """Largest chunk side along rows and columns of an opened (dask-backed) DEM."""
-    chunks = dem.chunks
-    if chunks is None:
-        raise TypeError("expected a dask-backed DEM (xdem.open_dem)")
-    return max(chunks[0]), max(chunks[1])
+__all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "current_scheduler", "run_coreg",
+           "check_request", "request_paths", "open_inputs", "fit", "write", "measure", "document", "report", "finish"]
 
 
 def run_coreg(
@@ -295,7 +75,7 @@ def run_coreg(
     environment: contextlib.AbstractContextManager[Mapping[str, Any]] | None = None,
     progress: Callable[[Mapping[str, Any]], ProgressLike] | None = None,
     started: float | None = None,
-    exact_stats: Callable[..., dict] | None = None,
+    paths: CheckedPaths | None = None,
 ) -> CoregResult:
     """Coregister ``request.to_be_aligned`` onto ``request.reference`` and write the result.
 
@@ -306,7 +86,7 @@ def run_coreg(
     Parameters
     ----------
     request
-        Paths and options (:class:`CoregRequest`).
+        Paths and options (:class:`CoregRequest`). Either input may be a points file.
     environment
         Context manager entered around all the computation, yielding the scheduler
         description (``scheduler``, ``workers``, ``address``, ``client``); the JSON document
@@ -318,9 +98,9 @@ def run_coreg(
         ``echo(text)`` and ``stage(text)`` (``xdem.cli._common.Progress``). Default: silent.
     started
         ``time.perf_counter()`` at which the run started, for ``timing.total_s`` (default: now).
-    exact_stats
-        Function computing exact dh statistics (``request.stats == "exact"``); default
-        :func:`xdem.workflows._summary.dh_stats`.
+    paths
+        The request's paths as :func:`check_coreg_paths` already checked them (``xdem coreg``
+        checks them before building the method); default: checked here, once.
 
     Returns
     -------
@@ -344,22 +124,288 @@ def run_coreg(
     >>> abs(result.document["steps"][0]["shift_x"] - pair["truth"]["shift_x"]) < 0.05
     True
     """
-    from xdem.io.atomic import output_journal
-
     t_start = time.perf_counter() if started is None else started
-    from xdem.points import is_points_source
-
     with output_journal():
-        if is_points_source(request.reference) or is_points_source(request.to_be_aligned):
-            from xdem.workflows.points import run_points_coreg
+        side = check_request(request)
+        checked = paths if paths is not None else request_paths(request)
+        with environment if environment is not None else current_scheduler() as sinfo:
+            prog = progress(sinfo) if progress is not None else Silent()
+            state = open_inputs(request, side=side, paths=checked, sinfo=sinfo, prog=prog, t_start=t_start)
+            fit(state)
+            write(state)
+            measure(state)
+            document(state)
+            report(state)
+        return finish(state)
 
-            return run_points_coreg(request, environment=environment if environment is not None else current_scheduler(),
-                                    progress=progress, t_start=t_start)
-        return _run(request, environment=environment if environment is not None else current_scheduler(),
-                    progress=progress, t_start=t_start, exact_stats=exact_stats or S.dh_stats)
+
+def check_request(request: CoregRequest) -> PointsSide | None:
+    """Stage 1: refuse a request that cannot run; returns which input is points (``None``: two DEMs).
+
+    Raises
+    ------
+    xdem.errors.InputError
+        No estimator, an unknown grid or statistics, a field points cannot serve.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> lidar = xdem.examples.get_path("lidar")
+    >>> check_request(CoregRequest(reference=lidar, to_be_aligned=lidar, output="a.tif", coreg=xdem.coreg.NuthKaab()))
+    """
+    r = request
+    side = P.points_side(r)
+    if r.coreg is None:
+        raise InputError("CoregRequest.coreg is required: an unfitted estimator such as xdem.coreg.NuthKaab()")
+    if side is not None:
+        return side
+    if r.grid not in ("tba", "ref"):
+        raise InputError(f"grid must be 'tba' or 'ref', got {r.grid!r}")
+    if r.stats not in ("sampled", "exact", "none"):
+        raise InputError(f"stats must be 'sampled', 'exact' or 'none', got {r.stats!r}")
+    return None
 
 
-def _fit_record(model: Any, grid: str) -> dict:
+def request_paths(request: CoregRequest) -> CheckedPaths:
+    """Stage 2: :func:`check_coreg_paths` of the request's paths (the only check of them in a run)."""
+    r = request
+    return check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
+                             inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
+                             report=r.report, overwrite=r.overwrite, resume=r.resume, dh_out=r.dh_out,
+                             stable_mask_out=r.stable_mask_out)
+
+
+def open_inputs(request: CoregRequest, *, side: PointsSide | None, paths: CheckedPaths, sinfo: Mapping[str, Any],
+                prog: ProgressLike, t_start: float) -> RunState:
+    """Stage 3: check the inputs and open each once; the state every later stage reads."""
+    chunks: int | str = request.chunks if request.chunks else "auto"
+    if side is not None:
+        sides = P.open_points(request, side=side, prog=prog, chunks=chunks)
+    else:
+        sides = _open_pair(request, sinfo=sinfo, prog=prog, chunks=chunks)
+    return RunState(request=request, paths=paths, sinfo=sinfo, prog=prog, t_start=t_start, sides=sides)
+
+
+def _open_pair(r: CoregRequest, *, sinfo: Mapping[str, Any], prog: ProgressLike, chunks: int | str) -> Sides:
+    """:func:`open_inputs` of two DEMs: checked, opened, their facts and CRSs read once."""
+    ref, tba = os.fspath(r.reference), os.fspath(r.to_be_aligned)
+    checks = check_inputs(reference=ref, to_be_aligned=tba, ref_band=r.ref_band, tba_band=r.tba_band,
+                          ref_nodata=r.ref_nodata, tba_nodata=r.tba_nodata, ref_vertical_scale=r.ref_vertical_scale,
+                          tba_vertical_scale=r.tba_vertical_scale, inlier_mask=r.inlier_mask,
+                          exclude_mask=r.exclude_mask, grid=r.grid)
+    checks.warn(stacklevel=3)
+    assert checks.ref is not None and checks.tba is not None  # both checked: a pair of DEM files
+    ref_d, tba_d = (open_dem(c.path, chunks=chunks, band=c.band, nodata=c.nodata, vertical_scale=c.vertical_scale)
+                    for c in (checks.ref, checks.tba))
+    prog.echo(f"xdem coreg: {r.coreg!r}")
+    chunk_shape, n_workers = grid_chunks(ref_d), sinfo["workers"]
+    prog.echo(f"  scheduler {sinfo['address'] or sinfo['scheduler']} ({n_workers} worker{'' if n_workers == 1 else 's'}), "
+              f"chunks {chunk_shape[0]} x {chunk_shape[1]}")
+    (ref_facts, ref_crs), (tba_facts, tba_crs) = input_facts(ref), input_facts(tba)
+    vertical = compare_vertical(ref_crs, tba_crs)
+    if vertical:
+        warnings.warn(vertical, UserWarning, stacklevel=3)
+    return Sides(ref=ref_d, tba=tba_d, checks=checks, facts=(ref_facts, tba_facts), vertical=vertical)
+
+
+def _pair(state: RunState) -> tuple[xr.DataArray, xr.DataArray]:
+    """REF and TBA of a DEM pair."""
+    ref, tba = state.sides.ref, state.sides.tba
+    assert isinstance(ref, xr.DataArray) and isinstance(tba, xr.DataArray)
+    return ref, tba
+
+
+def fit(state: RunState) -> None:
+    """Stage 4: the outlier filters (the document's ``filters``), then the fit (``timing.fit_s``)."""
+    t0 = time.perf_counter()
+    if state.sides.points_side is not None:
+        P.fit_points(state)
+    else:
+        r, prog = state.request, state.prog
+        ref, tba = _pair(state)
+        fit_masks: dict[str, Any] = dict(state.masks)
+        if r.filters is not None and r.filters.active:
+            with prog.stage("outlier filters (slope of REF, NMAD of dh before)"):
+                state.fit_mask, state.filters_record = filter_mask(
+                    ref, tba, filters=r.filters, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask,
+                    random_state=r.random_state)
+            fit_masks = {"inlier_mask": state.fit_mask, "exclude_mask": None}
+        with prog.stage("fitting"):
+            state.model.fit(ref, tba, **fit_masks)
+    state.timing["fit_s"] = time.perf_counter() - t0
+
+
+def write(state: RunState) -> None:
+    """Stage 5: the output written out of core (``timing.write_s``)."""
+    if state.sides.points_side is not None:
+        t0 = time.perf_counter()
+        P.write_points(state)
+        state.timing["write_s"] = time.perf_counter() - t0
+        return
+    r, ref, tba = state.request, *_pair(state)
+    state.aligned = aligned = state.model.apply(tba, grid=ref if r.grid == "ref" else None)
+    t0 = time.perf_counter()
+    out, prog, show = state.paths.output, state.prog, not state.prog.quiet and state.sinfo["client"] is not None
+    if is_zarr_path(out):  # a store is written chunk by chunk (resumable): statistics after it
+        with prog.stage(f"writing {out}"):
+            write_zarr(aligned, out, overwrite=r.overwrite, resume=r.resume,
+                       fingerprint=_fit_record(state.model, r.grid), progress=show)
+    else:
+        # The sampled statistics are computed in the block-writing pass (the blocks of TBA and of
+        # the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
+        fused = r.stats == "sampled" and same_grid(ref, tba) and same_grid(ref, aligned)
+        items, alsos = _cog_items(state, fused)
+        # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
+        # block-writing pass; distributed: write_cog shows distributed.progress itself.
+        with prog.stage(f"writing {', '.join(str(i[1]) for i in items)}"
+                        + (" (and the statistics of dh)" if fused else "")):
+            state.written_also = list(write_cogs(items, overwrite=r.overwrite, progress=show, also=alsos)[0].also)
+    state.timing["write_s"] = time.perf_counter() - t0
+
+
+def _cog_items(state: RunState, fused: bool) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    """What :func:`xdem.io.cog.write_cogs` writes in one pass (the aligned DEM, ``dh_out``,
+    ``stable_mask_out``) and computes in it (the fused statistics and verdict sample)."""
+    r, paths, (ref, tba), aligned = state.request, state.paths, _pair(state), state.aligned
+    assert aligned is not None
+    also: list[Any] = []
+    if fused:
+        masks = {"inlier_mask": state.inlier_mask, "exclude_mask": state.exclude_mask}
+        block_stats, state.finish_stats = S.stats_while_writing(ref, tba, aligned, **masks, random_state=r.random_state,
+                                                                subsample=r.stats_subsample)
+        finishers: list[Any] = []
+        also = [block_stats, S.verdict_while_writing(ref, aligned, **masks, random_state=r.random_state,
+                                                     finishers=finishers)]
+        state.finish_verdict = finishers[0]
+    items: list[tuple[Any, ...]] = [(aligned, paths.output)]
+    alsos = [also]
+    if paths.dh_out is not None:
+        items.append((_dh_after(ref, aligned), paths.dh_out))
+        alsos.append([])
+    if paths.stable_mask_out is not None:
+        if state.fit_mask is None:
+            state.fit_mask = usable_mask(ref, tba, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask)
+        items.append((state.fit_mask.astype("uint8").assign_attrs(units="1 = used by the fit"),
+                      paths.stable_mask_out, None))
+        alsos.append([])
+    return items, alsos
+
+
+def measure(state: RunState) -> None:
+    """Stage 6: the statistics of dh before and after (``timing.stats_s``) and the verdict
+    (``timing.verdict_s``), on the written output opened once."""
+    if state.sides.points_side is not None:
+        P.measure_points(state)
+        return
+    r, prog, (ref, tba) = state.request, state.prog, _pair(state)
+    inlier_mask, exclude_mask = state.inlier_mask, state.exclude_mask
+    t0 = time.perf_counter()
+    if state.finish_stats is not None:
+        state.stats = {"method": S.stats_method(r.stats_subsample), **state.finish_stats(state.written_also[0])}
+    elif r.stats != "none":
+        with prog.stage("statistics of dh before and after"):
+            written = state.output_dem()
+            if r.stats == "exact":
+                state.stats = {
+                    "method": "exact (xdem.stats), stable valid pixels, reference grid",
+                    "before": S.dh_stats(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask),
+                    "after": S.dh_stats(ref, written, inlier_mask=inlier_mask, exclude_mask=exclude_mask),
+                }
+            else:
+                state.stats = S.sampled_stats(ref, tba, written, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
+                                              random_state=r.random_state, subsample=r.stats_subsample)
+    state.timing["stats_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if r.stats != "none":
+        with prog.stage("verdict (checks of the result on stable pixels)"):
+            sample = state.finish_verdict(state.written_also[1]) if state.finish_verdict is not None else None
+            state.verdict = verdict_of_run(ref, tba, state.output_dem(), stats=state.stats, sample=sample,
+                                           methods=[type(s).__name__ for s in S.steps_of(state.model)],
+                                           steps=S.steps_summary(state.model), inlier_mask=inlier_mask,
+                                           exclude_mask=exclude_mask, random_state=r.random_state)
+    state.timing["verdict_s"] = time.perf_counter() - t0
+
+
+def document(state: RunState) -> None:
+    """Stage 7a: the JSON document (``state.document``)."""
+    if state.sides.points_side is not None:
+        state.document = P.points_document(state)
+        return
+    r, sides, model, paths, (ref, tba), t = state.request, state.sides, state.model, state.paths, _pair(state), state.timing
+    abspath = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
+    method = r.method if r.method is not None else "+".join(type(s).__name__.lower() for s in S.steps_of(model))
+    state.document = {
+        "steps": S.steps_summary(model),
+        **S.rigid_document(model, ref),
+        "frame": S.frame_summary(model, ref),
+        "output_grid": r.grid,
+        "stats": state.stats,
+        "verdict": state.verdict,
+        "output": str(paths.output),
+        "dh_output": None if paths.dh_out is None else str(paths.dh_out),
+        "stable_mask_output": None if paths.stable_mask_out is None else str(paths.stable_mask_out),
+        "filters": state.filters_record,
+        "input_checks": sides.checks.to_dict(),
+        "report": None if paths.report is None else str(paths.report),
+        "inputs": {
+            "reference": abspath(r.reference), "to_be_aligned": abspath(r.to_be_aligned),
+            **{k: abspath(v) for k, v in state.masks.items()},
+            "reference_shape": list(ref.shape), "to_be_aligned_shape": list(tba.shape),
+            "crs": ref.rio.crs.to_string() if ref.rio.crs else None,
+            "reference_facts": sides.facts[0], "to_be_aligned_facts": sides.facts[1],
+            "vertical_warning": sides.vertical,
+            "method": method, "options": {k: v for k, v in r.options.items() if v is not None},
+        },
+        "timing": {"fit_s": t["fit_s"], "write_s": t["write_s"], "stats_s": t["stats_s"],
+                   "verdict_s": t["verdict_s"], "report_s": 0.0, "total_s": time.perf_counter() - state.t_start},
+        "peak_rss_mb": S.peak_rss_mb(),
+        "chunks": list(grid_chunks(ref)),
+        "scheduler": state.sinfo["address"] or state.sinfo["scheduler"],
+        "workers": state.sinfo["workers"],
+    }
+
+
+def report(state: RunState) -> None:
+    """Stage 7b: the HTML report, when asked for (its last block shows the document's final
+    timing and memory: the page equals the JSON)."""
+    paths, doc = state.paths, state.document
+    if paths.report is None:
+        return
+    if state.sides.points_side is not None:
+        P.report_points(state)
+        return
+    assert paths.write_report is not None
+    ref, tba = _pair(state)
+    t0 = time.perf_counter()
+
+    def _final_numbers() -> None:
+        doc["timing"]["report_s"] = time.perf_counter() - t0
+        doc["timing"]["total_s"] = time.perf_counter() - state.t_start
+        doc["peak_rss_mb"] = S.peak_rss_mb()
+
+    with state.prog.stage(f"writing the report {paths.report}"):
+        paths.write_report(paths.report, ref=ref, tba=tba, aligned=state.output_dem(), coreg=state.model,
+                           summary=doc, overwrite=state.request.overwrite, inlier_mask=state.inlier_mask,
+                           exclude_mask=state.exclude_mask, on_final_block=_final_numbers,
+                           exact_stats=state.request.stats == "exact")
+
+
+def finish(state: RunState) -> CoregResult:
+    """Stage 8 (after the computation's environment exited): the final timing and memory,
+    the JSON text (written to ``json_out``), the :class:`CoregResult`."""
+    doc, paths = state.document, state.paths
+    if state.sides.points_side is None:
+        if paths.write_report is None:  # else set when the report's last block was rendered (page == JSON)
+            doc["timing"]["total_s"] = time.perf_counter() - state.t_start
+            doc["peak_rss_mb"] = S.peak_rss_mb()
+        children = S.peak_rss_mb(children=True)
+        doc["peak_rss_children_mb"] = children if children else None
+    text = S.dump_json(doc, path=paths.json_out, overwrite=state.request.overwrite)
+    return CoregResult(document=doc, json_text=text, output=paths.output, json_out=paths.json_out,
+                       report=paths.report, timings=dict(doc["timing"]), coreg=state.model)
+
+
+def _fit_record(model: Any, grid: str) -> dict[str, Any]:
     """What a Zarr output's fingerprint records of the fit (compared when resuming)."""
     try:
         fitted = model.to_dict()
@@ -368,201 +414,9 @@ def _fit_record(model: Any, grid: str) -> dict:
     return {"coreg": S.jsonable(fitted), "grid": grid}
 
 
-def _run(request: CoregRequest, *, environment: Any, progress: Any, t_start: float, exact_stats: Callable) -> CoregResult:
-    from xdem.errors import InputError
-
-    r = request
-    if r.coreg is None:
-        raise InputError("CoregRequest.coreg is required: an unfitted estimator such as xdem.coreg.NuthKaab()")
-    if r.grid not in ("tba", "ref"):
-        raise InputError(f"grid must be 'tba' or 'ref', got {r.grid!r}")
-    if r.stats not in ("sampled", "exact", "none"):
-        raise InputError(f"stats must be 'sampled', 'exact' or 'none', got {r.stats!r}")
-    paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output,
-                              inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
-                              report=r.report, overwrite=r.overwrite, resume=r.resume, dh_out=r.dh_out,
-                              stable_mask_out=r.stable_mask_out)
-    ref, tba = os.fspath(r.reference), os.fspath(r.to_be_aligned)
-    inlier_mask = None if r.inlier_mask is None else os.fspath(r.inlier_mask)
-    exclude_mask = None if r.exclude_mask is None else os.fspath(r.exclude_mask)
-    masks = {"inlier_mask": inlier_mask, "exclude_mask": exclude_mask}
-    model, out, no_stats, exact = r.coreg, paths.output, r.stats == "none", r.stats == "exact"
-    method = r.method if r.method is not None else "+".join(type(s).__name__.lower() for s in S.steps_of(model))
-    abspath = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
-    doc: dict[str, Any] = {}
-    with environment as sinfo:
-        prog = progress(sinfo) if progress is not None else _Silent()
-        from xdem.io.cog import write_cogs
-        from xdem.io.grid import same_grid
-        from xdem.io.open import open_dem
-        from xdem.io.zarr_store import is_zarr_path
-
-        ck: Any = r.chunks if r.chunks else "auto"
-        checks = _checked_inputs(r, ref, tba)
-        ref_d, tba_d = (open_dem(c.path, chunks=ck, band=c.band, nodata=c.nodata, vertical_scale=c.vertical_scale)
-                        for c in (checks.ref, checks.tba))
-        where = sinfo["address"] or sinfo["scheduler"]
-        prog.echo(f"xdem coreg: {model!r}")
-        chunk_shape = grid_chunks(ref_d)
-        n_workers = sinfo["workers"]
-        prog.echo(f"  scheduler {where} ({n_workers} worker{'' if n_workers == 1 else 's'}), "
-                  f"chunks {chunk_shape[0]} x {chunk_shape[1]}")
-        vertical = vertical_warning(ref, tba)
-        if vertical:
-            warnings.warn(vertical, UserWarning, stacklevel=2)
-        t0 = time.perf_counter()
-        fit_masks, filters_record, fit_mask = dict(masks), None, None
-        filters = r.filters
-        if filters is not None and filters.active:
-            from xdem.workflows.filters import filter_mask
-
-            with prog.stage("outlier filters (slope of REF, NMAD of dh before)"):
-                fit_mask, filters_record = filter_mask(ref_d, tba_d, filters=filters, inlier_mask=inlier_mask,
-                                                       exclude_mask=exclude_mask, random_state=r.random_state)
-            fit_masks = {"inlier_mask": fit_mask, "exclude_mask": None}
-        with prog.stage("fitting"):
-            model.fit(ref_d, tba_d, **fit_masks)
-        t_fit = time.perf_counter() - t0
-        aligned = model.apply(tba_d, grid=ref_d if r.grid == "ref" else None)
-        t0 = time.perf_counter()
-        # The sampled statistics are computed in the block-writing pass (the blocks of TBA
-        # and of the aligned DEM are shared) when the DEMs share a grid; otherwise after it.
-        to_zarr = is_zarr_path(out)  # a store is written chunk by chunk (resumable): statistics after it
-        fused = not to_zarr and not no_stats and not exact and same_grid(ref_d, tba_d) and same_grid(ref_d, aligned)
-        also, finish, finish_verdict = [], None, None
-        if fused:
-            block_stats, finish = S.stats_while_writing(ref_d, tba_d, aligned, **masks, random_state=r.random_state,
-                                                        subsample=r.stats_subsample)
-            finishers: list = []
-            also = [block_stats, S.verdict_while_writing(ref_d, aligned, **masks, random_state=r.random_state,
-                                                         finishers=finishers)]
-            finish_verdict = finishers[0]
-        # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
-        # block-writing pass; distributed: write_cog shows distributed.progress itself.
-        if to_zarr:
-            with prog.stage(f"writing {out}"):
-                from xdem.io.zarr import write_zarr
-
-                write_zarr(aligned, out, overwrite=r.overwrite, resume=r.resume, fingerprint=_fit_record(model, r.grid),
-                           progress=not prog.quiet and sinfo["client"] is not None)
-        else:
-            items: list[tuple[Any, ...]] = [(aligned, out)]
-            alsos = [also]
-            if paths.dh_out is not None:
-                items.append((_dh_after(ref_d, aligned), paths.dh_out))
-                alsos.append([])
-            if paths.stable_mask_out is not None:
-                if fit_mask is None:
-                    from xdem.workflows.filters import usable_mask
-
-                    fit_mask = usable_mask(ref_d, tba_d, **masks)
-                items.append((fit_mask.astype("uint8").assign_attrs(units="1 = used by the fit"),
-                              paths.stable_mask_out, None))
-                alsos.append([])
-            with prog.stage(f"writing {', '.join(str(i[1]) for i in items)}"
-                            + (" (and the statistics of dh)" if fused else "")):
-                written_cog = write_cogs(items, overwrite=r.overwrite,
-                                         progress=not prog.quiet and sinfo["client"] is not None, also=alsos)[0]
-        t_write = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        stats = None
-        if finish is not None:
-            stats = {"method": S.stats_method(r.stats_subsample), **finish(written_cog.also[0])}
-        elif not no_stats:
-            with prog.stage("statistics of dh before and after"):
-                written = open_dem(out, chunks=ck)
-                if exact:
-                    stats = {
-                        "method": "exact (xdem.stats), stable valid pixels, reference grid",
-                        "before": exact_stats(ref_d, tba_d, **masks),
-                        "after": exact_stats(ref_d, written, **masks),
-                    }
-                else:
-                    stats = S.sampled_stats(ref_d, tba_d, written, **masks, random_state=r.random_state,
-                                            subsample=r.stats_subsample)
-        t_stats = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        verdict = None
-        if not no_stats:
-            from xdem.verdict import verdict_of_run
-
-            with prog.stage("verdict (checks of the result on stable pixels)"):
-                sample = finish_verdict(written_cog.also[1]) if finish_verdict is not None else None
-                verdict = verdict_of_run(ref_d, tba_d, open_dem(out, chunks=ck), stats=stats, sample=sample,
-                                         methods=[type(s).__name__ for s in S.steps_of(model)],
-                                         steps=S.steps_summary(model),
-                                         inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                                         random_state=r.random_state)
-        t_verdict = time.perf_counter() - t0
-        doc = {
-            "steps": S.steps_summary(model),
-            **S.rigid_document(model, ref_d),
-            "frame": S.frame_summary(model, ref_d),
-            "output_grid": r.grid,
-            "stats": stats,
-            "verdict": verdict,
-            "output": str(out),
-            "dh_output": None if paths.dh_out is None else str(paths.dh_out),
-            "stable_mask_output": None if paths.stable_mask_out is None else str(paths.stable_mask_out),
-            "filters": filters_record,
-            "input_checks": checks.to_dict(),
-            "report": None if paths.report is None else str(paths.report),
-            "inputs": {
-                "reference": abspath(ref), "to_be_aligned": abspath(tba),
-                "inlier_mask": abspath(inlier_mask), "exclude_mask": abspath(exclude_mask),
-                "reference_shape": list(ref_d.shape), "to_be_aligned_shape": list(tba_d.shape),
-                "crs": ref_d.rio.crs.to_string() if ref_d.rio.crs else None,
-                "reference_facts": file_facts(ref), "to_be_aligned_facts": file_facts(tba),
-                "vertical_warning": vertical,
-                "method": method, "options": {k: v for k, v in r.options.items() if v is not None},
-            },
-            "timing": {"fit_s": t_fit, "write_s": t_write, "stats_s": t_stats, "verdict_s": t_verdict, "report_s": 0.0,
-                       "total_s": time.perf_counter() - t_start},
-            "peak_rss_mb": S.peak_rss_mb(),
-            "chunks": list(grid_chunks(ref_d)),
-            "scheduler": sinfo["address"] or sinfo["scheduler"],
-            "workers": sinfo["workers"],
-        }
-        if paths.write_report is not None:
-            t0 = time.perf_counter()
-
-            def _final_numbers() -> None:  # the page's last block shows the JSON's final timing and memory
-                doc["timing"]["report_s"] = time.perf_counter() - t0
-                doc["timing"]["total_s"] = time.perf_counter() - t_start
-                doc["peak_rss_mb"] = S.peak_rss_mb()
-
-            with prog.stage(f"writing the report {paths.report}"):
-                paths.write_report(paths.report, ref=ref_d, tba=tba_d, aligned=open_dem(out, chunks=ck), coreg=model,
-                                   summary=doc, overwrite=r.overwrite, **masks, on_final_block=_final_numbers,
-                                   exact_stats=exact)
-    if paths.write_report is None:  # else set when the report's last block was rendered (page == JSON)
-        doc["timing"]["total_s"] = time.perf_counter() - t_start
-        doc["peak_rss_mb"] = S.peak_rss_mb()
-    children = S.peak_rss_mb(children=True)
-    doc["peak_rss_children_mb"] = children if children else None
-    text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
-    return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
-                       timings=dict(doc["timing"]), coreg=model)
-
-
-def _checked_inputs(r: CoregRequest, ref: str, tba: str) -> Any:
-    """:func:`xdem.checks.check_inputs` of the request, its warnings issued."""
-    from xdem.checks import check_inputs
-
-    checks = check_inputs(reference=ref, to_be_aligned=tba, ref_band=r.ref_band, tba_band=r.tba_band,
-                          ref_nodata=r.ref_nodata, tba_nodata=r.tba_nodata, ref_vertical_scale=r.ref_vertical_scale,
-                          tba_vertical_scale=r.tba_vertical_scale, inlier_mask=r.inlier_mask,
-                          exclude_mask=r.exclude_mask, grid=r.grid)
-    checks.warn(stacklevel=3)
-    return checks
-
-
-def _dh_after(ref: Any, aligned: Any) -> Any:
+def _dh_after(ref: xr.DataArray, aligned: xr.DataArray) -> xr.DataArray:
     """``aligned - ref`` on the aligned DEM's grid (REF brought onto it lazily if needed), in metres."""
-    from xdem.io.grid import _reproject_like, same_grid
-
     # NaN where REF does not cover the output
     ref_on = ref if same_grid(aligned, ref) else _reproject_like(ref, aligned, resampling="bilinear")
     dh = aligned.copy(data=aligned.data - ref_on.chunk(dict(zip(("y", "x"), aligned.data.chunks))).data)
     return dh.rename("dh").assign_attrs(units="m")
-

@@ -1,4 +1,4 @@
-"""``xdem coreg`` with points on one side: :func:`run_points_coreg`.
+"""The points route of the stages of :func:`xdem.workflows.run_coreg`: a points file on one side.
 
 Reference points and a DEM to align (the common case): the aligned DEM is written as a COG,
 lazily, as for two DEMs. A reference DEM and points to align: the moved points are written
@@ -15,22 +15,43 @@ Outlier filters (``request.filters``, ``--min-slope / --max-slope / --nmad-filte
 points the fit uses (:func:`xdem.workflows.filters.filter_points`, recorded in the document's
 ``filters``); the statistics and the report keep every point, as for two DEMs. ``dh_out`` and
 ``stable_mask_out`` are rasters on a DEM pair's grid: refused (:data:`NOT_FOR_POINTS`).
+
+The functions named ``*_points`` are the stages' points routes (:mod:`xdem.workflows.coreg`
+calls them with its :class:`~xdem.workflows._state.RunState`); this module imports nothing of
+:mod:`xdem.workflows.coreg`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from xdem.checks import InputChecks
+from xdem._scale_checks import points_scale_finding
+from xdem.checks import DemCheck, InputChecks, InputCheckWarning, check_dem
+from xdem.coreg._data import prepare_points
+from xdem.errors import InputError
+from xdem.io.atomic import move_into_place
+from xdem.io.cog import write_cog
+from xdem.io.grid import dask_data
+from xdem.io.open import open_dem
+from xdem.io.zarr import write_zarr
+from xdem.io.zarr_store import is_zarr_path
+from xdem.kernels.interp import FIT_INTERPOLATION
+from xdem.kernels.robust import nmad, nmad_inliers
+from xdem.points import PointSet, dem_at_points, is_points_source, pixel_positions, read_points
 from xdem.workflows import _summary as S
+from xdem.workflows._state import PointsSide, RunState, Sides
+from xdem.workflows.filters import filter_points
+from xdem.workflows.request import CoregRequest, ProgressLike
 
-__all__ = ["run_points_coreg", "dh_at_points_stats", "points_summary", "POINT_OUTPUTS", "NOT_FOR_POINTS"]
-
+__all__ = ["dh_at_points_stats", "points_summary", "points_side", "POINT_OUTPUTS", "NOT_FOR_POINTS"]
 #: Suffixes the moved points can be written as (single files).
 POINT_OUTPUTS = (".gpkg", ".geojson", ".fgb", ".parquet")
 
@@ -52,8 +73,6 @@ def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
     >>> dh_at_points_stats(np.array([1.0, 2.0, 3.0, np.nan]))["count"]
     3
     """
-    from xdem.kernels.robust import nmad
-
     v = np.asarray(dh, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size == 0:
@@ -62,12 +81,8 @@ def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
             "rmse": float(np.sqrt(np.mean(v * v)))}
 
 
-def _dem_at(dem: Any, pts: Any, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def _dem_at(dem: Any, pts: PointSet, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """``dem`` at the points (``positions`` on its grid when already known)."""
-    from xdem.io.grid import dask_data
-    from xdem.kernels.interp import FIT_INTERPOLATION
-    from xdem.points import dem_at_points, pixel_positions
-
     prow, pcol = positions if positions is not None else pixel_positions(dem, pts.x, pts.y)
     values, _, _ = dem_at_points(dask_data(dem), prow, pcol, resampling=FIT_INTERPOLATION)
     return values
@@ -82,24 +97,31 @@ def points_summary(points: Any) -> dict[str, Any]:
             "z_max": float(np.nanmax(points.z)) if points.count else None}
 
 
-def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: float) -> Any:
-    """:func:`xdem.workflows.run_coreg` when ``request.reference`` or ``request.to_be_aligned``
-    is a points file (see the module notes). Returns a :class:`~xdem.workflows.CoregResult`
-    whose document has ``points`` (the file read, counts of points outside the DEM and of
-    outliers) and ``stats`` (``dh`` at the points before and after)."""
-    from xdem.errors import InputError
-    from xdem.io.open import open_dem
-    from xdem.points import is_points_source, read_points
-    from xdem.workflows.coreg import CoregResult, _Silent, check_coreg_paths
+def points_side(request: CoregRequest) -> PointsSide | None:
+    """Which input of ``request`` is a points file (``None``: two DEMs); the requests points
+    cannot serve refused (:data:`NOT_FOR_POINTS`, both sides points, the output's kind).
 
+    Raises
+    ------
+    xdem.errors.InputError
+        A field of the request that points cannot serve.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> lidar = xdem.examples.get_path("lidar")
+    >>> points_side(CoregRequest(reference=lidar, to_be_aligned=lidar, output="a.tif", coreg=None)) is None
+    True
+    """
     r = request
+    ref_is_points = is_points_source(r.reference)
+    if not ref_is_points and not is_points_source(r.to_be_aligned):
+        return None
     for name in NOT_FOR_POINTS:
         if getattr(r, name) is not None:
             raise InputError(f"{name} is {NOT_FOR_POINTS[name]}")
-    filters = r.filters if r.filters is not None and r.filters.active else None
-    if filters is not None:
-        filters.check()
-    ref_is_points = is_points_source(r.reference)
+    if r.filters is not None and r.filters.active:
+        r.filters.check()
     if ref_is_points and is_points_source(r.to_be_aligned):
         raise InputError("both inputs are points: one side of a coregistration must be a DEM")
     out_is_points = is_points_source(r.output)
@@ -109,130 +131,137 @@ def run_points_coreg(request: Any, *, environment: Any, progress: Any, t_start: 
         want = "a DEM (.tif)" if ref_is_points else "a points file (e.g. .gpkg)"
         raise InputError(f"the output must be {want}: the {'DEM' if ref_is_points else 'points'} to align is what "
                          "gets written")
-    paths = check_coreg_paths(reference=r.reference, to_be_aligned=r.to_be_aligned, output=r.output, resume=r.resume,
-                              inlier_mask=r.inlier_mask, exclude_mask=r.exclude_mask, json_out=r.json_out,
-                              report=r.report, overwrite=r.overwrite)
-    masks = {"inlier_mask": None if r.inlier_mask is None else os.fspath(r.inlier_mask),
-             "exclude_mask": None if r.exclude_mask is None else os.fspath(r.exclude_mask)}
-    model, out = r.coreg, paths.output
-    with environment as sinfo:
-        prog = progress(sinfo) if progress is not None else _Silent()
-        ck: Any = r.chunks if r.chunks else "auto"
-        dem_check, scale_z = _checked_sides(r, ref_is_points)
-        dem = open_dem(dem_check.path, chunks=ck, band=dem_check.band, nodata=dem_check.nodata,
-                       vertical_scale=dem_check.vertical_scale)
-        prog.echo(f"xdem coreg: {model!r} ({'reference points' if ref_is_points else 'points to align'})")
-        t0 = time.perf_counter()
-        with prog.stage("reading the points"):
-            pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column,
-                              source_crs=r.points_crs)
-            pts = _scaled_and_checked(pts, scale_z, dem_check, ref_is_points)
-        t_read = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        fit_pts, filters_record = pts, None
-        if filters is not None:
-            from xdem.coreg._data import prepare_points
-            from xdem.workflows.filters import filter_points
+    return "reference" if ref_is_points else "to_be_aligned"
 
-            with prog.stage("outlier filters (slope of the DEM, NMAD of dh before, at the points)"):
-                data = prepare_points(pts, dem, **masks) if ref_is_points else prepare_points(dem, pts, **masks)
-                keep, filters_record = filter_points(data, filters=filters)
-                fit_pts = pts.take(keep)  # data.points are pts moved to the DEM's CRS, in the same order
-                del data, keep
-        with prog.stage("fitting"):
-            if ref_is_points:
-                model.fit(fit_pts, dem, z_column=r.z_column, **masks)
-            else:
-                model.fit(dem, fit_pts, z_column=r.z_column, **masks)
-        del fit_pts
-        t_fit = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        local = pts.to_crs(dem.rio.crs)
+
+def open_points(request: CoregRequest, *, side: PointsSide, prog: ProgressLike, chunks: int | str) -> Sides:
+    """The open stage with points: the DEM side checked and opened, the points read (scaled,
+    checked against the DEM), once."""
+    r = request
+    ref_is_points = side == "reference"
+    dem_check, scale_z = _checked_sides(r, ref_is_points)
+    dem = open_dem(dem_check.path, chunks=chunks, band=dem_check.band, nodata=dem_check.nodata,
+                   vertical_scale=dem_check.vertical_scale)
+    prog.echo(f"xdem coreg: {r.coreg!r} ({'reference points' if ref_is_points else 'points to align'})")
+    t0 = time.perf_counter()
+    with prog.stage("reading the points"):
+        pts = read_points(os.fspath(r.reference if ref_is_points else r.to_be_aligned), z_column=r.z_column,
+                          source_crs=r.points_crs)
+        pts = _scaled_and_checked(pts, scale_z, dem_check, ref_is_points)
+    checks = InputChecks(ref=None if ref_is_points else dem_check, tba=dem_check if ref_is_points else None,
+                         findings=dem_check.findings)
+    return Sides(ref=pts if ref_is_points else dem, tba=dem if ref_is_points else pts, checks=checks,
+                 points_side=side, points_scale=scale_z, read_s=time.perf_counter() - t0)
+
+
+def fit_points(state: RunState) -> None:
+    """The fit stage with points: the outlier filters choose the points the fit uses."""
+    r, sides, prog = state.request, state.sides, state.prog
+    dem, pts, ref_is_points = sides.dem, sides.points, sides.points_side == "reference"
+    fit_pts = pts
+    if r.filters is not None and r.filters.active:
+        with prog.stage("outlier filters (slope of the DEM, NMAD of dh before, at the points)"):
+            data = (prepare_points(pts, dem, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask) if ref_is_points
+                    else prepare_points(dem, pts, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask))
+            keep, state.filters_record = filter_points(data, filters=r.filters)
+            fit_pts = pts.take(keep)  # data.points are pts moved to the DEM's CRS, in the same order
+            del data, keep
+    with prog.stage("fitting"):
         if ref_is_points:
-            from xdem.io.cog import write_cog
-            from xdem.io.zarr_store import is_zarr_path
-            from xdem.points import pixel_positions
-
-            with prog.stage(f"writing {out}"):
-                if is_zarr_path(out):
-                    from xdem.io.zarr import write_zarr
-
-                    write_zarr(model.apply(dem), out, overwrite=r.overwrite, resume=r.resume)
-                else:
-                    write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
-            written = open_dem(out, chunks=ck)
-            positions = pixel_positions(dem, local.x, local.y)  # the written DEM is on the same grid
-            before = _dem_at(dem, local, positions)
-            before -= local.z
-            after = _dem_at(written, local, positions)
-            after -= local.z
-            del positions
+            state.model.fit(fit_pts, dem, z_column=r.z_column, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask)
         else:
-            before_dem = _dem_at(dem, local)
-            moved_gdf = model.apply_points(pts.to_geodataframe())
-            moved = read_points(moved_gdf).to_crs(dem.rio.crs)
-            with prog.stage(f"writing {out}"):
-                _write_points(moved_gdf, out, overwrite=r.overwrite)
-            before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
-        t_write = time.perf_counter() - t0
-        learned = S.steps_of(model)[0].learned()  # the first step's counts (each step's are in "steps")
-        from xdem.kernels.robust import nmad_inliers
-
-        inl = nmad_inliers(after, k=4.0)  # the fit's rule, on the residuals after
-        doc: dict[str, Any] = {
-            "steps": S.steps_summary(model),
-            **S.rigid_document(model, dem),  # the keys of a DEM pair's document
-            "points": {**points_summary(pts), "side": "reference" if ref_is_points else "to_be_aligned",
-                       "z_column": r.z_column, "n_outside": learned.get("n_outside_"),
-                       "n_outliers": learned.get("n_outliers_")},
-            "stats": {
-                "method": "dh = tba - ref at the points (DEM interpolated at them, 4-point Lagrange)",
-                "before": dh_at_points_stats(before),
-                "after": dh_at_points_stats(after),
-                "after_without_outliers": dh_at_points_stats(after[inl]),
-            },
-            "filters": filters_record,
-            "input_checks": {**InputChecks(ref=None if ref_is_points else dem_check,
-                                           tba=dem_check if ref_is_points else None,
-                                           findings=dem_check.findings).to_dict(),
-                             "points_vertical_scale": scale_z},
-            "frame": {"crs": learned.get("crs_")},
-            "output": str(out),
-            "output_kind": "points" if out_is_points else "dem",
-            "inputs": {"reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
-                       "dem_shape": list(dem.shape), "crs": dem.rio.crs.to_string() if dem.rio.crs else None,
-                       "method": r.method, "options": {k: v for k, v in r.options.items() if v is not None},
-                       **{k: None if v is None else os.path.abspath(v) for k, v in masks.items()}},
-            "timing": {"read_s": t_read, "fit_s": t_fit, "write_s": t_write,
-                       "total_s": time.perf_counter() - t_start},
-            "peak_rss_mb": S.peak_rss_mb(),
-            "scheduler": sinfo["address"] or sinfo["scheduler"],
-            "workers": sinfo["workers"],
-        }
-        if paths.report is not None:
-            from xdem.report.points import write_points_report
-
-            t0 = time.perf_counter()
-            doc["report"] = str(paths.report)
-
-            def _final_numbers() -> None:  # the page's last block shows the JSON's final timing (report included)
-                doc["timing"]["report_s"] = time.perf_counter() - t0
-                doc["timing"]["total_s"] = time.perf_counter() - t_start
-
-            with prog.stage(f"writing the report {paths.report}"):
-                write_points_report(paths.report, x=local.x, y=local.y, before=before, after=after, summary=doc,
-                                    overwrite=r.overwrite, on_final_block=_final_numbers)
-    text = S.dump_json(doc, path=paths.json_out, overwrite=r.overwrite)
-    return CoregResult(document=doc, json_text=text, output=out, json_out=paths.json_out, report=paths.report,
-                       timings=dict(doc["timing"]), coreg=model)
+            state.model.fit(dem, fit_pts, z_column=r.z_column, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask)
 
 
-def _checked_sides(r: Any, ref_is_points: bool) -> tuple[Any, float]:
+def write_points(state: RunState) -> None:
+    """The write stage with points: the aligned DEM (reference points) or the moved points,
+    and ``dh`` at the points before and after."""
+    r, model, out = state.request, state.model, state.paths.output
+    dem, pts = state.sides.dem, state.sides.points
+    local = pts.to_crs(dem.rio.crs)
+    if state.sides.points_side == "reference":
+        with state.prog.stage(f"writing {out}"):
+            if is_zarr_path(out):
+                write_zarr(model.apply(dem), out, overwrite=r.overwrite, resume=r.resume)
+            else:
+                write_cog(model.apply(dem), out, overwrite=r.overwrite, progress=False)
+        positions = pixel_positions(dem, local.x, local.y)  # the written DEM is on the same grid
+        before = _dem_at(dem, local, positions)
+        before -= local.z
+        after = _dem_at(state.output_dem(), local, positions)
+        after -= local.z
+    else:
+        before_dem = _dem_at(dem, local)
+        moved_gdf = model.apply_points(pts.to_geodataframe())
+        moved = read_points(moved_gdf).to_crs(dem.rio.crs)
+        with state.prog.stage(f"writing {out}"):
+            _write_points(moved_gdf, out, overwrite=r.overwrite)
+        before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
+    state.local, state.before, state.after = local, before, after
+
+
+def measure_points(state: RunState) -> None:
+    """The statistics stage with points: ``dh`` at the points before and after."""
+    assert state.before is not None and state.after is not None
+    inl = nmad_inliers(state.after, k=4.0)  # the fit's rule, on the residuals after
+    state.stats = {
+        "method": "dh = tba - ref at the points (DEM interpolated at them, 4-point Lagrange)",
+        "before": dh_at_points_stats(state.before),
+        "after": dh_at_points_stats(state.after),
+        "after_without_outliers": dh_at_points_stats(state.after[inl]),
+    }
+
+
+def points_document(state: RunState) -> dict[str, Any]:
+    """The document stage with points: the JSON document (``points``, ``stats`` at the points)."""
+    r, sides, model, dem = state.request, state.sides, state.model, state.sides.dem
+    ref_is_points = sides.points_side == "reference"
+    learned = S.steps_of(model)[0].learned()  # the first step's counts (each step's are in "steps")
+    t = state.timing
+    return {
+        "steps": S.steps_summary(model),
+        **S.rigid_document(model, dem),  # the keys of a DEM pair's document
+        "points": {**points_summary(sides.points), "side": sides.points_side, "z_column": r.z_column,
+                   "n_outside": learned.get("n_outside_"), "n_outliers": learned.get("n_outliers_")},
+        "stats": state.stats,
+        "filters": state.filters_record,
+        "input_checks": {**sides.checks.to_dict(), "points_vertical_scale": sides.points_scale},
+        "frame": {"crs": learned.get("crs_")},
+        "output": str(state.paths.output),
+        "output_kind": "dem" if ref_is_points else "points",
+        "inputs": {"reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
+                   "dem_shape": list(dem.shape), "crs": dem.rio.crs.to_string() if dem.rio.crs else None,
+                   "method": r.method, "options": {k: v for k, v in r.options.items() if v is not None},
+                   **{k: None if v is None else os.path.abspath(v) for k, v in state.masks.items()}},
+        "timing": {"read_s": sides.read_s, "fit_s": t["fit_s"], "write_s": t["write_s"],
+                   "total_s": time.perf_counter() - state.t_start},
+        "peak_rss_mb": S.peak_rss_mb(),
+        "scheduler": state.sinfo["address"] or state.sinfo["scheduler"],
+        "workers": state.sinfo["workers"],
+    }
+
+
+def report_points(state: RunState) -> None:
+    """The report stage with points: :func:`xdem.report.points.write_points_report`."""
+    from xdem.report.points import write_points_report  # optional module (see check_coreg_paths)
+
+    doc, report = state.document, state.paths.report
+    assert report is not None and state.local is not None and state.before is not None and state.after is not None
+    t0 = time.perf_counter()
+    doc["report"] = str(report)
+
+    def _final_numbers() -> None:  # the page's last block shows the JSON's final timing (report included)
+        doc["timing"]["report_s"] = time.perf_counter() - t0
+        doc["timing"]["total_s"] = time.perf_counter() - state.t_start
+
+    with state.prog.stage(f"writing the report {report}"):
+        write_points_report(report, x=state.local.x, y=state.local.y, before=state.before, after=state.after,
+                            summary=doc, overwrite=state.request.overwrite, on_final_block=_final_numbers)
+
+
+def _checked_sides(r: CoregRequest, ref_is_points: bool) -> tuple[DemCheck, float]:
     """:func:`xdem.checks.check_dem` of the DEM side (its warnings issued) and the points' vertical
     scale; a band or nodata given for the points side is refused."""
-    from xdem.checks import check_dem
-    from xdem.errors import InputError
-
     dem_side: Literal["reference", "to_be_aligned"] = "to_be_aligned" if ref_is_points else "reference"
     pts_side = "ref" if ref_is_points else "tba"
     for what in ("band", "nodata"):
@@ -243,37 +272,26 @@ def _checked_sides(r: Any, ref_is_points: bool) -> tuple[Any, float]:
     dem_check = check_dem(os.fspath(r.to_be_aligned if ref_is_points else r.reference), side=dem_side,
                           band=getattr(r, f"{mine}_band"), nodata=getattr(r, f"{mine}_nodata"),
                           vertical_scale=getattr(r, f"{mine}_vertical_scale"))
-    InputChecks(ref=None, tba=None, findings=dem_check.findings).warn(stacklevel=3)
+    InputChecks(ref=None, tba=None, findings=dem_check.findings).warn(stacklevel=4)  # run_coreg's line
     scale = getattr(r, f"{pts_side}_vertical_scale")
     return dem_check, 1.0 if scale is None else float(scale)
 
 
-def _scaled_and_checked(pts: Any, scale: float, dem_check: Any, ref_is_points: bool) -> Any:
+def _scaled_and_checked(pts: PointSet, scale: float, dem_check: DemCheck, ref_is_points: bool) -> PointSet:
     """The points with their elevations times ``scale``, refused when their spread against the
     DEM's at them says other vertical units (:func:`xdem.checks.points_scale_finding`)."""
-    import dataclasses
-    import warnings
-
-    from xdem._scale_checks import points_scale_finding
-    from xdem.checks import InputCheckWarning
-    from xdem.errors import InputError
-
     if scale != 1.0:
         pts = dataclasses.replace(pts, z=pts.z * scale)
     finding = points_scale_finding(dem_check, pts, points_side="reference" if ref_is_points else "to_be_aligned")
     if finding is not None and finding.severity == "error":
         raise InputError(finding.message)
     if finding is not None:
-        warnings.warn(finding.message, InputCheckWarning, stacklevel=3)
+        warnings.warn(finding.message, InputCheckWarning, stacklevel=4)  # run_coreg's line
     return pts
 
 
 def _write_points(gdf: Any, path: Path, *, overwrite: bool) -> None:
     """Write a GeoDataFrame next to ``path`` and move it into place (never half-written)."""
-    import tempfile
-
-    from xdem.io.atomic import move_into_place
-
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
     os.unlink(tmp)
