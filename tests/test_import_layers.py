@@ -10,7 +10,7 @@ function-level import is still an arrow of the graph), and so does
   import neither ``xdem.workflows`` (the run of a coregistration) nor ``xdem.cli`` (the commands):
   the arrows go down only, ``cli`` -> ``workflows`` -> ``report`` / ``coreg`` / ``io`` -> ``kernels``;
 - no circles (strongly connected components of the graph, function-level imports included,
-  ``if TYPE_CHECKING:`` blocks left out), but those listed in :data:`ALLOWED_CIRCLES`, to be
+  ``if TYPE_CHECKING:`` blocks left out): none (:data:`ALLOWED_CIRCLES` is empty and stays so);
   tightened to none;
 - imports of xdem modules are at the top of a module, but the lazy ones that keep a start fast
   (:data:`LAZY_FOR_THE_START`), each with its reason in the source; modules not yet moved to
@@ -36,10 +36,8 @@ _spec.loader.exec_module(G)
 #: Layers that may not import the run (``xdem.workflows``) or the commands (``xdem.cli``).
 BELOW_THE_RUN = ("xdem.io", "xdem.coreg", "xdem.report", "xdem.kernels")
 UPWARD = ("xdem.workflows", "xdem.cli")
-#: The circles left, all inside xdem.coreg and xdem.workflows (issue 24 removes them): to be emptied.
-ALLOWED_CIRCLES = [
-    ["xdem.workflows.coreg", "xdem.workflows.points"],
-]
+#: Circles allowed in the import graph: none (issue 24 removed the last ones).
+ALLOWED_CIRCLES: list[list[str]] = []
 #: ``(module, imported)``: the function-level imports of xdem modules that keep a start fast
 #: (``xdem --help``, a usage error, ``import xdem``) or keep a route's stack off another route.
 LAZY_FOR_THE_START = {
