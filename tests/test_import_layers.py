@@ -11,7 +11,6 @@ function-level import is still an arrow of the graph), and so does
   the arrows go down only, ``cli`` -> ``workflows`` -> ``report`` / ``coreg`` / ``io`` -> ``kernels``;
 - no circles (strongly connected components of the graph, function-level imports included,
   ``if TYPE_CHECKING:`` blocks left out): none (:data:`ALLOWED_CIRCLES` is empty and stays so);
-  tightened to none;
 - imports of xdem modules are at the top of a module, but the lazy ones that keep a start fast
   (:data:`LAZY_FOR_THE_START`), each with its reason in the source; modules not yet moved to
   that rule are in :data:`NOT_YET_AT_THE_TOP`.
