@@ -11,9 +11,9 @@ function-level import is still an arrow of the graph), and so does
   the arrows go down only, ``cli`` -> ``workflows`` -> ``report`` / ``coreg`` / ``io`` -> ``kernels``;
 - no circles (strongly connected components of the graph, function-level imports included,
   ``if TYPE_CHECKING:`` blocks left out): none (:data:`ALLOWED_CIRCLES` is empty and stays so);
-- imports of xdem modules are at the top of a module, but the lazy ones that keep a start fast
-  (:data:`LAZY_FOR_THE_START`), each with its reason in the source; modules not yet moved to
-  that rule are in :data:`NOT_YET_AT_THE_TOP`.
+- imports of xdem modules are at the top of a module, in the whole package, but the lazy ones
+  that keep a start fast or a heavy stack off a route that does not need it
+  (:data:`LAZY_FOR_THE_START`), each with its reason in the source.
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ LAZY_FOR_THE_START = {
     ("xdem.cli._info_run", "xdem.workflows.points"),  # xdem.coreg for a points file only
     ("xdem.report", "xdem.report.write"),  # the points report imports the package without the DEM report
     ("xdem.examples", "xdem.examples.pair"),  # the file names without the pair's stack, for `xdem examples`
+    ("xdem.workflows", "xdem.workflows.coreg"),  # the lazy package: `import xdem.workflows` without the run's stack
+    ("xdem.workflows.points", "xdem.report.points"),  # matplotlib only when a points report is asked
+    ("xdem.workflows._summary", "xdem.report"),  # the optional report module, only when a report is asked
 }
-#: Modules (prefixes) whose function-level imports are not moved yet (owned by other parts of issue 24).
-NOT_YET_AT_THE_TOP = ("xdem.coreg", "xdem.workflows", "xdem.verdict", "xdem.checks", "xdem._check_base",
-                      "xdem._mask_checks", "xdem.report.sections", "xdem.testing")
 
 
 def _module_name(path: Path, *, root: Path = PACKAGE) -> str:
@@ -130,9 +130,8 @@ def test_no_import_circles_but_the_listed_ones():
 
 
 def test_imports_of_xdem_modules_are_at_the_top_but_for_a_fast_start():
-    """Outside :data:`NOT_YET_AT_THE_TOP`, a function-level import of an xdem module is one of
-    :data:`LAZY_FOR_THE_START`, and each of those still exists."""
-    found = {(module, imp.name) for module, imps in G.function_level_imports().items() for imp in imps
-             if not any(_within(module, p) for p in NOT_YET_AT_THE_TOP)}
+    """A function-level import of an xdem module is one of :data:`LAZY_FOR_THE_START`, and each
+    of those still exists."""
+    found = {(module, imp.name) for module, imps in G.function_level_imports().items() for imp in imps}
     assert sorted(found - LAZY_FOR_THE_START) == []
     assert sorted(LAZY_FOR_THE_START - found) == []

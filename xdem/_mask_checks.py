@@ -20,6 +20,7 @@ import numpy as np
 
 from xdem._check_base import Finding
 from xdem.errors import InputError
+from xdem.masks import _VECTOR_SUFFIXES, _read_vector
 
 __all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE", "MAX_RASTER_MASK_READ"]
 
@@ -68,8 +69,6 @@ def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
     """``(crs, bounds, reader)`` of a mask file; ``reader(transform, shape, crs)`` burns it on a
     grid (``None``: too large to read)."""
     import rasterio
-
-    from xdem.masks import _VECTOR_SUFFIXES, _read_vector
 
     if Path(path).suffix.lower() in _VECTOR_SUFFIXES:
         gdf = _read_vector(path)

@@ -52,7 +52,8 @@ from xdem._check_base import (
 from xdem._mask_checks import mask_findings
 from xdem._scale_checks import pair_scale_finding
 from xdem.errors import InputError
-from xdem.io.vertical import vertical_unit_factor
+from xdem.io.vertical import compare_vertical, file_crs, vertical_crs, vertical_unit_factor
+from xdem.io.zarr_store import is_zarr_path
 
 __all__ = ["Finding", "DemCheck", "InputChecks", "InputCheckWarning", "check_dem", "check_inputs",
            "find_sentinels", "read_windows", "file_facts", "input_facts", "vertical_warning", "UNIT_FACTORS"]
@@ -159,8 +160,6 @@ def check_dem(path: str | os.PathLike, *, side: Literal["reference", "to_be_alig
     (None, 1.0, ())
     """
     import rasterio
-
-    from xdem.io.zarr_store import is_zarr_path
 
     path = os.fspath(path)
     if is_zarr_path(path):  # written by xdem (a DEM of one variable): nothing read here
@@ -282,8 +281,6 @@ def check_inputs(
 def vertical_warning(ref: str, tba: str) -> str | None:
     """The warning line when REF's and TBA's CRSs name different vertical references
     (:func:`xdem.io.vertical.compare_vertical`), or ``None``."""
-    from xdem.io.vertical import compare_vertical, file_crs
-
     return compare_vertical(file_crs(ref), file_crs(tba))
 
 
@@ -306,8 +303,6 @@ def input_facts(path: str) -> tuple[dict[str, Any] | None, Any]:
     True
     """
     import rasterio
-
-    from xdem.io.vertical import vertical_crs
 
     try:
         with rasterio.Env(GTIFF_REPORT_COMPD_CS=True), rasterio.open(path) as src:

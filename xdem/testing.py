@@ -23,6 +23,7 @@ import xarray as xr
 
 from xdem.coreg.base import Coreg, clone
 from xdem.errors import InputError, XdemError
+from xdem.examples.pair import example_pair
 
 __all__ = ["check_coreg", "CHECKS"]
 
@@ -116,8 +117,6 @@ def check_coreg(
     ['constructor_only_stores', 'fit_returns_self']
     """
     if ref is None or tba is None:
-        from xdem.examples import example_pair  # the bundled pair; loaded only when none is given
-
         ref, tba, _ = example_pair(chunks=128)
     kwargs: dict[str, Any] = dict(fit_kwargs or {})
     case = _Case(factory=factory, cls=type(factory()), ref=ref, tba=tba, fit_kwargs=kwargs,

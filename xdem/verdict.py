@@ -35,8 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from xdem.coreg._windows import terrain_at_windows
+from xdem.io.cog import BlockStats
+from xdem.io.grid import align_pair, get_resolution, get_transform, signed_resolution
 from xdem.kernels.nuth_kaab import nuth_kaab_step
 from xdem.kernels.robust import nmad
+from xdem.masks import stable_mask_like
+from xdem.sampling import _pixel_hash, below, hash_bound, partial_windows, sample_valid
 from xdem.typing import MaskLike
 from xdem.verdict_checks import (
     FIT_SHARE_MIN,
@@ -234,11 +239,6 @@ def verdict_sample(
     """
     import dask.array as da
 
-    from xdem.coreg._windows import terrain_at_windows
-    from xdem.io.grid import align_pair, signed_resolution
-    from xdem.masks import stable_mask_like
-    from xdem.sampling import sample_valid
-
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, al_g = align_pair(ref_g, aligned)
     if tba_g.shape != ref_g.shape:
@@ -280,8 +280,6 @@ def metric_pixel_size(
 
 def _dem_pixel_m(dem: Any) -> float:
     """:func:`metric_pixel_size` of a DEM (its CRS's units; the latitude of its centre)."""
-    from xdem.io.grid import get_resolution, get_transform
-
     crs, t = dem.rio.crs, get_transform(dem)
     factor = 1.0
     if crs is not None and not crs.is_geographic:
@@ -310,8 +308,6 @@ def verdict_of_run(
     The result holds ``passes`` (extra passes over the data made for the sample: 0 when
     ``sample`` is given) and ``subsample`` (pixels drawn).
     """
-    from xdem.io.grid import get_resolution
-
     passes = 0
     if sample is None:
         sample, passes = verdict_sample(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
@@ -336,9 +332,6 @@ def _written_block(
 ) -> dict[str, np.ndarray]:
     """One block of :func:`verdict_while_writing`: dh after, slope and aspect at the drawn
     stable pixels (slope/aspect NaN on the block's outer ring, whose neighbours are elsewhere)."""
-    from xdem.coreg._windows import terrain_at_windows
-    from xdem.sampling import _pixel_hash, below, partial_windows
-
     del block  # the written block (nodata filled); ``aligned`` holds its values
     overlap = np.isfinite(ref) & np.isfinite(aligned)
     keep = overlap & np.asarray(stable, dtype=bool)
@@ -374,10 +367,6 @@ def verdict_while_writing(
     from functools import partial
 
     import dask.array as da
-
-    from xdem.io.cog import BlockStats
-    from xdem.io.grid import signed_resolution
-    from xdem.sampling import hash_bound
 
     ny, nx = ref.shape
     chunks = ref.data.chunks

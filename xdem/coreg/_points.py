@@ -16,9 +16,10 @@ import numpy as np
 from shapely import points as make_points
 
 from xdem.errors import CRSError, InputError
+from xdem.kernels.field import compose
 from xdem.kernels.rigid import transform_points
 from xdem.typing import PointBiasVars
-from xdem.warp import FrameOp, crs_key
+from xdem.warp import FrameOp, _to, crs_key
 
 if TYPE_CHECKING:  # the estimators import this module; it needs only their methods
     from xdem.coreg.base import Coreg
@@ -95,8 +96,6 @@ def _through_fields(fields: tuple[ThinPlateField, ...], x: np.ndarray, y: np.nda
     """Points moved by displacement fields (``out(q) = src(q - d_xy(q)) + d_z(q)``): the output
     position ``q`` whose source is the point, ``q - d_xy(q) = P`` solved by fixed-point iteration
     (the fields are smooth: their gradients are far below 1), and ``z + d_z(q)``."""
-    from xdem.kernels.field import compose
-
     qx, qy = x.copy(), y.copy()
     for _ in range(50):
         px, py, vz = compose(fields, qx, qy)
@@ -108,6 +107,4 @@ def _through_fields(fields: tuple[ThinPlateField, ...], x: np.ndarray, y: np.nda
 
 
 def _reproject(src: str, dst: str, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from xdem.warp import _to
-
     return _to(src, dst, x, y)

@@ -25,6 +25,7 @@ from xdem.coreg._shift import shift_dem
 from xdem.io.grid import check_projected, get_resolution, shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
+from xdem.terrain.kernels import slope_aspect_kernel
 
 __all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
 
@@ -89,8 +90,6 @@ def terrain_at_windows(
     ``3k`` is that of window ``k`` (a 3 x 3 kernel never mixes two windows there): the
     values equal those of :func:`xdem.terrain.slope`/:func:`~xdem.terrain.aspect`.
     """
-    from xdem.terrain.kernels import slope_aspect_kernel
-
     nb = windows[:, half - 1 : half + 2, half - 1 : half + 2].astype(np.float64)
     mosaic = nb.transpose(1, 0, 2).reshape(3, -1)
     slope, aspect = slope_aspect_kernel(mosaic, res_x=res_x, res_y=res_y, method=method)

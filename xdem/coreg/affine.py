@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xdem import stats
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
 from xdem.coreg._matrix import as_centre
@@ -125,8 +126,6 @@ class VerticalShift(AffineCoreg):
         self.shift_y_ = 0.0
         if _all_pixels(self.subsample) and func in _EXACT_REDUCERS:
             # every valid pixel: an exact out-of-core statistic, nothing gathered in memory
-            from xdem import stats
-
             valid = data.valid()
             dh = da.where(valid, data.tba.data.astype(np.float64) - data.ref.data.astype(np.float64), np.nan)
             mean = _EXACT_REDUCERS[func] == "mean"

@@ -24,12 +24,15 @@ import numpy as np
 import xarray as xr
 
 from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
+from xdem.coreg._describe import fitted_motion, history_lines, horizontal_unit, unit_of
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
+from xdem.coreg._points import apply_to_points
 from xdem.coreg.capabilities import Capabilities
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
 from xdem.kernels.robust import nmad
+from xdem.points.read import is_points_source
 from xdem.typing import BiasVars, DEMLike, JSONDict, MaskLike, Params, PointBiasVars, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
@@ -203,8 +206,6 @@ class Coreg:
             Points only: reject points whose ``dh`` is more than this many NMADs from the
             median, iterated (``None``: keep every point); counted in ``n_outliers_``.
         """
-        from xdem.points.read import is_points_source
-
         if is_points_source(ref) or is_points_source(tba):
             pdata = prepare_points(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, z_column=z_column,
                                    outlier_nmad=outlier_nmad, bias_vars=bias_vars)
@@ -293,8 +294,6 @@ class Coreg:
         >>> t.apply_points(pts).geometry[0].coords[0]
         (501.0, 602.0, 13.0)
         """
-        from xdem.coreg._points import apply_to_points
-
         self._check_fitted()
         return apply_to_points(self, points, z_name=z_name, bias_vars=bias_vars)
 
@@ -346,8 +345,6 @@ class Coreg:
         params = ", ".join(f"{k}={_short(v)}" for k, v in changed.items())
         text = f"{type(self).__name__}({params})"
         if self.is_fitted:  # what was learned, in one line: the translation and rotation if any
-            from xdem.coreg._describe import fitted_motion, horizontal_unit
-
             motion = fitted_motion(self.learned(), horizontal_unit(vars(self).get("crs_")))
             text += f" [fitted: {motion}]" if motion else " [fitted]"
         return text
@@ -365,8 +362,6 @@ class Coreg:
         >>> [line.strip() for line in text.splitlines() if line.strip().startswith(("shift_x_", "iteration 1"))]
         ['shift_x_ = -3.26996 m', 'iteration 1: shift_x=-3.1207, shift_y=+1.5488 (shift_x, shift_y: m)']
         """
-        from xdem.coreg._describe import history_lines, horizontal_unit, unit_of
-
         lines = [f"{type(self).__name__}", "  parameters:"]
         lines += [f"    {k} = {_short(v)}" for k, v in self.get_params().items()]
         if self.is_fitted:

@@ -49,9 +49,12 @@ from xdem.coreg.binning import (
 from xdem.coreg.fitfuncs import FIT_FUNCTIONS, fit_function, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, dask_data, same_grid
+from xdem.points.bucket import dem_at_points, pixel_positions
 from xdem.points.read import PointSet
 from xdem.sampling import sample_valid
+from xdem.terrain import ATTRIBUTES, get_terrain_attribute
 from xdem.typing import BinSizes, JSONDict
+from xdem.warp import _to, crs_key
 
 __all__ = ["BiasCorr", "TerrainBias", "FIT_OR_BIN"]
 
@@ -116,8 +119,6 @@ def _correct_kernel(block: np.ndarray, *var_blocks: np.ndarray, model: _BiasMode
 
 def _at_points(arr: da.Array, prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
     """A gridded variable at fractional pixel positions (bilinear, NaN-aware), out of core."""
-    from xdem.points.bucket import dem_at_points
-
     return dem_at_points(arr, prow, pcol, resampling="bilinear")[0]
 
 
@@ -130,8 +131,6 @@ def _values_of(var: Any, name: str, x: np.ndarray, y: np.ndarray, crs: str) -> n
         if values.shape != np.shape(x):
             raise InputError(f"bias variable '{name}' has {values.size} values for {np.size(x)} points")
         return values
-    from xdem.points.bucket import pixel_positions
-    from xdem.warp import _to, crs_key
 
     grid = as_dem(var)
     gx, gy = _to(crs, crs_key(grid.rio.crs), np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
@@ -523,8 +522,6 @@ class TerrainBias(BiasCorr):
         )
 
     def _attribute(self, dem: xr.DataArray) -> da.Array:
-        from xdem.terrain import ATTRIBUTES, get_terrain_attribute
-
         if self.terrain_attribute == "elevation":
             return dem.data
         try:

@@ -16,6 +16,7 @@ from xdem.coreg._shift import shift_dem
 from xdem.coreg.base import Capabilities, Coreg, FitData, PointFitData, coreg_from_dict, register
 from xdem.errors import InputError, NotFittedError
 from xdem.kernels.rigid import rotations_of
+from xdem.points import read_points
 from xdem.typing import JSONDict, Params
 from xdem.warp import FrameOp, Grid, warp_dem
 
@@ -165,8 +166,6 @@ class CoregPipeline(Coreg):
         """Fit the steps in turn on a DEM and points: each step on the DEM corrected by the
         steps before it (lazily, one resampling: reference points), or on the points moved by
         them (exactly: points to align)."""
-        from xdem.points import read_points
-
         if not self.steps:
             raise InputError("the pipeline has no steps; build one with step1 + step2")
         with self._pipeline_settings():

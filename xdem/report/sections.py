@@ -8,12 +8,15 @@ from typing import Any
 import numpy as np
 
 from xdem.coreg import Coreg, merged_transform
+from xdem.coreg.blockwise import field_of
+from xdem.kernels.field import compose
 from xdem.report import diagnostics as D
 from xdem.report import figures as F
 from xdem.report import verdict_box as V
 from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 from xdem.report.masked import inside_section
+from xdem.verdict import compute_verdict, metric_pixel_size
 
 __all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
@@ -381,8 +384,6 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
 
 
 def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
-    from xdem.verdict import compute_verdict, metric_pixel_size
-
     verdict, prefix = _get(summary, "verdict"), "verdict"
     sub = verdict.get("subsample") if isinstance(verdict, dict) else None
     src = ("From the coregistration summary: " + (f"n = {sub} (the verdict's own stable subsample, drawn by xdem coreg "
@@ -544,8 +545,6 @@ def _blockwise_section(data: ReportData, steps: tuple[list[str], list[dict]] | N
     the first iteration, for each blockwise step."""
     if steps is None:
         return None
-    from xdem.coreg.blockwise import field_of
-    from xdem.kernels.field import compose
 
     parts = []
     for key, doc in zip(*steps):

@@ -30,6 +30,7 @@ __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "
 
 def __getattr__(name: str) -> object:
     if name in __all__:
+        # lazy (PEP 562): `import xdem.workflows` and the command line start without the run's stack
         value = getattr(importlib.import_module("xdem.workflows.coreg"), name)
         globals()[name] = value
         return value

@@ -20,9 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xdem.coreg import METHODS
+from xdem.coreg._frames import frame_of
+from xdem.coreg._matrix import matrix_about
 from xdem.coreg._transform import merged_transform, steps_of
+from xdem.errors import XdemError
+from xdem.io.atomic import check_output_path, write_text_atomic
+from xdem.io.grid import align_pair, dask_data
 from xdem.io.jsondoc import jsonable
-from xdem.stats import STATS_SUBSAMPLE, stats_method
+from xdem.masks import stable_mask_like
+from xdem.stats import STATS_SUBSAMPLE, dh_stats_finish, dh_stats_tasks, dh_stats_while_writing, robust_summary, stats_method
+from xdem.verdict import verdict_while_writing as _verdict_while_writing
 
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix",
            "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
@@ -43,8 +51,6 @@ def steps_summary(coreg: Any) -> list[dict]:
             key = k[:-1] if k.endswith("_") else k
             flat[f"learned_{key}" if key in ("method", "params") else key] = v
         if "history" in flat:  # what each history entry holds (Coreg.history_labels)
-            from xdem.coreg import METHODS
-
             labels = getattr(METHODS.get(d["method"].lower()), "history_labels", ())
             flat["history_columns"] = list(labels) if labels else None
         flat["params"] = d.get("params", {})
@@ -86,8 +92,6 @@ def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
     ('origin', 9.7, 1.0)
     """
     import numpy as np
-
-    from xdem.coreg._matrix import matrix_about
 
     rigid = merged_transform(coreg)
     return {
@@ -146,10 +150,6 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
     import dask.array as da
     import numpy as np
 
-    from xdem.io.grid import align_pair, dask_data
-    from xdem.masks import stable_mask_like
-    from xdem.stats import robust_summary
-
     ref_g, other_g = align_pair(ref, other)
     r = ref_g.data
     o = dask_data(other_g).rechunk(r.chunks)
@@ -163,10 +163,6 @@ def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any
 def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
                 random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> Any:
     """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
-    from xdem.io.grid import align_pair
-    from xdem.masks import stable_mask_like
-    from xdem.stats import dh_stats_tasks
-
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, aligned_g = align_pair(ref_g, aligned)
     if tba_g.shape != ref_g.shape:
@@ -180,9 +176,6 @@ def stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, e
                         random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> tuple[Any, Any]:
     """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
     while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
-    from xdem.masks import stable_mask_like
-    from xdem.stats import dh_stats_while_writing
-
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     return dh_stats_while_writing(ref.data, {"after": aligned.data, "before": tba.data}, stable=stable,
                                   subsample=subsample, random_state=random_state)
@@ -234,11 +227,8 @@ def verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_m
                            finishers: list) -> Any:
     """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
     written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
-    from xdem.masks import stable_mask_like
-    from xdem.verdict import verdict_while_writing
-
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    block, finish = verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
+    block, finish = _verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
     finishers.append(finish)
     return block
 
@@ -250,8 +240,6 @@ def sampled_stats(
     """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
     reproducible subsample of stable valid pixels of the reference grid (one pass over the
     data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
-    from xdem.stats import dh_stats_finish
-
     task = _stats_task(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask, random_state=random_state,
                        subsample=subsample)
     return {"method": stats_method(subsample), **dh_stats_finish(task.compute())}
@@ -259,8 +247,6 @@ def sampled_stats(
 
 def frame_summary(coreg: Any, ref: Any) -> dict:
     """The CRS the correction was fitted in and applied through, and why that one."""
-    from xdem.coreg._frames import frame_of
-
     frame = frame_of(coreg)
     geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic
     return {
@@ -273,9 +259,8 @@ def frame_summary(coreg: Any, ref: Any) -> dict:
 
 def report_writer() -> Any:
     """``xdem.report.write_report``, or a clear error if the report module is not available."""
-    from xdem.errors import XdemError
-
     try:
+        # lazy: the optional report module, imported (and its absence an error) only when a report is asked
         mod = importlib.import_module("xdem.report")
     except ModuleNotFoundError as exc:
         if exc.name not in ("xdem.report",):
@@ -295,8 +280,6 @@ def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: boo
     ``path`` meanwhile is never replaced)."""
     text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
     if path is not None:
-        from xdem.io.atomic import write_text_atomic
-
         write_text_atomic(path, text + "\n", overwrite=overwrite)
     return text
 
@@ -325,7 +308,5 @@ def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[s
     ------
     xdem.errors.OutputError
     """
-    from xdem.io.atomic import check_output_path
-
     return check_output_path(path, overwrite=overwrite, what=what, overwrite_hint="--overwrite",
                              inputs=[(f"the same file as the {label}", src) for label, src in inputs.items() if src])

@@ -32,7 +32,15 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xdem.errors import InputError
+from xdem.coreg._windows import terrain_at_windows
+from xdem.errors import InputError, NotEnoughDataError
+from xdem.io.grid import align_pair, local_metric_crs, reproject_to_crs, signed_resolution
+from xdem.kernels.interp import FIT_INTERPOLATION
+from xdem.kernels.robust import nmad
+from xdem.masks import stable_mask_like
+from xdem.points.bucket import POSITION_QUANTUM, dem_at_points, pixel_positions
+from xdem.sampling import sample_valid
+from xdem.terrain.attributes import get_terrain_attribute
 
 __all__ = ["OutlierFilters", "filter_mask", "filter_points", "usable_mask", "FILTER_SUBSAMPLE"]
 
@@ -99,8 +107,6 @@ def _limits_record(filters: OutlierFilters) -> dict[str, Any]:
 def _metric(ref: xr.DataArray) -> xr.DataArray:
     """``ref`` on the grid the fit works on (a geographic REF: the UTM zone of its centre), as
     :func:`xdem.coreg._data.prepare_pair` brings it, so that the mask is on that grid."""
-    from xdem.io.grid import local_metric_crs, reproject_to_crs
-
     if ref.rio.crs is not None and ref.rio.crs.is_geographic:
         return reproject_to_crs(ref, local_metric_crs(ref))
     return ref
@@ -148,12 +154,6 @@ def filter_mask(
     xdem.errors.NotEnoughDataError
         No stable pixel valid in both DEMs.
     """
-    from xdem.io.grid import align_pair
-    from xdem.kernels.robust import nmad
-    from xdem.masks import stable_mask_like
-    from xdem.sampling import sample_valid
-    from xdem.terrain.attributes import get_terrain_attribute
-
     filters.check()
     base = _metric(ref)
     base, moved = align_pair(base, tba)
@@ -245,12 +245,6 @@ def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, di
     >>> record["points"], bool(record["kept_by_slope"] == record["kept_points"] == keep.sum() < record["stable_points"])
     (1296, True)
     """
-    from xdem.errors import NotEnoughDataError
-    from xdem.io.grid import signed_resolution
-    from xdem.kernels.interp import FIT_INTERPOLATION
-    from xdem.kernels.robust import nmad
-    from xdem.points.bucket import dem_at_points, pixel_positions
-
     filters.check()
     pts, limits = data.points, _slope_limits(filters)
     prow, pcol = pixel_positions(data.dem, pts.x, pts.y)
@@ -321,9 +315,6 @@ def _slope_at_points(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *,
     ``floor(q + 0.5)``, one of the window's two middle rows (columns), so its 3 x 3
     neighbourhood is in the window: rows ``d .. d + 2`` with ``d = floor(q + 0.5) - floor(q)``.
     """
-    from xdem.coreg._windows import terrain_at_windows
-    from xdem.points.bucket import POSITION_QUANTUM
-
     out = np.full(len(prow), np.nan)
     three = np.arange(3)
     for s in range(0, len(prow), _SLOPE_BATCH):
@@ -353,9 +344,6 @@ def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None
     >>> m.dtype.name, bool(m.any())
     ('bool', True)
     """
-    from xdem.io.grid import align_pair
-    from xdem.masks import stable_mask_like
-
     base, moved = align_pair(_metric(ref), tba)
     if moved.data.chunks != base.data.chunks:
         moved = moved.chunk(dict(zip(("y", "x"), base.data.chunks)))

@@ -243,7 +243,8 @@ def points_document(state: RunState) -> dict[str, Any]:
 
 def report_points(state: RunState) -> None:
     """The report stage with points: :func:`xdem.report.points.write_points_report`."""
-    from xdem.report.points import write_points_report  # optional module (see check_coreg_paths)
+    # lazy: matplotlib only when a report is asked; an optional module (see check_coreg_paths)
+    from xdem.report.points import write_points_report
 
     doc, report = state.document, state.paths.report
     assert report is not None and state.local is not None and state.before is not None and state.after is not None
