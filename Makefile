@@ -39,14 +39,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check xdem tests benchmarks examples
 	$(BIN)/mypy
 
-# tests/test_report.py opens the HTML report in headless Chromium (Debian: chromium, chromium-driver).
+# tests/report/test_report.py opens the HTML report in headless Chromium (Debian: chromium, chromium-driver).
 chromium-check:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 			chromium chromium-driver fonts-liberation; \
 	else \
-		echo "WARNING: chromium is missing and cannot be installed (not root): tests/test_report.py will fail;" \
+		echo "WARNING: chromium is missing and cannot be installed (not root): tests/report/test_report.py will fail;" \
 		     "install it with: sudo apt-get install -y chromium chromium-driver" >&2; \
 	fi
 

@@ -132,7 +132,7 @@ def test_every_block_is_a_command_code_or_a_checked_or_marked_output():
     assert not problems, "\n".join(problems)
     assert seen_checked == set(CHECKED), set(CHECKED) - seen_checked
     for module, name in CHECKED.values():
-        assert re.search(rf"^def {name}\(", (ROOT / "tests" / module).read_text(), re.M), (module, name)
+        assert re.search(rf"^def {name}\(", next((ROOT / "tests").rglob(module)).read_text(), re.M), (module, name)
 
 
 def _rest(ctx: click.Context) -> list[str]:
@@ -456,7 +456,7 @@ def test_info_prints_what_readme_says(pair_folder):
 def test_report_md_quotes_are_real(pair_folder):
     """docs/report.md quotes the verdict's hint of ``--method vshift`` on the example pair, and a
     ``data-key`` cell with the default run's NMAD after (docs/cli.md's JSON document, itself
-    compared with a real run in tests/test_cli_polish.py) formatted by ``fmt``."""
+    compared with a real run in tests/cli/test_cli_polish.py) formatted by ``fmt``."""
     from xdem.report.html import fmt
 
     text = " ".join((ROOT / "docs" / "report.md").read_text().split())

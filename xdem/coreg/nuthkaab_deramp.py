@@ -5,7 +5,7 @@ Nuth & Kääb fitted first absorbs part of it into the shift, and a deramp fitte
 cannot undo that. Measured on the bundled 1 m DEM shifted by (9.6, -4.0) m with a plane of
 ``tilt=(0.004, -0.003)`` (about 2 m across the 400 m DEM): ``NuthKaab() + Deramp()`` in one
 pass is off by (0.99, -1.02) m in shift and 0.08 m RMS in the plane, while this joint fit
-recovers both to millimetres (see ``tests/test_shift_tilt.py``).
+recovers both to millimetres (see ``tests/coreg/test_nuthkaab_deramp.py``).
 
 Model, linearised around the current shift ``(s_x, s_y)`` (Gauss-Newton)::
 

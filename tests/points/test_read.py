@@ -11,9 +11,9 @@ import geopandas as gpd
 import laspy
 import numpy as np
 import pandas as pd
+import point_tracks as tp
 import pyarrow.parquet as pq
 import pytest
-import test_points as tp
 from pyproj import CRS as ProjCRS
 
 import xdem

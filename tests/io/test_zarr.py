@@ -24,7 +24,7 @@ from xdem.errors import CRSError, InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.zarr import write_zarr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CRS = "EPSG:32633"
 T = Affine(2.0, 0, 500000.0, 0, -2.0, 5200000.0)
 
@@ -311,7 +311,7 @@ def big_pair(tmp_path_factory) -> dict:
 
 def _coreg_args(pair: dict, out: Path, *extra: str) -> list[str]:
     # --subsample: the fit (run again by every resume) on 20,000 pixels instead of NuthKaab's default
-    # 500,000; this test checks the store, not the fit's accuracy (tests/test_coreg_affine.py does)
+    # 500,000; this test checks the store, not the fit's accuracy (tests/coreg/test_nuth_kaab.py does)
     return ["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--chunks", "64",
             "--subsample", "20000", "--no-stats", "-q", "--workers", "1", *extra]
 

@@ -66,9 +66,8 @@ def test_nuthkaab_on_synthetic_fractal_terrain():
     assert abs(nk.shift_z_ + dz) < TOL_Z
 
 
-def test_aligned_dem_matches_reference_after_apply():
-    ref, tba, truth = example_pair(chunks=128)
-    nk = NuthKaab().fit(ref, tba)
+def test_aligned_dem_matches_reference_after_apply(fitted_example_pair):
+    ref, tba, _, nk = fitted_example_pair
     aligned = nk.apply(tba)
     dh_before = (tba - ref).values
     dh_after = (aligned - ref).values[10:-10, 10:-10]
@@ -233,7 +232,7 @@ def test_too_few_valid_pixels_error_with_counts():
 
 
 def test_geographic_crs_with_projected_coordinates_names_the_fix():
-    """A geographic REF is coregistered in its local UTM zone (tests/test_frames.py); one whose
+    """A geographic REF is coregistered in its local UTM zone (tests/coreg/test_frames.py); one whose
     coordinates are not longitudes/latitudes (a wrong CRS label) is a clear error."""
     ref, tba, _ = example_pair()
     geo = ref.rio.write_crs("EPSG:4326")

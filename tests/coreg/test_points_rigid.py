@@ -21,8 +21,8 @@ from __future__ import annotations
 import dask
 import geopandas as gpd
 import numpy as np
+import point_tracks as tp
 import pytest
-import test_points as tp
 import xarray as xr
 from helpers import count_computes
 from reference import check_chunk_independence

@@ -218,11 +218,9 @@ def test_dh_out_reads_no_more_than_the_aligned_write(pair, tmp_path, monkeypatch
     assert counts[0] == counts[1] and counts[0]["ref.tif"] > 0
 
 
-def test_info_prints_and_returns_units_and_labelled_history(capsys):
-    ref, tba, truth = xdem.examples.example_pair()
-    nk = xdem.coreg.NuthKaab()
-    assert "[fitted" not in repr(nk)
-    nk.fit(ref, tba)
+def test_info_prints_and_returns_units_and_labelled_history(capsys, fitted_example_pair):
+    assert "[fitted" not in repr(xdem.coreg.NuthKaab())
+    ref, tba, _, nk = fitted_example_pair
     text = nk.info()
     assert capsys.readouterr().out.strip() == text.strip()  # printed as returned
     lines = [line.strip() for line in text.splitlines()]
@@ -253,7 +251,7 @@ def _docs_json_block(page: str, marker: str) -> dict:
     """The JSON block of ``docs/<page>`` starting with ``marker`` (a ``"key": {`` fragment)."""
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "docs" / page).read_text()
+    text = (Path(__file__).parents[2] / "docs" / page).read_text()
     start = text.index(marker)
     end = text.index("```", start)
     return json.loads("{" + text[start:end].strip().rstrip(",") + "}")
@@ -339,7 +337,7 @@ def test_rio_plugin_through_the_declared_entry_point(pair, tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     section = (root / "pyproject.toml").read_text().split('[project.entry-points."rasterio.rio_plugins"]\n', 1)[1]
     declared = dict(re.findall(r'^(\w+) = "([^"]+)"$', section.split("\n[", 1)[0], re.M))  # no tomllib on 3.10
     assert declared == {"xdem": "xdem.cli.rio:xdem"}
@@ -382,7 +380,7 @@ def test_docs_cli_json_document_is_that_of_a_real_run(runner, tmp_path):
     same values to the digits shown (timings, memory, paths and the worker count excepted)."""
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
     block = text[text.index("## JSON document"):]
     block = block[block.index("```json") + 7:]
     documented = json.loads(block[:block.index("```")])
@@ -398,7 +396,7 @@ def test_docs_did_you_mean_message_is_the_real_one(pair, runner, tmp_path):
     """The error shown in docs/cli.md ("Methods: `xdem methods`") is the one `--method nuthkab` gives."""
     from pathlib import Path
 
-    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
     block = text[text.index("## Methods: `xdem methods`"):]
     block = block[block.index("```text") + 7:]
     documented = " ".join(block[:block.index("```")].split())

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import xdem
 from xdem.cli import main
 
-LIDAR = str(Path(__file__).parents[1] / "xdem" / "examples" / "data" / "lidar_dem.tif")
+LIDAR = str(Path(__file__).parents[2] / "xdem" / "examples" / "data" / "lidar_dem.tif")
 
 
 def read(path: Path) -> np.ndarray:

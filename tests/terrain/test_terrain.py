@@ -17,7 +17,7 @@ import xdem
 from xdem.errors import CRSError, InputError
 from xdem.terrain import kernels as K
 
-LIDAR = str(Path(__file__).resolve().parents[1] / "xdem" / "examples" / "data" / "lidar_dem.tif")
+LIDAR = str(Path(__file__).resolve().parents[2] / "xdem" / "examples" / "data" / "lidar_dem.tif")
 
 
 def make_dem(values: np.ndarray, *, res_x: float = 1.0, res_y: float = 1.0, crs: str = "EPSG:32633", chunks=None):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from xdem.kernels.nuth_kaab import nuth_kaab_step
-from xdem.kernels.robust import NMAD_FACTOR, bin_index, equal_width_bin_index, group_by, nmad
+from xdem.kernels.robust import NMAD_FACTOR, bin_index, equal_width_bin_index, group_by, nmad, nmad_inliers
 
 N_BINS = 72
 WIDTH = 2 * np.pi / N_BINS
@@ -160,3 +160,13 @@ def test_compiled_interpolation_equals_the_numpy_reference(resampling):
     assert 0.05 < np.isnan(a).mean() < 0.6 and np.isfinite(a).sum() > 1000  # both cases exercised
     with pytest.raises(ValueError, match="resampling"):
         interp_positions_kernel(window, prow, pcol, resampling="nearest")
+
+
+def test_nmad_inliers_rejects_blunders() -> None:
+    rng = np.random.default_rng(0)
+    v = rng.normal(0.0, 0.3, 1000)
+    v[:30] += 25.0
+    v[30:40] = np.nan
+    ok = nmad_inliers(v, k=4.0)
+    assert not ok[:40].any()
+    assert ok[40:].mean() > 0.99

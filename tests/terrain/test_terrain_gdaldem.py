@@ -26,7 +26,7 @@ import rasterio
 
 import xdem
 
-DATA = Path(__file__).parent / "data" / "gdaldem"
+DATA = Path(__file__).parents[1] / "data" / "gdaldem"
 INPUT = DATA / "input.tif"
 T = xdem.terrain
 
