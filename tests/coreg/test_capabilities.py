@@ -44,10 +44,12 @@ def _overrides(cls: type[Coreg], name: str) -> bool:
     return getattr(cls, name) is not getattr(Coreg, name)
 
 
-def test_every_registered_method_declares_its_capabilities():
-    assert set(METHODS) == set(EXPECTED)
-    for name, cls in METHODS.items():
-        assert set(cls.tags.names()) == EXPECTED[name], name
+def test_the_package_methods_declare_their_capabilities():
+    """The declarations of the package's methods, pinned; a method added later is held by the
+    checks of its hooks below (and by tests/coreg/test_a_new_method.py), not by an entry here."""
+    assert set(EXPECTED) <= set(METHODS)
+    for name in EXPECTED:
+        assert set(METHODS[name].tags.names()) == EXPECTED[name], name
 
 
 @pytest.mark.parametrize("name", sorted(SINGLE))
