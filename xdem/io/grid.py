@@ -138,7 +138,7 @@ def _edges_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, floa
     return min(xs), min(ys), max(xs), max(ys)
 
 
-def dask_data(dem: xr.DataArray, *, chunks: Any = "auto") -> da.Array:
+def dask_data(dem: xr.DataArray, *, chunks: int | tuple[int, int] | str = "auto") -> da.Array:
     """The lazy data of a DEM: its dask array, or a numpy-backed DEM's values wrapped in one
     (``chunks`` as :func:`dask.array.from_array`; ignored for dask-backed DEMs).
 
