@@ -59,7 +59,8 @@ autodoc_type_aliases = {"DEMLike": "xdem.typing.DEMLike", "MaskLike": "xdem.typi
                         "PointsLike": "xdem.typing.PointsLike", "CRSLike": "xdem.typing.CRSLike",
                         "BiasVars": "xdem.typing.BiasVars", "PointBiasVars": "xdem.typing.PointBiasVars",
                         "BinSpec": "xdem.typing.BinSpec", "BinSizes": "xdem.typing.BinSizes",
-                        "Params": "xdem.typing.Params", "JSONDict": "xdem.typing.JSONDict"}
+                        "Params": "xdem.typing.Params", "JSONValue": "xdem.typing.JSONValue",
+                        "JSONDict": "xdem.typing.JSONDict"}
 autodoc_default_options = {"show-inheritance": True}
 autosummary_generate = False  # tables only: every object is documented by hand in api.rst
 numpydoc_show_class_members = False

@@ -13,7 +13,7 @@ import xarray as xr
 from xdem.errors import InputError, OverlapError
 from xdem.io.grid import align_pair, block_pixel_offsets, dask_data, get_transform, same_grid
 from xdem.io.open import open_dem
-from xdem.typing import MaskLike
+from xdem.typing import GeoDataFrameLike, MaskLike, PathLike
 
 __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
 
@@ -56,7 +56,7 @@ def _read_vector(path: str | os.PathLike) -> Any:
         ) from exc
 
 
-def rasterize_like(vector: Any, dem: xr.DataArray) -> da.Array:
+def rasterize_like(vector: PathLike | GeoDataFrameLike, dem: xr.DataArray) -> da.Array:
     """Lazy boolean array on ``dem``'s grid, True inside the polygons of ``vector``.
 
     ``vector`` is a path to a vector file or a :class:`geopandas.GeoDataFrame`; it is

@@ -19,6 +19,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+import numpy.typing as npt
 from dask.array.overlap import ensure_minimum_chunksize
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
@@ -80,11 +81,11 @@ def map_overlap_nan(
     arr: da.Array,
     *,
     depth: int | tuple[int, int],
-    dtype: Any,
+    dtype: npt.DTypeLike,
     trim: bool = True,
     leading: int | None = None,
     name: str | None = None,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> da.Array:
     """Map ``func`` over blocks of a 2-D dask array grown by a NaN-filled halo.
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import dask
 import dask.array as da
@@ -180,14 +180,20 @@ class Sample:
         """``(name, values)`` pairs."""
         return self.values.items()
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: np.ndarray | None = None) -> np.ndarray | None:
         """``self[key]`` if present, else ``default``."""
         return self.values.get(key, default)
 
     def __setitem__(self, key: str, value: np.ndarray) -> None:
         self.values[key] = value
 
-    def pop(self, key: str, *default: Any) -> Any:
+    @overload
+    def pop(self, key: str) -> np.ndarray: ...
+
+    @overload
+    def pop(self, key: str, default: np.ndarray | None, /) -> np.ndarray | None: ...
+
+    def pop(self, key: str, *default: np.ndarray | None) -> np.ndarray | None:
         """Remove and return the values of ``key`` (e.g. windows once used)."""
         return self.values.pop(key, *default)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -34,6 +34,9 @@ from xdem.io.grid import block_tasks
 from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
 from xdem.sampling import _pixel_hash, below, hash_bound, resolve_count
+
+if TYPE_CHECKING:  # annotations only
+    import xarray as xr
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
            "dh_stats_while_writing", "dh_stats_blocks", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
@@ -243,7 +246,7 @@ def _middle_ranks(n: int) -> tuple[int, int]:
     return (n - 1) // 2, n // 2
 
 
-def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float:
+def median(dem: np.ndarray | da.Array | xr.DataArray, *, _stats: tuple[int, float, float] | None = None) -> float:
     """Exact median of the finite values of a DEM, out of core.
 
     Parameters
@@ -277,7 +280,10 @@ def median(dem: Any, *, _stats: tuple[int, float, float] | None = None) -> float
     return float((np.float64(v1) + np.float64(v2)) / 2)
 
 
-def nmad(dem: Any, *, center: float | None = None, _stats: tuple[int, float, float] | None = None) -> float:
+def nmad(
+    dem: np.ndarray | da.Array | xr.DataArray, *, center: float | None = None,
+    _stats: tuple[int, float, float] | None = None,
+) -> float:
     """Exact normalised median absolute deviation ``1.4826 * median(|x - median(x)|)``.
 
     Parameters
@@ -309,7 +315,7 @@ def nmad(dem: Any, *, center: float | None = None, _stats: tuple[int, float, flo
     return float(NMAD_FACTOR * median(dev, _stats=dev_stats))
 
 
-def robust_summary(dem: Any) -> dict:
+def robust_summary(dem: np.ndarray | da.Array | xr.DataArray) -> dict[str, float | int]:
     """Valid count and fraction, min, max, exact median and NMAD of a DEM, out of core.
 
     Returns

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: importing xdem.typing loads neither panda
     from xdem.points.read import PointSet
 
 __all__ = ["RasterLike", "GeoDataFrameLike", "DEMLike", "MaskLike", "PathLike", "PointsLike", "CRSLike",
-           "BiasVars", "PointBiasVars", "BinSpec", "BinSizes", "Params", "JSONDict"]
+           "BiasVars", "PointBiasVars", "BinSpec", "BinSizes", "Params", "JSONValue", "JSONDict"]
 
 
 class RasterLike(Protocol):
@@ -87,6 +87,10 @@ BinSizes: TypeAlias = "BinSpec | Mapping[str, BinSpec]"
 #: Hyper-parameters of an estimator by name (``get_params``/``set_params``): their types are the
 #: constructor's, which differ from one method to the next.
 Params: TypeAlias = "dict[str, object]"
+
+#: A JSON value: ``None``, bool, number, str, a list of JSON values or a JSON object (str keys),
+#: as :func:`xdem.io.jsondoc.jsonable` gives it.
+JSONValue: TypeAlias = "str | int | float | bool | None | list[JSONValue] | dict[str, JSONValue]"
 
 #: A JSON object as :func:`json.loads` gives it (``Coreg.to_dict``/``from_dict`` documents): its
 #: values are JSON values (``None``, bool, number, str, list, JSON object), typed loosely as

@@ -25,8 +25,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import click
 import dask
@@ -34,6 +34,8 @@ import dask
 from xdem import interrupt
 from xdem.cli.progress import RunBar
 from xdem.errors import XdemError
+
+_F = TypeVar("_F", bound=Callable[..., object])
 
 __all__ = [
     "LOCAL_SCHEDULERS",
@@ -81,7 +83,7 @@ def check_scheduler(scheduler: str, workers: int | None) -> str:
     return name
 
 
-def scheduler_option(func: Any) -> Any:
+def scheduler_option(func: _F) -> _F:
     """Decorator adding ``--scheduler`` (default ``threads``)."""
     return click.option(
         "--scheduler", default="threads", show_default=True, metavar="threads|processes|synchronous|tcp://HOST:PORT",
@@ -90,7 +92,7 @@ def scheduler_option(func: Any) -> Any:
     )(func)
 
 
-def workers_option(func: Any) -> Any:
+def workers_option(func: _F) -> _F:
     """Decorator adding ``--workers N``."""
     return click.option(
         "--workers", type=click.IntRange(min=1), default=None,

@@ -289,7 +289,7 @@ def _checked_options(p: Mapping[str, Any]) -> list[Step]:
     return classes
 
 
-def request_from_options(params: Mapping[str, Any]) -> tuple[CoregRequest, CheckedPaths]:
+def request_from_options(params: Mapping[str, object]) -> tuple[CoregRequest, CheckedPaths]:
     """The :class:`~xdem.workflows.CoregRequest` of the command's options (click's ``params``
     dict) and its paths, checked (:func:`xdem.workflows.coreg.request_paths`) before the
     method is built, so that nobody waits for a fit that cannot be saved.
@@ -301,7 +301,7 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CoregRequest, Check
     xdem.errors.XdemError
         A missing input or a refused output (exit code 1).
     """
-    p = params
+    p: Mapping[str, Any] = params  # each value has its option's click type (xdem.cli.coreg's decorators)
     classes = _checked_options(p)
     options = {"poly_order": p["poly_order"], "angle": p["angle"], "terrain_attribute": p["terrain_attribute"],
                "fit_or_bin": p["fit_or_bin"], "subsample": p["subsample"], "random_state": p["random_state"],
@@ -324,13 +324,14 @@ def request_from_options(params: Mapping[str, Any]) -> tuple[CoregRequest, Check
     return dataclasses.replace(request, coreg=build_coreg(classes, options)), paths
 
 
-def run(params: Mapping[str, Any]) -> None:
+def run(params: Mapping[str, object]) -> None:
     """The command :func:`xdem.cli.coreg.coreg` once parsed (click's dict of its options):
     the request, :func:`xdem.workflows.run_coreg` in the command's contexts, the summary."""
     t_start = time.perf_counter()
-    quiet, verbose, workers = params["quiet"], params["verbose"], params["workers"]
-    sched = check_scheduler(params["scheduler"], workers)
-    request, paths = request_from_options(params)
+    p: Mapping[str, Any] = params  # each value has its option's click type (xdem.cli.coreg's decorators)
+    quiet, verbose, workers = p["quiet"], p["verbose"], p["workers"]
+    sched = check_scheduler(p["scheduler"], workers)
+    request, paths = request_from_options(p)
 
     # the stages of the run, for one progress bar over all of it (percent and ETA)
     plan = [*(["outlier filters"] if request.filters is not None and request.filters.active else []), "fitting",

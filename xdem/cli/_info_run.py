@@ -37,7 +37,9 @@ def _crs_text(crs: Any) -> dict:
     }
 
 
-def describe(path: str | Path, *, band: int | None = None, chunks: Any = "auto", stats: bool = True) -> dict:
+def describe(
+    path: str | Path, *, band: int | None = None, chunks: int | tuple[int, int] | str = "auto", stats: bool = True,
+) -> dict:
     """Metadata and (optionally) exact robust statistics of one band of a DEM file.
 
     Statistics are computed out of core with :func:`xdem.stats.robust_summary` (three or

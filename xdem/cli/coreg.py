@@ -158,7 +158,7 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
 @click.option("-q", "--quiet", is_flag=True, help="No progress or summary on stderr (warnings and errors still shown).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Also one line per iteration of the iterative methods (nuthkaab, nuthkaab_deramp, lzd) on stderr.")
-def coreg(**params: Any) -> None:
+def coreg(**params: object) -> None:
     """Coregister TBA (to be aligned) onto REF and write the aligned DEM to OUTPUT.
 
     \b

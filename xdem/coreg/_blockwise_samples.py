@@ -120,7 +120,8 @@ class FieldSampler:
             self.win = gather_windows(self.arr, self.base[0], self.base[1], h)
             self.reads += 1
         r, c = self.base
-        return interp_windows_kernel(self.win, prow - r + h, pcol - c + h, resampling=self.resampling) + vz
+        z: np.ndarray = interp_windows_kernel(self.win, prow - r + h, pcol - c + h, resampling=self.resampling) + vz
+        return z
 
 
 def _fresh(template: NuthKaab) -> NuthKaab:

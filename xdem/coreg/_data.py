@@ -62,7 +62,8 @@ class SharedPoints:
     def dh(self) -> np.ndarray:
         """``dh`` of the corrected DEM at the points (NaN where it is not valid)."""
         sx, sy, sz = self.shift
-        return self.sampler(sx, sy) + sz - self.ref
+        dh: np.ndarray = self.sampler(sx, sy) + sz - self.ref
+        return dh
 
 
 def as_dem(source: DEMLike) -> xr.DataArray:
@@ -100,7 +101,8 @@ class FitData:
 
     def valid(self) -> da.Array:
         """Lazy mask: finite in both DEMs and inside the inlier mask."""
-        return da.isfinite(self.ref.data) & da.isfinite(self.tba.data) & self.inlier
+        mask: da.Array = da.isfinite(self.ref.data) & da.isfinite(self.tba.data) & self.inlier
+        return mask
 
 
 def prepare_pair(

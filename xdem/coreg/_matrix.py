@@ -42,7 +42,7 @@ def matrix_about(matrix: np.ndarray, centre: Sequence[float] | np.ndarray) -> np
     """
     m = np.asarray(matrix, dtype=np.float64)
     c = as_centre(centre)
-    out = m.copy()
+    out: np.ndarray = m.copy()
     out[:3, 3] = m[:3, 3] + m[:3, :3] @ c - c
     return out
 
@@ -60,6 +60,6 @@ def matrix_from_about(matrix: np.ndarray, centre: Sequence[float] | np.ndarray) 
     """
     mc = np.asarray(matrix, dtype=np.float64)
     c = as_centre(centre)
-    out = mc.copy()
+    out: np.ndarray = mc.copy()
     out[:3, 3] = mc[:3, 3] + c - mc[:3, :3] @ c
     return out

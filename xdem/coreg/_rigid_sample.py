@@ -133,7 +133,8 @@ class RigidSampler:
         lo, hi = self.before + margin, self.size - self.after - margin
         lr = prow - (self.wrow[ids] - self.half)
         lc = pcol - (self.wcol[ids] - self.half)
-        return (lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi)
+        inside: np.ndarray = (lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi)
+        return inside
 
     def _gather(self, ids: np.ndarray, prow: np.ndarray, pcol: np.ndarray) -> None:
         """Cut new windows (one pass) for the points ``ids``, around positions ``prow, pcol``."""

@@ -76,5 +76,5 @@ def shift_dem(
         )
     if shift_z:
         out_data = out_data + np.asarray(shift_z, dtype=data.dtype)
-    out = dem.copy(data=out_data)
-    return out.rio.write_nodata(np.nan, encoded=False)
+    shifted: xr.DataArray = dem.copy(data=out_data).rio.write_nodata(np.nan, encoded=False)
+    return shifted

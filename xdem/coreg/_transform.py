@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -12,7 +12,22 @@ from xdem.kernels.rigid import rotations_of, split_matrix
 if TYPE_CHECKING:  # the estimators import this module's package; it needs only their hooks
     from xdem.coreg.base import Coreg
 
-__all__ = ["steps_of", "merged_transform"]
+__all__ = ["steps_of", "merged_transform", "MergedTransform"]
+
+
+class MergedTransform(TypedDict):
+    """What :func:`merged_transform` gives (plain lists and floats: JSON-ready)."""
+
+    #: The 4 x 4 matrix, applied to the to-be-aligned DEM's points in the frame's coordinates.
+    matrix: list[list[float]]
+    #: ``(rx, ry, rz)`` in degrees, ``R = Rz Ry Rx``.
+    rotations_deg: list[float]
+    #: What the rotations turn about.
+    centre: list[float]
+    #: The motion of the centre.
+    translation: list[float]
+    #: Whether the matrix is the whole correction.
+    complete: bool
 
 
 def steps_of(coreg: Coreg) -> list[Coreg]:
@@ -25,7 +40,7 @@ def _rotates(step: Coreg) -> bool:
     return step.capabilities.rigid and not np.array_equal(np.asarray(step.to_matrix())[:3, :3], np.eye(3))
 
 
-def merged_transform(coreg: Coreg) -> dict[str, Any]:
+def merged_transform(coreg: Coreg) -> MergedTransform:
     """The rigid part of the whole correction: ``matrix`` (4 x 4, applied to the to-be-aligned
     DEM's points in the frame's coordinates), ``rotations_deg`` (``R = Rz Ry Rx``), ``centre``
     (what they turn about: the first rotating step's ``centroid_``, else the first rigid step's,

@@ -301,7 +301,8 @@ class Coreg:
         """The subsample this step drew in its last fit, if a pipeline asked it to keep it
         (``FitData.collect_points``), handed over once and then forgotten (it holds windows of
         both DEMs: not kept longer than needed). ``None`` for methods that draw none."""
-        return vars(self).pop("_shared_points", None)
+        points: SharedPoints | None = vars(self).pop("_shared_points", None)
+        return points
 
     def _frame_op(self) -> FrameOp | None:
         """This fitted step as a correction in its frame (horizontal motion, vertical shift,
@@ -478,7 +479,8 @@ def clone(estimator: Coreg) -> Coreg:
 
 def _short(v: Any) -> str:
     if callable(v) and hasattr(v, "__name__"):
-        return v.__name__
+        name: str = v.__name__
+        return name
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 6:

@@ -446,7 +446,8 @@ class BiasCorr(Coreg):
         out = da.map_blocks(
             _correct_kernel, data, *arrays, model=self._model(), dtype=data.dtype, meta=np.array((), dtype=data.dtype)
         )
-        return dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+        corrected: xr.DataArray = dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+        return corrected
 
     # --- serialisation ----------------------------------------------------------------------------
     def to_dict(self) -> JSONDict:
@@ -523,7 +524,8 @@ class TerrainBias(BiasCorr):
 
     def _attribute(self, dem: xr.DataArray) -> da.Array:
         if self.terrain_attribute == "elevation":
-            return dem.data
+            elevation: da.Array = dem.data
+            return elevation
         try:
             attr = get_terrain_attribute(dem, self.terrain_attribute)
         except InputError as exc:
@@ -533,7 +535,8 @@ class TerrainBias(BiasCorr):
             ) from exc
         if not isinstance(attr, xr.DataArray):  # a list of names gives a list of DataArrays
             raise InputError(f"terrain_attribute must be one name, got {self.terrain_attribute!r}")
-        return attr.data
+        values: da.Array = attr.data
+        return values
 
     def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:
         name = self.terrain_attribute

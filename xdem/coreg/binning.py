@@ -110,15 +110,17 @@ def fill_empty_bins(table: np.ndarray) -> np.ndarray:
     if not good.any():
         raise NotEnoughDataError("every bin is empty; use fewer bins (bin_sizes) or a larger subsample")
     if good.all():
-        return table.copy()
+        filled: np.ndarray = table.copy()
+        return filled
     if table.ndim == 1:
         pos = np.arange(table.size, dtype=np.float64)
-        return np.interp(pos, pos[good], table[good])
+        line: np.ndarray = np.interp(pos, pos[good], table[good])
+        return line
     from scipy.interpolate import griddata
 
     grid = np.indices(table.shape).reshape(table.ndim, -1).T.astype(np.float64)
     pts, vals = grid[good.ravel()], table[good]
-    out = table.ravel().copy()
+    out: np.ndarray = table.ravel().copy()
     todo = ~good.ravel()
     try:
         out[todo] = griddata(pts, vals, grid[todo], method="linear")

@@ -524,7 +524,8 @@ def _nmads(step: Coreg, sub: FitData, op: FrameOp) -> tuple[float, float]:
 
 def _finite(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
-    return a[np.isfinite(a)]
+    finite: np.ndarray = a[np.isfinite(a)]
+    return finite
 
 
 def _field_doc(f: ThinPlateField) -> dict[str, Any]:

@@ -124,7 +124,8 @@ def subtract_surface(
         terms=[tuple(t) for t in terms], coefs=np.asarray(coefs, dtype=np.float64), dtype=data.dtype,
         meta=np.array((), dtype=data.dtype),
     )
-    return dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+    surface: xr.DataArray = dem.copy(data=out).rio.write_nodata(np.nan, encoded=False)
+    return surface
 
 
 @register

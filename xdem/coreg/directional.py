@@ -38,7 +38,10 @@ def along_track(x: np.ndarray, y: np.ndarray, *, origin: Sequence[float] | np.nd
     [0.0, 1.0]
     """
     a = np.radians(float(angle))
-    return (np.asarray(x, dtype=np.float64) - origin[0]) * np.cos(a) - (np.asarray(y, dtype=np.float64) - origin[1]) * np.sin(a)
+    along: np.ndarray = (
+        (np.asarray(x, dtype=np.float64) - origin[0]) * np.cos(a) - (np.asarray(y, dtype=np.float64) - origin[1]) * np.sin(a)
+    )
+    return along
 
 
 def track_origin(dem: xr.DataArray, angle: float) -> np.ndarray:

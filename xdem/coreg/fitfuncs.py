@@ -56,7 +56,8 @@ def single_thread_blas() -> contextlib.AbstractContextManager[object]:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - optional
         return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    limits: contextlib.AbstractContextManager[object] = threadpool_limits(limits=1, user_api="blas")
+    return limits
 
 
 def poly_terms(n_vars: int, order: int) -> list[tuple[int, ...]]:

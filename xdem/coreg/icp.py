@@ -165,7 +165,8 @@ class _Reference:
         """``z - reference`` at each point's horizontal position, from its own window (no
         nearest neighbour: valid however far apart the DEMs are vertically)."""
         surf, _ = self.surface(np.arange(len(points)), points)
-        return points[:, 2] - surf[:, 2]
+        dz: np.ndarray = points[:, 2] - surf[:, 2]
+        return dz
 
 
 @register

@@ -316,7 +316,8 @@ class _Run:
         """``moved tba - ref`` at the sampled points."""
         z = self.ss.sampler(matrix, self._z)
         self._z = np.where(np.isfinite(z), z, self._z)
-        return z - self.ss.ref
+        dz: np.ndarray = z - self.ss.ref
+        return dz
 
     def moved_px(self, matrix: np.ndarray) -> float:
         """Largest distance (pixels) a sampled point is moved by ``matrix`` relative to the start."""
@@ -327,7 +328,7 @@ class _Run:
 
     def iterate(self) -> np.ndarray:
         est, ss = self.est, self.ss
-        matrix = self.m0.copy()
+        matrix: np.ndarray = self.m0.copy()
         last = float("nan")
         limit = DIVERGENCE_FRACTION * max(self.shape)
         r = self.residuals(matrix)
@@ -382,7 +383,7 @@ class _Run:
         fin = np.isfinite(r)
         if not fin.any():
             raise NotEnoughDataError("LZD: no valid elevation difference at the start transform")
-        matrix = self.m0.copy()
+        matrix: np.ndarray = self.m0.copy()
         matrix[2, 3] -= float(np.median(r[fin]))
         self.count = int(np.count_nonzero(fin))
         self.final_spread = _nmad(r)

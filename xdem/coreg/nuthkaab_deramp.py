@@ -57,6 +57,7 @@ __all__ = ["NuthKaabDeramp"]
 
 def _solve_rejecting(design: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Least squares, then again without the residuals beyond 4 NMAD of the first solve."""
+    p: np.ndarray
     with single_thread_blas():
         p, *_ = np.linalg.lstsq(design, y, rcond=None)
         r = design @ p - y

@@ -104,7 +104,8 @@ class RigidCoreg(AffineCoreg):
 
     def rotation(self) -> np.ndarray:
         """The 3 x 3 rotation ``R``."""
-        return self.to_matrix()[:3, :3].copy()
+        rot: np.ndarray = self.to_matrix()[:3, :3].copy()
+        return rot
 
     def has_rotation(self) -> bool:
         """Whether the transform rotates (otherwise it is a pure translation)."""

@@ -154,7 +154,7 @@ def example_pair(
     noise: float = 0.0,
     holes: int = 0,
     random_state: int = 0,
-    chunks: Any = "auto",
+    chunks: int | tuple[int, int] | str = "auto",
     name: str = "lidar",
 ) -> tuple[xr.DataArray, xr.DataArray, dict]:
     """A reference DEM and a copy of it misaligned by a known amount.

@@ -22,6 +22,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 from affine import Affine
 
@@ -217,7 +218,7 @@ def fractal_terrain(
     chunks: int | tuple[int, int] = 2048,
     origin: tuple[float, float] = DEFAULT_ORIGIN,
     crs: str = DEFAULT_CRS,
-    dtype: Any = np.float32,
+    dtype: npt.DTypeLike = np.float32,
 ) -> xr.DataArray:
     """Lazy, chunk-independent fractal terrain of any size (nothing is computed here).
 

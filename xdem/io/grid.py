@@ -23,8 +23,10 @@ from affine import Affine
 from pyproj import CRS
 
 from xdem.errors import CRSError, OverlapError
+from xdem.typing import CRSLike
 
 if TYPE_CHECKING:  # types only; odc-geo is imported when a reprojection needs it (about 0.2 s)
+    import rasterio.crs
     import rasterio.io
     from odc.geo.geobox import GeoBox
 
@@ -136,7 +138,7 @@ def _edges_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, floa
     return min(xs), min(ys), max(xs), max(ys)
 
 
-def dask_data(dem: xr.DataArray, *, chunks: Any = "auto") -> da.Array:
+def dask_data(dem: xr.DataArray, *, chunks: int | tuple[int, int] | str = "auto") -> da.Array:
     """The lazy data of a DEM: its dask array, or a numpy-backed DEM's values wrapped in one
     (``chunks`` as :func:`dask.array.from_array`; ignored for dask-backed DEMs).
 
@@ -366,7 +368,7 @@ def _reproject_to_geobox(src: xr.DataArray, gbox: GeoBox, *, crs: Any, resamplin
     return res.rio.write_nodata(np.nan, encoded=False)
 
 
-def local_metric_crs(dem: xr.DataArray) -> Any:
+def local_metric_crs(dem: xr.DataArray) -> rasterio.crs.CRS:
     """The UTM CRS (WGS 84) of the centre of ``dem``: where a geographic DEM is coregistered.
 
     Raises
@@ -386,7 +388,7 @@ def local_metric_crs(dem: xr.DataArray) -> Any:
         raise CRSError(f"no UTM zone found for a DEM in {dem.rio.crs} ({exc}); reproject it to a projected CRS first") from exc
 
 
-def reproject_to_crs(dem: xr.DataArray, crs: Any, *, resampling: str = "bilinear") -> xr.DataArray:
+def reproject_to_crs(dem: xr.DataArray, crs: CRSLike, *, resampling: str = "bilinear") -> xr.DataArray:
     """Lazily reproject ``dem`` into ``crs`` on a grid covering it with square pixels of about
     the same ground size (odc-geo's ``GeoBox.to_crs(resolution="auto")``)."""
     gbox = Grid.of(dem).geobox().to_crs(crs, resolution="auto")

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONValue
 
 __all__ = ["jsonable"]
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> JSONValue:
     """``value`` with numpy scalars/arrays, paths and tuples made JSON-able; NaN/inf -> None
     (``null``: strict JSON has no NaN); functions by their name.
 

@@ -455,7 +455,7 @@ def _lazy_data(path: Path, variable: str, ck: tuple[int, int]) -> Any:
                          meta=np.array((), dtype=arr.dtype))
 
 
-def open_zarr_dem(path: Path, *, chunks: Any, band: int | None, nodata: float | None,
+def open_zarr_dem(path: Path, *, chunks: int | tuple[int, int] | str, band: int | None, nodata: float | None,
                   allow_incomplete: bool = False) -> xr.DataArray:
     """Open the DEM of a Zarr store lazily (the :func:`xdem.open_dem` path for stores).
 

@@ -18,12 +18,17 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: this module imports nothing at import time
+    import rasterio.crs
+
+    from xdem.typing import CRSLike, PathLike
 
 __all__ = ["vertical_crs", "vertical_unit_factor", "compare_vertical", "file_crs"]
 
 
-def file_crs(path: Any) -> Any:
+def file_crs(path: PathLike) -> rasterio.crs.CRS | None:
     """The CRS of a raster file with its vertical part, if tagged (GDAL reports GeoTIFF
     compound CRSs only when ``GTIFF_REPORT_COMPD_CS`` is set); ``None`` for a file GDAL cannot
     open (e.g. a points file) or without a CRS."""
@@ -55,7 +60,7 @@ def _gravity_part(pc: Any) -> Any:
     return next((sub for sub in subs if sub.is_vertical), None)
 
 
-def vertical_crs(crs: Any) -> dict[str, Any] | None:
+def vertical_crs(crs: CRSLike | None) -> dict[str, str | int | None] | None:
     """The vertical reference named by ``crs`` (a rasterio/pyproj CRS, WKT or ``"EPSG:..."``).
 
     Returns
@@ -76,7 +81,7 @@ def vertical_crs(crs: Any) -> dict[str, Any] | None:
     return None
 
 
-def vertical_unit_factor(crs: Any) -> tuple[float, str] | None:
+def vertical_unit_factor(crs: CRSLike | None) -> tuple[float, str] | None:
     """``(factor to metres, unit name)`` of the vertical axis of ``crs``, ``None`` if untagged.
 
     Examples
@@ -93,7 +98,7 @@ def vertical_unit_factor(crs: Any) -> tuple[float, str] | None:
     return float(sub.axis_info[0].unit_conversion_factor), sub.axis_info[0].unit_name
 
 
-def compare_vertical(ref_crs: Any, tba_crs: Any) -> str | None:
+def compare_vertical(ref_crs: CRSLike | None, tba_crs: CRSLike | None) -> str | None:
     """One line saying why REF's and TBA's heights may not be comparable, or ``None``.
 
     Only when both CRSs name a vertical reference and they differ (a missing vertical CRS is

@@ -80,7 +80,7 @@ def store_status(path: str | os.PathLike) -> str:
 # ---------------------------------------------------------------------------- bookkeeping
 
 
-def write_json_atomic(path: Path, doc: Any) -> None:
+def write_json_atomic(path: Path, doc: object) -> None:
     """Write ``doc`` to ``path`` through a temp file and :func:`os.replace` (never half-written)."""
     tmp = path.with_name(f".tmp-{os.getpid()}-{uuid.uuid4().hex}-{path.name}")
     try:

@@ -48,7 +48,7 @@ def _design(u: np.ndarray, v: np.ndarray, terms: list[tuple[int, int]]) -> np.nd
 def _phi(r2: np.ndarray) -> np.ndarray:
     """``r^2 log r`` from ``r^2`` (0 at 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = 0.5 * r2 * np.log(r2)
+        out: np.ndarray = 0.5 * r2 * np.log(r2)
     out[r2 == 0.0] = 0.0
     return out
 
@@ -188,7 +188,9 @@ def fit_thin_plate(
         sol = np.linalg.solve(lhs, rhs)
     except np.linalg.LinAlgError:  # coincident points without smoothing: the least-squares solution
         sol = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
-    as_tuple = lambda arr: tuple(tuple(float(z) for z in row) for row in arr)  # noqa: E731
+    def as_tuple(arr: np.ndarray) -> tuple[tuple[float, ...], ...]:
+        return tuple(tuple(float(z) for z in row) for row in arr)
+
     return ThinPlateField(centre=(float(centre[0]), float(centre[1])), scale=float(scale),
                           centres=as_tuple(np.column_stack([u, v])), weights=as_tuple(sol[:n]),
                           terms=tuple(terms), coefs=as_tuple(sol[n:]))

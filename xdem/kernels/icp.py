@@ -55,16 +55,20 @@ def cubic_weights(frac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     f = np.asarray(frac, dtype=np.float64)
 
     def near(t: np.ndarray) -> np.ndarray:
-        return ((_A + 2.0) * t - (_A + 3.0)) * t * t + 1.0
+        w: np.ndarray = ((_A + 2.0) * t - (_A + 3.0)) * t * t + 1.0
+        return w
 
     def far(t: np.ndarray) -> np.ndarray:
-        return ((_A * t - 5.0 * _A) * t + 8.0 * _A) * t - 4.0 * _A
+        w: np.ndarray = ((_A * t - 5.0 * _A) * t + 8.0 * _A) * t - 4.0 * _A
+        return w
 
     def dnear(t: np.ndarray) -> np.ndarray:
-        return (3.0 * (_A + 2.0) * t - 2.0 * (_A + 3.0)) * t
+        w: np.ndarray = (3.0 * (_A + 2.0) * t - 2.0 * (_A + 3.0)) * t
+        return w
 
     def dfar(t: np.ndarray) -> np.ndarray:
-        return (3.0 * _A * t - 10.0 * _A) * t + 8.0 * _A
+        w: np.ndarray = (3.0 * _A * t - 10.0 * _A) * t + 8.0 * _A
+        return w
 
     w = np.stack([far(1.0 + f), near(f), near(1.0 - f), far(2.0 - f)])
     dw = np.stack([dfar(1.0 + f), dnear(f), -dnear(1.0 - f), -dfar(2.0 - f)])
@@ -115,7 +119,8 @@ def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
     """
     n = np.column_stack([-np.asarray(zx, dtype=np.float64), -np.asarray(zy, dtype=np.float64),
                          np.ones(np.shape(zx))])
-    return n / np.linalg.norm(n, axis=1)[:, None]
+    unit: np.ndarray = n / np.linalg.norm(n, axis=1)[:, None]
+    return unit
 
 
 def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.ndarray, centre: np.ndarray, *,
@@ -234,7 +239,7 @@ def move_points(points: np.ndarray, rotation: np.ndarray, translation: np.ndarra
     """
     r = np.asarray(rotation, dtype=np.float64)
     d = np.asarray(points, dtype=np.float64) - centre
-    out = d[:, 0:1] * r[:, 0] + d[:, 1:2] * r[:, 1] + d[:, 2:3] * r[:, 2]
+    out: np.ndarray = d[:, 0:1] * r[:, 0] + d[:, 1:2] * r[:, 1] + d[:, 2:3] * r[:, 2]
     out += np.asarray(centre, dtype=np.float64) + translation
     return out
 

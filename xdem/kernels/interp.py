@@ -49,10 +49,10 @@ def weights_1d(frac: np.ndarray | float, resampling: str) -> list[tuple[int, np.
     if resampling == "cubic":
         a = -0.5
 
-        def near(t):  # |t| <= 1
+        def near(t: np.ndarray | float) -> np.ndarray | float:  # |t| <= 1
             return (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
 
-        def far(t):  # 1 < |t| < 2
+        def far(t: np.ndarray | float) -> np.ndarray | float:  # 1 < |t| < 2
             return a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
 
         return [(-1, far(1.0 + f)), (0, near(f)), (1, near(1.0 - f)), (2, far(2.0 - f))]

@@ -73,7 +73,8 @@ def window_gradient(windows: np.ndarray, half: int, *, step_x: float, step_y: fl
     def derivative(m2: np.ndarray, m1: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
         fourth = (m2 - 8.0 * m1 + 8.0 * p1 - p2) / 12.0
         second = (p1 - m1) / 2.0
-        return np.where(np.isfinite(fourth), fourth, second)
+        dz: np.ndarray = np.where(np.isfinite(fourth), fourth, second)
+        return dz
 
     d_col = derivative(w[:, h, h - 2], w[:, h, h - 1], w[:, h, h + 1], w[:, h, h + 2])
     d_row = derivative(w[:, h - 2, h], w[:, h - 1, h], w[:, h + 1, h], w[:, h + 2, h])
@@ -198,7 +199,8 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     norms[norms == 0] = 1.0
     an = a / norms
     x, *_ = np.linalg.lstsq(an.T @ an, an.T @ b, rcond=None)
-    return x / norms
+    scaled: np.ndarray = x / norms
+    return scaled
 
 
 def _condition(a: np.ndarray) -> float:
@@ -238,4 +240,5 @@ def step_motion(increment: np.ndarray, d: np.ndarray) -> np.ndarray:
     inc = np.asarray(increment, dtype=np.float64)
     dd = np.asarray(d, dtype=np.float64)
     moved = np.cross(inc[:3], dd, axisb=0, axisc=0) + inc[3:, None]
-    return np.sqrt(np.sum(moved**2, axis=0))
+    motion: np.ndarray = np.sqrt(np.sum(moved**2, axis=0))
+    return motion

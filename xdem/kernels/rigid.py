@@ -40,7 +40,8 @@ def rotation_matrix(rx: float, ry: float, rz: float, *, degrees: bool = True) ->
     >>> np.round(rotation_matrix(0, 0, 90) @ [1.0, 0.0, 0.0], 12).tolist()  # x axis to y axis
     [0.0, 1.0, 0.0]
     """
-    return Rotation.from_euler("xyz", [rx, ry, rz], degrees=degrees).as_matrix()
+    m: np.ndarray = Rotation.from_euler("xyz", [rx, ry, rz], degrees=degrees).as_matrix()
+    return m
 
 
 def rotations_of(rotation: np.ndarray, *, degrees: bool = True) -> tuple[float, float, float]:
@@ -129,7 +130,8 @@ class InverseCoefficients:
         """The constant term ``a(q)`` of the elevation equation."""
         r, c, t = self.rotation, self.centre, self.shift
         x0, y0 = self.q0(qx, qy)
-        return r[2, 0] * (x0 - c[0]) + r[2, 1] * (y0 - c[1]) - r[2, 2] * c[2] + c[2] + t[2]
+        a0: np.ndarray = r[2, 0] * (x0 - c[0]) + r[2, 1] * (y0 - c[1]) - r[2, 2] * c[2] + c[2] + t[2]
+        return a0
 
 
 def solve_elevation(

@@ -185,7 +185,7 @@ def bin_index(x: np.ndarray, edges: np.ndarray, *, outside: str = "clip") -> np.
 def _clipped_bin_index(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     n = edges.size - 1
     if n <= 32:
-        idx = np.zeros(x.shape, dtype=np.int8)
+        idx: np.ndarray = np.zeros(x.shape, dtype=np.int8)
         for e in edges[1:-1]:
             idx += x >= e
         return idx.astype(np.int64)

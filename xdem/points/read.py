@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from xdem.errors import CRSError, InputError, ReadError
-from xdem.typing import PointsLike
+from xdem.typing import CRSLike, PointsLike
 
 __all__ = ["PointSet", "read_points", "is_points_source", "POINT_SUFFIXES"]
 
@@ -72,7 +72,7 @@ class PointSet:
         """Number of points."""
         return int(len(self.x))
 
-    def to_crs(self, crs: Any) -> PointSet:
+    def to_crs(self, crs: CRSLike) -> PointSet:
         """The points with ``x, y`` in ``crs`` (elevations unchanged); ``self`` if already there."""
         from pyproj import CRS, Transformer
 
@@ -113,8 +113,8 @@ def read_points(
     source: PointsLike,
     *,
     z_column: str | None = None,
-    crs: Any = None,
-    source_crs: Any = None,
+    crs: CRSLike | None = None,
+    source_crs: CRSLike | None = None,
     x_column: str = "x",
     y_column: str = "y",
 ) -> PointSet:

@@ -76,7 +76,7 @@ def fmt_float(value: float, *, sig: int = SIGNIFICANT) -> str:
     return "0" if float(text) == 0.0 else text
 
 
-def fmt(value: Any) -> str:
+def fmt(value: object) -> str:
     """Text of a value: floats by :func:`fmt_float` (:data:`SIGNIFICANT` significant figures,
     never "-0"), ints as ints, None as "—".
 
@@ -104,7 +104,7 @@ def _attr(key: str | None) -> str:
     return f' data-key="{html.escape(key, quote=True)}"' if key is not None else ""
 
 
-def render_value(value: Any, key: str | None = None, *, max_items: int = 24) -> str:
+def render_value(value: object, key: str | None = None, *, max_items: int = 24) -> str:
     """HTML of a value; every scalar is wrapped in ``<span data-key=...>`` when ``key`` is set.
 
     Lists are rendered item by item (keys ``key.0``, ``key.1`` ...), nested dicts as
@@ -130,7 +130,7 @@ def render_value(value: Any, key: str | None = None, *, max_items: int = 24) -> 
     return html.escape(str(value))
 
 
-def cell(value: Any, key: str | None = None, *, cls: str = "") -> str:
+def cell(value: object, key: str | None = None, *, cls: str = "") -> str:
     """``<td>`` of one value; a scalar gets ``data-key`` on the cell itself."""
     c = f' class="{cls}"' if cls else ""
     if _is_scalar(value):

@@ -429,7 +429,7 @@ def _maps_origin(data: ReportData) -> str:
 
 
 def build_sections(
-    data: ReportData, *, coreg: Any, summary: dict | None, random_state: int | None = None
+    data: ReportData, *, coreg: Coreg | None, summary: dict | None, random_state: int | None = None
 ) -> list[tuple[str, str, str]]:
     """``(id, title, html)`` of each section, in order, except the processing summary
     (:func:`processing_section`, rendered last)."""

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdem.errors import InputError
 from xdem.io.atomic import check_output_path, write_text_atomic
@@ -18,6 +18,9 @@ from xdem.report.html import document
 from xdem.report.overviews import file_of
 from xdem.report.sections import build_sections, find_stats, processing_section
 from xdem.typing import DEMLike, MaskLike
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.coreg import Coreg
 
 __all__ = ["write_report"]
 
@@ -51,7 +54,7 @@ def write_report(
     ref: DEMLike,
     tba: DEMLike,
     aligned: DEMLike | None = None,
-    coreg: Any = None,
+    coreg: Coreg | None = None,
     summary: dict | None = None,
     overwrite: bool = False,
     max_pixels: int = 1_000_000,

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from xdem.errors import InputError
-from xdem.spatialstats.variogram import _components, _skgstat_model
+from xdem.spatialstats.variogram import VariogramParams, _components, _skgstat_model
 
 __all__ = ["neff_circular_approx_numerical", "neff_circular_approx_theoretical", "standard_error_of_mean"]
 
@@ -98,7 +98,7 @@ def _neff(area: Any, params: Any, ratio) -> float:
     return float(1.0 / var_ratio)
 
 
-def neff_circular_approx_numerical(area: float, params: Any) -> float:
+def neff_circular_approx_numerical(area: float, params: VariogramParams) -> float:
     """Number of effective samples of a disk of ``area`` (numerical integration).
 
     Integrates the correlation of each model of ``params`` (scikit-gstat's functions) over
@@ -122,7 +122,7 @@ def neff_circular_approx_numerical(area: float, params: Any) -> float:
     return _neff(area, params, _disk_ratio_numerical)
 
 
-def neff_circular_approx_theoretical(area: float, params: Any) -> float:
+def neff_circular_approx_theoretical(area: float, params: VariogramParams) -> float:
     """Number of effective samples of a disk of ``area`` from closed forms.
 
     Spherical, exponential and gaussian models only (see the module docstring for the
@@ -139,7 +139,7 @@ def neff_circular_approx_theoretical(area: float, params: Any) -> float:
 
 
 def standard_error_of_mean(
-    std: float, *, area: float, params: Any, method: str = "numerical"
+    std: float, *, area: float, params: VariogramParams, method: str = "numerical"
 ) -> float:
     """Standard error of the mean dh over ``area``: ``std / sqrt(n_eff)``.
 

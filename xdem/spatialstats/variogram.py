@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import dask.array as da
 import numpy as np
@@ -238,7 +238,12 @@ def sample_empirical_variogram(
 
 
 # ------------------------------------------------------------------------ fit
-def model_function(params: Any) -> Callable[[Any], np.ndarray]:
+#: A fitted sum of variogram models: a DataFrame with columns ``model, range, sill`` (as
+#: :func:`fit_sum_model_variogram` returns it) or a list of ``(model, range, sill)``.
+VariogramParams: TypeAlias = "pd.DataFrame | Sequence[tuple[str, float, float]]"
+
+
+def model_function(params: VariogramParams) -> Callable[[float | np.ndarray], np.ndarray]:
     """Vectorised variogram ``h -> sum of the models in params`` (skgstat.models).
 
     ``params``: a DataFrame with columns ``model, range, sill`` (as returned by
@@ -247,7 +252,7 @@ def model_function(params: Any) -> Callable[[Any], np.ndarray]:
     comps = _components(params)
     fns = [(_skgstat_model(m), r, s) for m, r, s in comps]
 
-    def variogram(h: Any) -> np.ndarray:
+    def variogram(h: float | np.ndarray) -> np.ndarray:
         h = np.asarray(h, dtype=np.float64)
         flat = np.atleast_1d(h).ravel()
         out = np.zeros(flat.shape)
@@ -286,7 +291,7 @@ def fit_sum_model_variogram(
     *,
     weights: str | None = None,
     max_range: float | None = None,
-) -> tuple[Callable[[Any], np.ndarray], pd.DataFrame]:
+) -> tuple[Callable[[float | np.ndarray], np.ndarray], pd.DataFrame]:
     """Fit a sum of variogram models to an empirical variogram.
 
     ``gamma(h) = sum_k model_k(h; range_k, sill_k)`` with scikit-gstat's model functions,

@@ -274,7 +274,7 @@ def report_writer() -> Any:
 # ---------------------------------------------------------------------------- the JSON document, outputs
 
 
-def dump_json(doc: Any, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
+def dump_json(doc: object, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
     """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
     (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
     ``path`` meanwhile is never replaced)."""
