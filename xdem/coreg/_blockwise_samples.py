@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import xarray as xr
 
 from xdem.coreg._data import FitData
 from xdem.coreg._iterate import check_divergence_params
@@ -88,7 +89,7 @@ class FieldSampler:
     only when a position leaves its window; ``reads`` counts the passes.
     """
 
-    def __init__(self, tba: Any, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
+    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
                  resampling: str, half: int = 2, windows: np.ndarray | None = None) -> None:
         self.arr = tba.data
         t = get_transform(tba)

@@ -3,7 +3,7 @@ the learned translation and rotation in one line, ``history_`` labelled per iter
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -13,7 +13,7 @@ _ROTATIONS = ("rotation_x_", "rotation_y_", "rotation_z_")
 _SHIFTS = ("shift_x_", "shift_y_", "shift_z_")
 
 
-def horizontal_unit(crs: Any) -> str:
+def horizontal_unit(crs: object) -> str:
     """Short name of the linear unit of ``crs`` (``"m"``, ``"ft"``...), ``"CRS units"`` if unknown.
 
     Examples
@@ -60,7 +60,7 @@ def _sign(v: float) -> str:
     return f"{v:+.4f}"
 
 
-def fitted_motion(learned: dict[str, Any], horizontal: str) -> str:
+def fitted_motion(learned: Mapping[str, object], horizontal: str) -> str:
     """The learned translation (and rotation) in one line, or ``""`` when the method learns none.
 
     Examples
@@ -82,7 +82,7 @@ def fitted_motion(learned: dict[str, Any], horizontal: str) -> str:
     return ", ".join(parts)
 
 
-def history_lines(history: Any, labels: tuple[str, ...], horizontal: str) -> list[str]:
+def history_lines(history: object, labels: tuple[str, ...], horizontal: str) -> list[str]:
     """``history_`` as one labelled line per iteration (``labels``: what each entry holds).
 
     Examples
@@ -92,7 +92,9 @@ def history_lines(history: Any, labels: tuple[str, ...], horizontal: str) -> lis
           iteration 1: shift_x=-3.1200, shift_y=+1.5500 (shift_x, shift_y: m)
           iteration 2: shift_x=-3.2700, shift_y=+1.6400 (shift_x, shift_y: m)
     """
-    out = []
+    out: list[str] = []
+    if not isinstance(history, Iterable):  # a learned value that is not a history
+        return out
     for i, row in enumerate(history, 1):
         values = np.atleast_1d(np.asarray(row, dtype=float))
         if labels and len(labels) == values.size:
