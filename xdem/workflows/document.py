@@ -16,7 +16,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict, cast
+from typing import TypeAlias, TypedDict, cast
 
 __all__ = ["StepSummary", "RigidPart", "FrameSummary", "DhStats", "StatsRecord", "CheckRecord", "VerdictRecord",
            "FiltersRecord", "InputChecksRecord", "InputsRecord", "Timing", "PointsSummary", "PointsRecord",
@@ -24,7 +24,7 @@ __all__ = ["StepSummary", "RigidPart", "FrameSummary", "DhStats", "StatsRecord",
 
 #: One fitted step (:func:`xdem.workflows._summary.steps_summary`): ``method``, the learned
 #: values (names of the method's own), ``history_columns`` and ``params``.
-StepSummary = dict[str, object]
+StepSummary: TypeAlias = "dict[str, object]"
 
 
 class RigidPart(TypedDict):
