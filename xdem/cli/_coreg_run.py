@@ -28,6 +28,7 @@ from xdem.coreg.spec import resolve_methods as _resolve_methods
 from xdem.points import is_points_source
 from xdem.workflows import _summary as S
 from xdem.workflows.coreg import CoregRequest, request_paths, run_coreg
+from xdem.workflows.document import StatsRecord
 from xdem.workflows.filters import OutlierFilters
 from xdem.workflows.points import NOT_FOR_POINTS
 from xdem.workflows.request import CheckedPaths
@@ -85,7 +86,7 @@ STATS_SUBSAMPLE = S.STATS_SUBSAMPLE
 def sampled_stats(
     ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
     random_state: int | None = None,
-) -> dict:
+) -> StatsRecord:
     """:func:`xdem.workflows._summary.sampled_stats` on :data:`STATS_SUBSAMPLE` pixels."""
     return S.sampled_stats(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask,
                            random_state=random_state, subsample=STATS_SUBSAMPLE)
@@ -184,7 +185,7 @@ def _fmt_step(step: dict) -> str:
     return f"{step['method']}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def _print_summary(doc: dict) -> None:
+def _print_summary(doc: Mapping[str, Any]) -> None:
     echo = lambda s="": click.echo(s, err=True)  # noqa: E731
     echo("")
     echo("Coregistration:")
@@ -231,7 +232,7 @@ def _print_summary(doc: dict) -> None:
     )
 
 
-def _filter_limits(f: dict) -> str:
+def _filter_limits(f: Mapping[str, Any]) -> str:
     """The limits of a document's ``filters``, e.g. ``slope <= 30°, |dh - 2.5| <= 3 x 0.5 m``."""
     limits = [f"slope >= {f['min_slope_deg']:g}°" if f["min_slope_deg"] is not None else "",
               f"slope <= {f['max_slope_deg']:g}°" if f["max_slope_deg"] is not None else "",
@@ -240,7 +241,7 @@ def _filter_limits(f: dict) -> str:
     return ", ".join(x for x in limits if x)
 
 
-def _print_points_summary(doc: dict) -> None:
+def _print_points_summary(doc: Mapping[str, Any]) -> None:
     echo = lambda s="": click.echo(s, err=True)  # noqa: E731
     p = doc["points"]
     echo("")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,7 @@ def _points_info(path: str, as_json: bool, z_column: str | None) -> None:
     # lazy on purpose: the points route's modules (xdem.workflows, hence xdem.coreg) only for a points file
     from xdem.workflows.points import points_summary
 
-    meta = points_summary(read_points(path, z_column=z_column))
+    meta: Mapping[str, Any] = points_summary(read_points(path, z_column=z_column))
     if as_json:
         click.echo(json.dumps(meta, indent=2))
         return

@@ -18,9 +18,8 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, cast
 
 import numpy as np
 import xarray as xr
@@ -29,6 +28,8 @@ from xdem.checks import InputChecks
 from xdem.coreg.base import Coreg
 from xdem.io.open import open_dem
 from xdem.points import PointSet
+from xdem.workflows._summary import SampleFinisher, StatsFinisher
+from xdem.workflows.document import CoregDocument, FiltersRecord, SchedulerInfo, StatsRecord, VerdictRecord
 from xdem.workflows.request import CheckedPaths, CoregRequest, ProgressLike
 
 __all__ = ["Sides", "RunState", "PointsSide"]
@@ -65,7 +66,7 @@ class Sides:
     checks: InputChecks
     points_side: PointsSide | None = None
     points_scale: float = 1.0
-    facts: tuple[dict[str, Any] | None, dict[str, Any] | None] = (None, None)
+    facts: tuple[dict[str, object] | None, dict[str, object] | None] = (None, None)
     vertical: str | None = None
     read_s: float = 0.0
 
@@ -108,23 +109,23 @@ class RunState:
 
     request: CoregRequest
     paths: CheckedPaths
-    sinfo: Mapping[str, Any]
+    sinfo: SchedulerInfo
     prog: ProgressLike
     t_start: float
     sides: Sides
     timing: dict[str, float] = field(default_factory=dict)
-    filters_record: dict[str, Any] | None = None
+    filters_record: FiltersRecord | None = None
     fit_mask: xr.DataArray | None = None
     aligned: xr.DataArray | None = None
-    written_also: list[Any] = field(default_factory=list)
-    finish_stats: Callable[[Any], dict[str, Any]] | None = None
-    finish_verdict: Callable[[Any], Any] | None = None
+    written_also: list[list[object]] = field(default_factory=list)
+    finish_stats: StatsFinisher | None = None
+    finish_verdict: SampleFinisher | None = None
     before: np.ndarray | None = None
     after: np.ndarray | None = None
     local: PointSet | None = None
-    stats: dict[str, Any] | None = None
-    verdict: dict[str, Any] | None = None
-    document: dict[str, Any] = field(default_factory=dict)
+    stats: StatsRecord | None = None
+    verdict: VerdictRecord | None = None
+    document: CoregDocument = field(default_factory=lambda: cast(CoregDocument, {}))
     _output: xr.DataArray | None = None
 
     @property

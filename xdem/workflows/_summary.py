@@ -17,36 +17,58 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping, Sized
 from pathlib import Path
-from typing import Any
+from typing import cast
+
+import dask.array as da
+import numpy as np
+import xarray as xr
 
 from xdem.coreg import METHODS
 from xdem.coreg._frames import frame_of
 from xdem.coreg._matrix import matrix_about
 from xdem.coreg._transform import merged_transform, steps_of
+from xdem.coreg.base import Coreg
 from xdem.errors import XdemError
 from xdem.io.atomic import check_output_path, write_text_atomic
+from xdem.io.cog import BlockStats
 from xdem.io.grid import align_pair, dask_data
 from xdem.io.jsondoc import jsonable
 from xdem.masks import stable_mask_like
 from xdem.stats import STATS_SUBSAMPLE, dh_stats_finish, dh_stats_tasks, dh_stats_while_writing, robust_summary, stats_method
+from xdem.typing import MaskLike
 from xdem.verdict import verdict_while_writing as _verdict_while_writing
+from xdem.workflows.document import (
+    DhStats,
+    FrameSummary,
+    RigidPart,
+    StatsRecord,
+    StepSummary,
+    VerdictRecord,
+    stats_record,
+)
 
 __all__ = ["STATS_SUBSAMPLE", "stats_method", "steps_of", "steps_summary", "merged_matrix",
            "rigid_document", "translation_in_pixels", "transform_lines", "dh_stats", "sampled_stats",
            "stats_while_writing", "verdict_while_writing", "frame_summary", "report_writer", "jsonable", "dump_json",
            "peak_rss_mb", "check_new_output", "verdict_lines"]
 
+#: Turns the per-block results of :func:`stats_while_writing` into the statistics by name.
+StatsFinisher = Callable[[list[object]], Mapping[str, object]]
+#: Turns the per-block results of :func:`verdict_while_writing` into the verdict's sample.
+SampleFinisher = Callable[[list[object]], Mapping[str, np.ndarray]]
 
-def steps_summary(coreg: Any) -> list[dict]:
+
+def steps_summary(coreg: Coreg) -> list[StepSummary]:
     """One flat dict per fitted step: ``method``, learned values without the trailing ``_``
     (``shift_x_`` -> ``shift_x``), ``history_columns`` (what each ``history`` entry holds) when
     there is a history, and ``params``."""
     doc = coreg.to_dict()
     docs = doc["steps"] if doc["method"] == "CoregPipeline" else [doc]
-    out = []
+    out: list[StepSummary] = []
     for d in docs:
-        flat: dict[str, Any] = {"method": d["method"]}
+        flat: StepSummary = {"method": d["method"]}
         for k, v in d.get("learned", {}).items():
             key = k[:-1] if k.endswith("_") else k
             flat[f"learned_{key}" if key in ("method", "params") else key] = v
@@ -58,7 +80,7 @@ def steps_summary(coreg: Any) -> list[dict]:
     return out
 
 
-def translation_in_pixels(translation: Any, dem: Any) -> list[float] | None:
+def translation_in_pixels(translation: object, dem: xr.DataArray) -> list[float] | None:
     """A horizontal translation in pixels of ``dem``'s grid (``None`` for a geographic grid,
     whose correction is in metres of a UTM zone, or without a translation).
 
@@ -75,7 +97,7 @@ def translation_in_pixels(translation: Any, dem: Any) -> list[float] | None:
     return [float(translation[0]) / rx, float(translation[1]) / ry]
 
 
-def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
+def rigid_document(coreg: Coreg, dem: xr.DataArray) -> RigidPart:
     """The keys of a run's JSON document (DEM pair or points) giving the merged rigid transform
     (:func:`xdem.coreg.merged_transform`), ``translation_px`` in pixels of ``dem``'s grid: ``matrix``
     (about the CRS origin, ``matrix_about: "origin"``), ``matrix_about_centre`` (the same
@@ -91,8 +113,6 @@ def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
     >>> doc["matrix_about"], round(doc["matrix"][0][3], 3), round(doc["matrix_about_centre"][0][3], 3)
     ('origin', 9.7, 1.0)
     """
-    import numpy as np
-
     rigid = merged_transform(coreg)
     return {
         "matrix": rigid["matrix"],
@@ -106,13 +126,13 @@ def rigid_document(coreg: Any, dem: Any) -> dict[str, Any]:
     }
 
 
-def merged_matrix(coreg: Any) -> tuple[list[list[float]], bool]:
+def merged_matrix(coreg: Coreg) -> tuple[list[list[float]], bool]:
     """``(matrix, complete)`` of :func:`xdem.coreg.merged_transform`."""
     m = merged_transform(coreg)
     return m["matrix"], m["complete"]
 
 
-def transform_lines(doc: dict) -> list[str]:
+def transform_lines(doc: Mapping[str, object]) -> list[str]:
     """Human lines describing the merged rigid transform of a run's document (keys ``matrix``,
     ``rotations_deg``, ``rotation_centre``, ``translation``): empty for a pure translation of a
     single step (its step line says it all).
@@ -127,15 +147,15 @@ def transform_lines(doc: dict) -> list[str]:
     >>> line.split(" about ")[1]
     '(500000.000, 4600000.000, 1200.000), then translation (+1.5000, -2.0000, +0.2500)'
     """
-    rot = doc.get("rotations_deg")
-    if not isinstance(rot, list) or (not any(rot) and len(doc.get("steps", [])) < 2):
+    rot, steps = doc.get("rotations_deg"), doc.get("steps", [])
+    n = len(steps) if isinstance(steps, Sized) else 0
+    if not isinstance(rot, list) or (not any(rot) and n < 2):
         return []
-    t = doc.get("translation") or [float("nan")] * 3
-    n = len(doc.get("steps", []))
+    t = _triple(doc.get("translation"))
     merged = f" ({n} steps merged: one resampling)" if n > 1 and doc.get("matrix_is_complete") else ""
     text = f"rigid transform{merged}: "
     if any(rot):
-        c = doc.get("rotation_centre") or [float("nan")] * 3
+        c = _triple(doc.get("rotation_centre"))
         text += (f"rotations rx={rot[0]:+.6f}°, ry={rot[1]:+.6f}°, rz={rot[2]:+.6f}° about ({c[0]:.3f}, {c[1]:.3f}, "
                  f"{c[2]:.3f}), then ")
     text += f"translation ({t[0]:+.4f}, {t[1]:+.4f}, {t[2]:+.4f})"
@@ -144,36 +164,41 @@ def transform_lines(doc: dict) -> list[str]:
     return [text]
 
 
-def dh_stats(ref: Any, other: Any, *, inlier_mask: Any = None, exclude_mask: Any = None) -> dict:
+def _triple(value: object) -> list[float]:
+    """A document's 3-vector, or NaNs when it is missing."""
+    return value if isinstance(value, list) and value else [float("nan")] * 3
+
+
+def dh_stats(ref: xr.DataArray, other: xr.DataArray, *, inlier_mask: MaskLike = None,
+             exclude_mask: MaskLike = None) -> DhStats:
     """Exact median, NMAD and count of ``dh = other - ref`` on the reference grid, on
     valid stable pixels (inside ``inlier_mask``, outside ``exclude_mask``), out of core."""
-    import dask.array as da
-    import numpy as np
-
     ref_g, other_g = align_pair(ref, other)
     r = ref_g.data
     o = dask_data(other_g).rechunk(r.chunks)
     stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     dh = da.where(stable, o.astype(np.float64) - r.astype(np.float64), np.nan)
     s = robust_summary(dh)
-    return {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]}
+    return cast(DhStats, {"median": s["median"], "nmad": s["nmad"], "count": s["count"], "min": s["min"], "max": s["max"]})
 
 
 #: Pixels of a fully valid grid drawn for the before/after statistics.
-def _stats_task(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
-                random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> Any:
+def _stats_task(ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike,
+                exclude_mask: MaskLike, random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> da.Array:
     """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, aligned_g = align_pair(ref_g, aligned)
     if tba_g.shape != ref_g.shape:
         ref_g, tba_g = align_pair(ref_g, tba_g)
     stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    return dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
-                          subsample=subsample, random_state=random_state)
+    task: da.Array = dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
+                                    subsample=subsample, random_state=random_state)
+    return task
 
 
-def stats_while_writing(ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any,
-                        random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> tuple[Any, Any]:
+def stats_while_writing(ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike,
+                        exclude_mask: MaskLike, random_state: int | None,
+                        subsample: int = STATS_SUBSAMPLE) -> tuple[BlockStats, StatsFinisher]:
     """The statistics of :func:`sampled_stats` as a :class:`xdem.io.cog.BlockStats` computed
     while ``aligned`` is written (REF, TBA and ALIGNED on one grid), and their finisher."""
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
@@ -188,7 +213,7 @@ def _shown(value: float, unit: str) -> str:
     return f"{value:.4g}" if unit == "ratio" else f"{value:.4g} {unit}"
 
 
-def verdict_lines(v: dict) -> list[str]:
+def verdict_lines(v: VerdictRecord) -> list[str]:
     """Human lines of a run's ``verdict``: the status and the checks, the residual amplitude
     and NMAD ratio, then for each failing check its value, threshold and hint.
 
@@ -223,29 +248,31 @@ def verdict_lines(v: dict) -> list[str]:
     return lines
 
 
-def verdict_while_writing(ref: Any, aligned: Any, *, inlier_mask: Any, exclude_mask: Any, random_state: int | None,
-                           finishers: list) -> Any:
+def verdict_while_writing(ref: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike, exclude_mask: MaskLike,
+                          random_state: int | None, finishers: list[SampleFinisher]
+                          ) -> BlockStats:
     """The :class:`xdem.io.cog.BlockStats` drawing the verdict's sample while ``aligned`` is
     written (:func:`xdem.verdict.verdict_while_writing`); its finisher is appended to ``finishers``."""
     stable = stable_mask_like(ref, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
     block, finish = _verdict_while_writing(ref, aligned.data, stable=stable, random_state=random_state)
     finishers.append(finish)
-    return block
+    typed: BlockStats = block
+    return typed
 
 
 def sampled_stats(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
-    random_state: int | None = None, subsample: int = STATS_SUBSAMPLE,
-) -> dict:
+    ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None, random_state: int | None = None, subsample: int = STATS_SUBSAMPLE,
+) -> StatsRecord:
     """Median and NMAD of dh before (``tba - ref``) and after (``aligned - ref``) on ONE
     reproducible subsample of stable valid pixels of the reference grid (one pass over the
     data, :func:`xdem.stats.sampled_dh_stats`); counts are exact."""
     task = _stats_task(ref, tba, aligned, inlier_mask=inlier_mask, exclude_mask=exclude_mask, random_state=random_state,
                        subsample=subsample)
-    return {"method": stats_method(subsample), **dh_stats_finish(task.compute())}
+    return stats_record(stats_method(subsample), dh_stats_finish(task.compute()))
 
 
-def frame_summary(coreg: Any, ref: Any) -> dict:
+def frame_summary(coreg: Coreg, ref: xr.DataArray) -> FrameSummary:
     """The CRS the correction was fitted in and applied through, and why that one."""
     frame = frame_of(coreg)
     geographic = ref.rio.crs is not None and ref.rio.crs.is_geographic
@@ -257,7 +284,7 @@ def frame_summary(coreg: Any, ref: Any) -> dict:
     }
 
 
-def report_writer() -> Any:
+def report_writer() -> Callable[..., object]:
     """``xdem.report.write_report``, or a clear error if the report module is not available."""
     try:
         # lazy: the optional report module, imported (and its absence an error) only when a report is asked
@@ -268,13 +295,14 @@ def report_writer() -> Any:
         raise XdemError("--report is not available: this xdem has no xdem.report module; drop --report") from exc
     if not hasattr(mod, "write_report"):
         raise XdemError("--report is not available: xdem.report has no write_report(); drop --report")
-    return mod.write_report
+    writer: Callable[..., object] = mod.write_report
+    return writer
 
 
 # ---------------------------------------------------------------------------- the JSON document, outputs
 
 
-def dump_json(doc: object, *, path: str | os.PathLike | None = None, overwrite: bool = True) -> str:
+def dump_json(doc: object, *, path: str | os.PathLike[str] | None = None, overwrite: bool = True) -> str:
     """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
     (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
     ``path`` meanwhile is never replaced)."""
@@ -298,7 +326,7 @@ def peak_rss_mb(*, children: bool = False) -> float | None:
     return round(kb * scale, 1)
 
 
-def check_new_output(path: str | os.PathLike, *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
+def check_new_output(path: str | os.PathLike[str], *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
     """Refuse an output path that is an input, exists without ``overwrite``, or has no folder
     (:func:`xdem.io.atomic.check_output_path`, with the CLI's ``--overwrite`` hint).
 

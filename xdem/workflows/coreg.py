@@ -35,15 +35,16 @@ import contextlib
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
 
 import xarray as xr
 
 from xdem.checks import check_inputs, input_facts
+from xdem.coreg.base import Coreg
 from xdem.errors import InputError
 from xdem.io.atomic import output_journal
-from xdem.io.cog import write_cogs
+from xdem.io.cog import BlockStats, write_cogs
 from xdem.io.grid import _reproject_like, same_grid
 from xdem.io.open import open_dem
 from xdem.io.vertical import compare_vertical
@@ -53,6 +54,7 @@ from xdem.verdict import verdict_of_run
 from xdem.workflows import _summary as S
 from xdem.workflows import points as P
 from xdem.workflows._state import PointsSide, RunState, Sides
+from xdem.workflows.document import CoregDocument, SchedulerInfo, input_checks_record, stats_record, verdict_record
 from xdem.workflows.filters import filter_mask, usable_mask
 from xdem.workflows.request import (
     CheckedPaths,
@@ -72,8 +74,8 @@ __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "
 def run_coreg(
     request: CoregRequest,
     *,
-    environment: contextlib.AbstractContextManager[Mapping[str, Any]] | None = None,
-    progress: Callable[[Mapping[str, Any]], ProgressLike] | None = None,
+    environment: contextlib.AbstractContextManager[SchedulerInfo] | None = None,
+    progress: Callable[[SchedulerInfo], ProgressLike] | None = None,
     started: float | None = None,
     paths: CheckedPaths | None = None,
 ) -> CoregResult:
@@ -175,7 +177,7 @@ def request_paths(request: CoregRequest) -> CheckedPaths:
                              stable_mask_out=r.stable_mask_out)
 
 
-def open_inputs(request: CoregRequest, *, side: PointsSide | None, paths: CheckedPaths, sinfo: Mapping[str, Any],
+def open_inputs(request: CoregRequest, *, side: PointsSide | None, paths: CheckedPaths, sinfo: SchedulerInfo,
                 prog: ProgressLike, t_start: float) -> RunState:
     """Stage 3: check the inputs and open each once; the state every later stage reads."""
     chunks: int | str = request.chunks if request.chunks else "auto"
@@ -186,7 +188,7 @@ def open_inputs(request: CoregRequest, *, side: PointsSide | None, paths: Checke
     return RunState(request=request, paths=paths, sinfo=sinfo, prog=prog, t_start=t_start, sides=sides)
 
 
-def _open_pair(r: CoregRequest, *, sinfo: Mapping[str, Any], prog: ProgressLike, chunks: int | str) -> Sides:
+def _open_pair(r: CoregRequest, *, sinfo: SchedulerInfo, prog: ProgressLike, chunks: int | str) -> Sides:
     """:func:`open_inputs` of two DEMs: checked, opened, their facts and CRSs read once."""
     ref, tba = os.fspath(r.reference), os.fspath(r.to_be_aligned)
     checks = check_inputs(reference=ref, to_be_aligned=tba, ref_band=r.ref_band, tba_band=r.tba_band,
@@ -223,15 +225,16 @@ def fit(state: RunState) -> None:
     else:
         r, prog = state.request, state.prog
         ref, tba = _pair(state)
-        fit_masks: dict[str, Any] = dict(state.masks)
+        inlier: str | xr.DataArray | None = state.inlier_mask
+        exclude = state.exclude_mask
         if r.filters is not None and r.filters.active:
             with prog.stage("outlier filters (slope of REF, NMAD of dh before)"):
                 state.fit_mask, state.filters_record = filter_mask(
                     ref, tba, filters=r.filters, inlier_mask=state.inlier_mask, exclude_mask=state.exclude_mask,
                     random_state=r.random_state)
-            fit_masks = {"inlier_mask": state.fit_mask, "exclude_mask": None}
+            inlier, exclude = state.fit_mask, None
         with prog.stage("fitting"):
-            state.model.fit(ref, tba, **fit_masks)
+            state.model.fit(ref, tba, inlier_mask=inlier, exclude_mask=exclude)
     state.timing["fit_s"] = time.perf_counter() - t0
 
 
@@ -263,21 +266,22 @@ def write(state: RunState) -> None:
     state.timing["write_s"] = time.perf_counter() - t0
 
 
-def _cog_items(state: RunState, fused: bool) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+def _cog_items(state: RunState, fused: bool) -> tuple[list[tuple[xr.DataArray, Path] | tuple[xr.DataArray, Path, None]],
+                                                      list[list[BlockStats]]]:
     """What :func:`xdem.io.cog.write_cogs` writes in one pass (the aligned DEM, ``dh_out``,
     ``stable_mask_out``) and computes in it (the fused statistics and verdict sample)."""
     r, paths, (ref, tba), aligned = state.request, state.paths, _pair(state), state.aligned
     assert aligned is not None
-    also: list[Any] = []
+    also: list[BlockStats] = []
     if fused:
         masks = {"inlier_mask": state.inlier_mask, "exclude_mask": state.exclude_mask}
         block_stats, state.finish_stats = S.stats_while_writing(ref, tba, aligned, **masks, random_state=r.random_state,
                                                                 subsample=r.stats_subsample)
-        finishers: list[Any] = []
+        finishers: list[S.SampleFinisher] = []
         also = [block_stats, S.verdict_while_writing(ref, aligned, **masks, random_state=r.random_state,
                                                      finishers=finishers)]
         state.finish_verdict = finishers[0]
-    items: list[tuple[Any, ...]] = [(aligned, paths.output)]
+    items: list[tuple[xr.DataArray, Path] | tuple[xr.DataArray, Path, None]] = [(aligned, paths.output)]
     alsos = [also]
     if paths.dh_out is not None:
         items.append((_dh_after(ref, aligned), paths.dh_out))
@@ -301,7 +305,7 @@ def measure(state: RunState) -> None:
     inlier_mask, exclude_mask = state.inlier_mask, state.exclude_mask
     t0 = time.perf_counter()
     if state.finish_stats is not None:
-        state.stats = {"method": S.stats_method(r.stats_subsample), **state.finish_stats(state.written_also[0])}
+        state.stats = stats_record(S.stats_method(r.stats_subsample), state.finish_stats(state.written_also[0]))
     elif r.stats != "none":
         with prog.stage("statistics of dh before and after"):
             written = state.output_dem()
@@ -319,10 +323,10 @@ def measure(state: RunState) -> None:
     if r.stats != "none":
         with prog.stage("verdict (checks of the result on stable pixels)"):
             sample = state.finish_verdict(state.written_also[1]) if state.finish_verdict is not None else None
-            state.verdict = verdict_of_run(ref, tba, state.output_dem(), stats=state.stats, sample=sample,
+            state.verdict = verdict_record(verdict_of_run(ref, tba, state.output_dem(), stats=state.stats, sample=sample,
                                            methods=[type(s).__name__ for s in S.steps_of(state.model)],
                                            steps=S.steps_summary(state.model), inlier_mask=inlier_mask,
-                                           exclude_mask=exclude_mask, random_state=r.random_state)
+                                           exclude_mask=exclude_mask, random_state=r.random_state))
     state.timing["verdict_s"] = time.perf_counter() - t0
 
 
@@ -332,11 +336,14 @@ def document(state: RunState) -> None:
         state.document = P.points_document(state)
         return
     r, sides, model, paths, (ref, tba), t = state.request, state.sides, state.model, state.paths, _pair(state), state.timing
-    abspath = lambda p: None if p is None else os.path.abspath(p)  # noqa: E731
     method = r.method if r.method is not None else "+".join(type(s).__name__.lower() for s in S.steps_of(model))
-    state.document = {
-        "steps": S.steps_summary(model),
-        **S.rigid_document(model, ref),
+    steps, rigid = S.steps_summary(model), S.rigid_document(model, ref)
+    doc: CoregDocument = {
+        "steps": steps,
+        "matrix": rigid["matrix"], "matrix_about": rigid["matrix_about"],
+        "matrix_about_centre": rigid["matrix_about_centre"], "matrix_is_complete": rigid["matrix_is_complete"],
+        "rotations_deg": rigid["rotations_deg"], "rotation_centre": rigid["rotation_centre"],
+        "translation": rigid["translation"], "translation_px": rigid["translation_px"],
         "frame": S.frame_summary(model, ref),
         "output_grid": r.grid,
         "stats": state.stats,
@@ -345,11 +352,11 @@ def document(state: RunState) -> None:
         "dh_output": None if paths.dh_out is None else str(paths.dh_out),
         "stable_mask_output": None if paths.stable_mask_out is None else str(paths.stable_mask_out),
         "filters": state.filters_record,
-        "input_checks": sides.checks.to_dict(),
+        "input_checks": input_checks_record(sides.checks.to_dict()),
         "report": None if paths.report is None else str(paths.report),
         "inputs": {
-            "reference": abspath(r.reference), "to_be_aligned": abspath(r.to_be_aligned),
-            **{k: abspath(v) for k, v in state.masks.items()},
+            "reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
+            "inlier_mask": _abspath(state.inlier_mask), "exclude_mask": _abspath(state.exclude_mask),
             "reference_shape": list(ref.shape), "to_be_aligned_shape": list(tba.shape),
             "crs": ref.rio.crs.to_string() if ref.rio.crs else None,
             "reference_facts": sides.facts[0], "to_be_aligned_facts": sides.facts[1],
@@ -363,6 +370,7 @@ def document(state: RunState) -> None:
         "scheduler": state.sinfo["address"] or state.sinfo["scheduler"],
         "workers": state.sinfo["workers"],
     }
+    state.document = doc
 
 
 def report(state: RunState) -> None:
@@ -402,11 +410,12 @@ def finish(state: RunState) -> CoregResult:
         doc["peak_rss_children_mb"] = children if children else None
     text = S.dump_json(doc, path=paths.json_out, overwrite=state.request.overwrite)
     return CoregResult(document=doc, json_text=text, output=paths.output, json_out=paths.json_out,
-                       report=paths.report, timings=dict(doc["timing"]), coreg=state.model)
+                       report=paths.report, timings=doc["timing"].copy(), coreg=state.model)
 
 
-def _fit_record(model: Any, grid: str) -> dict[str, Any]:
+def _fit_record(model: Coreg, grid: str) -> dict[str, object]:
     """What a Zarr output's fingerprint records of the fit (compared when resuming)."""
+    fitted: object
     try:
         fitted = model.to_dict()
     except (AttributeError, NotImplementedError, TypeError, ValueError):
@@ -414,9 +423,15 @@ def _fit_record(model: Any, grid: str) -> dict[str, Any]:
     return {"coreg": S.jsonable(fitted), "grid": grid}
 
 
+def _abspath(path: str | None) -> str | None:
+    """``path`` made absolute (``None`` stays ``None``)."""
+    return None if path is None else os.path.abspath(path)
+
+
 def _dh_after(ref: xr.DataArray, aligned: xr.DataArray) -> xr.DataArray:
     """``aligned - ref`` on the aligned DEM's grid (REF brought onto it lazily if needed), in metres."""
     # NaN where REF does not cover the output
     ref_on = ref if same_grid(aligned, ref) else _reproject_like(ref, aligned, resampling="bilinear")
     dh = aligned.copy(data=aligned.data - ref_on.chunk(dict(zip(("y", "x"), aligned.data.chunks))).data)
-    return dh.rename("dh").assign_attrs(units="m")
+    out: xr.DataArray = dh.rename("dh").assign_attrs(units="m")
+    return out

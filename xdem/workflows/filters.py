@@ -26,12 +26,12 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._data import PointFitData
 from xdem.coreg._windows import terrain_at_windows
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import align_pair, local_metric_crs, reproject_to_crs, signed_resolution
@@ -41,6 +41,8 @@ from xdem.masks import stable_mask_like
 from xdem.points.bucket import POSITION_QUANTUM, dem_at_points, pixel_positions
 from xdem.sampling import sample_valid
 from xdem.terrain.attributes import get_terrain_attribute
+from xdem.typing import MaskLike
+from xdem.workflows.document import FiltersRecord
 
 __all__ = ["OutlierFilters", "filter_mask", "filter_points", "usable_mask", "FILTER_SUBSAMPLE"]
 
@@ -97,7 +99,7 @@ def _slope_limits(filters: OutlierFilters) -> tuple[float, float] | None:
             np.inf if filters.max_slope is None else float(filters.max_slope))
 
 
-def _limits_record(filters: OutlierFilters) -> dict[str, Any]:
+def _limits_record(filters: OutlierFilters) -> FiltersRecord:
     """The limits as the JSON document records them."""
     return {"min_slope_deg": None if filters.min_slope is None else float(filters.min_slope),
             "max_slope_deg": None if filters.max_slope is None else float(filters.max_slope),
@@ -117,11 +119,11 @@ def filter_mask(
     tba: xr.DataArray,
     *,
     filters: OutlierFilters,
-    inlier_mask: Any = None,
-    exclude_mask: Any = None,
+    inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
     random_state: int | None = None,
     subsample: int = FILTER_SUBSAMPLE,
-) -> tuple[xr.DataArray, dict[str, Any]]:
+) -> tuple[xr.DataArray, FiltersRecord]:
     """The mask a fit uses with ``filters`` (lazy, on REF's fitting grid) and what it did.
 
     Parameters
@@ -173,21 +175,23 @@ def filter_mask(
     sample = sample_valid(valid, arrays, subsample=subsample, random_state=random_state,
                           what="the outlier filters", extra_counts={"kept_by_slope": keep})
     values = sample["dh"]
-    record: dict[str, Any] = {
+    med = float(np.median(values)) if values.size else None
+    spread = float(nmad(values)) if values.size else None
+    record: FiltersRecord = {
         **_limits_record(filters),
         "applied_to": "the fit only (statistics, verdict and report use the stable mask)",
         "stable_pixels": int(sample.n_valid),
         "kept_by_slope": int(sample.counts["kept_by_slope"]),
         "sampled": int(values.size),
-        "dh_median": float(np.median(values)) if values.size else None,
-        "dh_nmad": float(nmad(values)) if values.size else None,
+        "dh_median": med,
+        "dh_nmad": spread,
         "dh_range": None,
     }
     kept_sampled = np.ones(values.size, dtype=bool)
     if slope is not None and values.size:
         kept_sampled &= (sample["slope"] >= lo) & (sample["slope"] <= hi)
-    if filters.nmad_filter is not None and values.size:
-        k, med, spread = float(filters.nmad_filter), record["dh_median"], record["dh_nmad"]
+    if filters.nmad_filter is not None and med is not None and spread is not None:
+        k = float(filters.nmad_filter)
         lo_dh, hi_dh = med - k * spread, med + k * spread
         record["dh_range"] = [lo_dh, hi_dh]
         keep = keep & (dh >= lo_dh) & (dh <= hi_dh)
@@ -196,7 +200,7 @@ def filter_mask(
     return _on(keep, base), record
 
 
-def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, dict[str, Any]]:
+def filter_points(data: PointFitData, *, filters: OutlierFilters) -> tuple[np.ndarray, FiltersRecord]:
     """Which points a fit with ``filters`` uses, and what it did: :func:`filter_mask` at the points.
 
     One pass over the chunks holding points (:func:`xdem.points.dem_at_points`) gives, at each
@@ -268,7 +272,7 @@ def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, di
     values_dh = dh[np.isfinite(dh)]
     med, spread = float(np.median(values_dh)), float(nmad(values_dh))
     del values_dh
-    record: dict[str, Any] = {
+    record: FiltersRecord = {
         **_limits_record(filters),
         "applied_to": "the fit only (statistics and report use every point)",
         "slope_at": "the DEM pixel holding each point (Horn, as xdem.terrain.slope)",
@@ -293,7 +297,7 @@ def filter_points(data: Any, *, filters: OutlierFilters) -> tuple[np.ndarray, di
     return keep, record
 
 
-def _describe(record: dict[str, Any]) -> str:
+def _describe(record: FiltersRecord) -> str:
     """The limits of a filters record, e.g. ``slope <= 30, |dh - median| <= 3 NMAD``."""
     parts = [f"slope >= {record['min_slope_deg']:g}" if record["min_slope_deg"] is not None else "",
              f"slope <= {record['max_slope_deg']:g}" if record["max_slope_deg"] is not None else "",
@@ -331,8 +335,8 @@ def _slope_at_points(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *,
     return out
 
 
-def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None,
-                exclude_mask: Any = None) -> xr.DataArray:
+def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: MaskLike = None,
+                exclude_mask: MaskLike = None) -> xr.DataArray:
     """Lazy boolean mask on REF's fitting grid: stable (the masks) and valid in both DEMs,
     the pixels a fit without filters may use (``xdem coreg --stable-mask-out``).
 
@@ -354,4 +358,5 @@ def usable_mask(ref: xr.DataArray, tba: xr.DataArray, *, inlier_mask: Any = None
 
 def _on(keep: da.Array, base: xr.DataArray) -> xr.DataArray:
     mask = xr.DataArray(keep, dims=("y", "x"), coords={"y": base["y"], "x": base["x"]}, name="fit_mask")
-    return mask.rio.write_crs(base.rio.crs).rio.write_transform(base.rio.transform())
+    out: xr.DataArray = mask.rio.write_crs(base.rio.crs).rio.write_transform(base.rio.transform())
+    return out

@@ -29,9 +29,11 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, cast
 
+import geopandas as gpd
 import numpy as np
+import xarray as xr
 
 from xdem._scale_checks import points_scale_finding
 from xdem.checks import DemCheck, InputChecks, InputCheckWarning, check_dem
@@ -48,6 +50,7 @@ from xdem.kernels.robust import nmad, nmad_inliers
 from xdem.points import PointSet, dem_at_points, is_points_source, pixel_positions, read_points
 from xdem.workflows import _summary as S
 from xdem.workflows._state import PointsSide, RunState, Sides
+from xdem.workflows.document import CoregDocument, DhStats, PointsSummary, input_checks_record
 from xdem.workflows.filters import filter_points
 from xdem.workflows.request import CoregRequest, ProgressLike
 
@@ -65,7 +68,7 @@ NOT_FOR_POINTS = {
 }
 
 
-def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
+def dh_at_points_stats(dh: np.ndarray) -> DhStats:
     """Median, NMAD, mean, RMSE and count of the finite ``dh`` (NaN/None when there are none).
 
     Examples
@@ -81,14 +84,14 @@ def dh_at_points_stats(dh: np.ndarray) -> dict[str, Any]:
             "rmse": float(np.sqrt(np.mean(v * v)))}
 
 
-def _dem_at(dem: Any, pts: PointSet, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def _dem_at(dem: xr.DataArray, pts: PointSet, positions: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """``dem`` at the points (``positions`` on its grid when already known)."""
     prow, pcol = positions if positions is not None else pixel_positions(dem, pts.x, pts.y)
     values, _, _ = dem_at_points(dask_data(dem), prow, pcol, resampling=FIT_INTERPOLATION)
     return values
 
 
-def points_summary(points: Any) -> dict[str, Any]:
+def points_summary(points: PointSet) -> PointsSummary:
     """File, count, CRS they were read in and bounds (in that CRS) of a :class:`~xdem.points.PointSet`."""
     b = [float(np.nanmin(points.x)), float(np.nanmin(points.y)), float(np.nanmax(points.x)),
          float(np.nanmax(points.y))] if points.count else None
@@ -212,27 +215,34 @@ def measure_points(state: RunState) -> None:
     }
 
 
-def points_document(state: RunState) -> dict[str, Any]:
+def points_document(state: RunState) -> CoregDocument:
     """The document stage with points: the JSON document (``points``, ``stats`` at the points)."""
     r, sides, model, dem = state.request, state.sides, state.model, state.sides.dem
     ref_is_points = sides.points_side == "reference"
     learned = S.steps_of(model)[0].learned()  # the first step's counts (each step's are in "steps")
     t = state.timing
+    steps, rigid = S.steps_summary(model), S.rigid_document(model, dem)  # the rigid keys: a DEM pair's document's
+    checks = input_checks_record(sides.checks.to_dict())
+    checks["points_vertical_scale"] = sides.points_scale
     return {
-        "steps": S.steps_summary(model),
-        **S.rigid_document(model, dem),  # the keys of a DEM pair's document
+        "steps": steps,
+        "matrix": rigid["matrix"], "matrix_about": rigid["matrix_about"],
+        "matrix_about_centre": rigid["matrix_about_centre"], "matrix_is_complete": rigid["matrix_is_complete"],
+        "rotations_deg": rigid["rotations_deg"], "rotation_centre": rigid["rotation_centre"],
+        "translation": rigid["translation"], "translation_px": rigid["translation_px"],
         "points": {**points_summary(sides.points), "side": sides.points_side, "z_column": r.z_column,
                    "n_outside": learned.get("n_outside_"), "n_outliers": learned.get("n_outliers_")},
         "stats": state.stats,
         "filters": state.filters_record,
-        "input_checks": {**sides.checks.to_dict(), "points_vertical_scale": sides.points_scale},
-        "frame": {"crs": learned.get("crs_")},
+        "input_checks": checks,
+        "frame": {"crs": cast("str | None", learned.get("crs_"))},  # xdem.coreg._frames.crs_key
         "output": str(state.paths.output),
         "output_kind": "dem" if ref_is_points else "points",
         "inputs": {"reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
                    "dem_shape": list(dem.shape), "crs": dem.rio.crs.to_string() if dem.rio.crs else None,
                    "method": r.method, "options": {k: v for k, v in r.options.items() if v is not None},
-                   **{k: None if v is None else os.path.abspath(v) for k, v in state.masks.items()}},
+                   "inlier_mask": None if state.inlier_mask is None else os.path.abspath(state.inlier_mask),
+                   "exclude_mask": None if state.exclude_mask is None else os.path.abspath(state.exclude_mask)},
         "timing": {"read_s": sides.read_s, "fit_s": t["fit_s"], "write_s": t["write_s"],
                    "total_s": time.perf_counter() - state.t_start},
         "peak_rss_mb": S.peak_rss_mb(),
@@ -257,7 +267,8 @@ def report_points(state: RunState) -> None:
 
     with state.prog.stage(f"writing the report {report}"):
         write_points_report(report, x=state.local.x, y=state.local.y, before=state.before, after=state.after,
-                            summary=doc, overwrite=state.request.overwrite, on_final_block=_final_numbers)
+                            summary=cast("dict[str, object]", doc), overwrite=state.request.overwrite,
+                            on_final_block=_final_numbers)
 
 
 def _checked_sides(r: CoregRequest, ref_is_points: bool) -> tuple[DemCheck, float]:
@@ -291,7 +302,7 @@ def _scaled_and_checked(pts: PointSet, scale: float, dem_check: DemCheck, ref_is
     return pts
 
 
-def _write_points(gdf: Any, path: Path, *, overwrite: bool) -> None:
+def _write_points(gdf: gpd.GeoDataFrame, path: Path, *, overwrite: bool) -> None:
     """Write a GeoDataFrame next to ``path`` and move it into place (never half-written)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)

@@ -18,15 +18,17 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import dask
+import xarray as xr
 
 from xdem.coreg.base import Coreg
 from xdem.errors import InputError
 from xdem.io.zarr import check_store_path
 from xdem.io.zarr_store import is_zarr_path
 from xdem.workflows import _summary as S
+from xdem.workflows.document import CoregDocument, SchedulerInfo, Timing
 from xdem.workflows.filters import OutlierFilters
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "ProgressLike", "Silent",
@@ -99,28 +101,28 @@ class CoregRequest:
         DEMs only.
     """
 
-    reference: str | os.PathLike
-    to_be_aligned: str | os.PathLike
-    output: str | os.PathLike
+    reference: str | os.PathLike[str]
+    to_be_aligned: str | os.PathLike[str]
+    output: str | os.PathLike[str]
     coreg: Coreg | None
     method: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     grid: Literal["tba", "ref"] = "tba"
-    inlier_mask: str | os.PathLike | None = None
-    exclude_mask: str | os.PathLike | None = None
+    inlier_mask: str | os.PathLike[str] | None = None
+    exclude_mask: str | os.PathLike[str] | None = None
     random_state: int | None = None
     chunks: int | None = None
     overwrite: bool = False
     resume: bool = False
-    json_out: str | os.PathLike | None = None
-    report: str | os.PathLike | None = None
+    json_out: str | os.PathLike[str] | None = None
+    report: str | os.PathLike[str] | None = None
     stats: Literal["sampled", "exact", "none"] = "sampled"
     stats_subsample: int = S.STATS_SUBSAMPLE
     z_column: str | None = None
     points_crs: str | None = None
     filters: OutlierFilters | None = None
-    dh_out: str | os.PathLike | None = None
-    stable_mask_out: str | os.PathLike | None = None
+    dh_out: str | os.PathLike[str] | None = None
+    stable_mask_out: str | os.PathLike[str] | None = None
     ref_band: int | None = None
     tba_band: int | None = None
     ref_nodata: float | None = None
@@ -136,7 +138,8 @@ class CoregResult:
     Attributes
     ----------
     document
-        The JSON document (``xdem coreg --json`` prints it): steps, matrix, frame, statistics,
+        The JSON document (``xdem coreg --json`` prints it; typed
+        :class:`~xdem.workflows.document.CoregDocument`): steps, matrix, frame, statistics,
         verdict, inputs, timing, memory, scheduler.
     json_text
         ``document`` as the strict JSON text written to ``json_out`` and printed by ``--json``.
@@ -148,12 +151,12 @@ class CoregResult:
         The fitted estimator.
     """
 
-    document: dict
+    document: CoregDocument
     json_text: str
     output: Path
     json_out: Path | None
     report: Path | None
-    timings: dict[str, float]
+    timings: Timing
     coreg: Coreg
 
 
@@ -164,16 +167,16 @@ class CheckedPaths:
     output: Path
     json_out: Path | None
     report: Path | None
-    write_report: Callable[..., Any] | None
+    write_report: Callable[..., object] | None
     dh_out: Path | None = None
     stable_mask_out: Path | None = None
 
 
 def check_coreg_paths(
-    *, reference: str | os.PathLike, to_be_aligned: str | os.PathLike, output: str | os.PathLike,
-    inlier_mask: str | os.PathLike | None = None, exclude_mask: str | os.PathLike | None = None,
-    json_out: str | os.PathLike | None = None, report: str | os.PathLike | None = None, overwrite: bool = False,
-    resume: bool = False, dh_out: str | os.PathLike | None = None, stable_mask_out: str | os.PathLike | None = None,
+    *, reference: str | os.PathLike[str], to_be_aligned: str | os.PathLike[str], output: str | os.PathLike[str],
+    inlier_mask: str | os.PathLike[str] | None = None, exclude_mask: str | os.PathLike[str] | None = None,
+    json_out: str | os.PathLike[str] | None = None, report: str | os.PathLike[str] | None = None, overwrite: bool = False,
+    resume: bool = False, dh_out: str | os.PathLike[str] | None = None, stable_mask_out: str | os.PathLike[str] | None = None,
 ) -> CheckedPaths:
     """The cheap checks run before any computation, so that nobody waits for a fit that cannot
     be saved: inputs exist; outputs are new (or ``overwrite``), distinct from the inputs and
@@ -239,7 +242,7 @@ class ProgressLike(Protocol):
 
     def echo(self, text: str = "") -> None: ...  # noqa: D102
 
-    def stage(self, text: str) -> contextlib.AbstractContextManager: ...  # noqa: D102
+    def stage(self, text: str) -> contextlib.AbstractContextManager[None]: ...  # noqa: D102
 
 
 class Silent:
@@ -256,7 +259,7 @@ class Silent:
 
 
 @contextlib.contextmanager
-def current_scheduler() -> Iterator[dict]:
+def current_scheduler() -> Iterator[SchedulerInfo]:
     """Describe the dask scheduler computations run on now (``scheduler``, ``workers``,
     ``address``, ``client``), as ``xdem.cli._common.use_scheduler`` yields it."""
     client = None
@@ -274,7 +277,7 @@ def current_scheduler() -> Iterator[dict]:
     yield {"scheduler": name, "workers": workers, "address": None, "client": None}
 
 
-def grid_chunks(dem: Any) -> tuple[int, int]:
+def grid_chunks(dem: xr.DataArray) -> tuple[int, int]:
     """Largest chunk side along rows and columns of an opened (dask-backed) DEM."""
     chunks = dem.chunks
     if chunks is None:
