@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
@@ -33,6 +33,9 @@ from xdem.report.figures import (
     to_png_base64,
 )
 from xdem.report.html import fmt_float
+
+if TYPE_CHECKING:  # annotations only: pandas is not imported to draw
+    import pandas as pd
 
 __all__ = ["shared_scale_figure", "slope_class_figure", "elevation_figure", "cdf_figure", "profiles_figure",
            "binned_by"]
@@ -83,7 +86,7 @@ def shared_scale_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[floa
     return to_png_base64(fig)
 
 
-def slope_class_figure(tables: Mapping[str, Any], *, units: str, exact: bool = True) -> str:
+def slope_class_figure(tables: Mapping[str, pd.DataFrame | None], *, units: str, exact: bool = True) -> str:
     """NMAD and median of dh by slope class, before and after (the report's tables: exact, from
     :func:`xdem.spatialstats.stats_by_slope_class`, or on its subsample when not ``exact``); the
     "after" curve on its own right axis when the shared one would flatten it (:func:`own_axis`)."""
