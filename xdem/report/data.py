@@ -79,9 +79,11 @@ def coarsen_mean(arr: da.Array, k: int) -> da.Array:
     """
     arr = da.asarray(arr)
     if k <= 1:
-        return arr.astype(np.float32)
+        same: da.Array = arr.astype(np.float32)
+        return same
     merged = _map_cells_pass([arr], k)
-    return da.from_delayed(merged[0], shape=(arr.shape[0] // k, arr.shape[1] // k), dtype=np.float32)
+    out: da.Array = da.from_delayed(merged[0], shape=(arr.shape[0] // k, arr.shape[1] // k), dtype=np.float32)
+    return out
 
 
 def decimated_maps(
