@@ -8,11 +8,16 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from xdem.errors import InputError, XdemWarning
+
+if TYPE_CHECKING:  # annotations only: rasterio is imported where a file is read
+    import rasterio.io
+
+    from xdem.typing import JSONDict
 
 #: Windows per side read from a DEM, and the largest side of each window as read.
 WINDOWS, WINDOW_SIDE = 6, 96
@@ -72,7 +77,7 @@ class Finding:
     message: str
     details: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         """The finding as a JSON-able dict."""
         return {"code": self.code, "severity": self.severity, "subject": self.subject, "message": self.message,
                 "details": self.details}
@@ -131,7 +136,7 @@ class InputChecks:
         for finding in self.of("warning"):
             warnings.warn(finding.message, InputCheckWarning, stacklevel=stacklevel + 1)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         """The JSON document's ``input_checks``."""
         side = lambda c: None if c is None else {  # noqa: E731
             "band": c.band, "nodata": None if c.nodata is None else [_json_float(v) for v in c.nodata],
@@ -197,7 +202,7 @@ def find_sentinels(values: np.ndarray, *, top: int = 5) -> list[tuple[float, flo
     return found
 
 
-def window_ground_side(src: Any, band: int = 1) -> float:
+def window_ground_side(src: rasterio.io.DatasetReader, band: int = 1) -> float:
     """Ground side (CRS units) of a window :func:`read_windows` reads cheaply from ``src``:
     :data:`WINDOW_SIDE` pixels of its coarsest overview (of its full resolution without any):
     a few tiles of the file whatever its size."""
@@ -216,7 +221,7 @@ def _windows(bounds: tuple[float, float, float, float], side: float,
     return [(x - hw, y - hh, x + hw, y + hh) for x, y in centres]
 
 
-def read_windows(src: Any, band: int, boxes: list[tuple[float, float, float, float]], *,
+def read_windows(src: rasterio.io.DatasetReader, band: int, boxes: list[tuple[float, float, float, float]], *,
                  side: int = WINDOW_SIDE) -> np.ndarray:
     """The raw values of ``band`` of the open dataset ``src`` in ``boxes`` (its CRS), each read
     decimated to at most ``side`` pixels a side, as one float64 array (declared nodata: NaN)."""

@@ -14,13 +14,16 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xdem._check_base import Finding
 from xdem.errors import InputError
 from xdem.masks import _VECTOR_SUFFIXES, _read_vector
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["mask_findings", "mask_coverage", "MIN_INLIER_PIXELS", "COVER_SIDE", "MAX_RASTER_MASK_READ"]
 
@@ -101,7 +104,7 @@ def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
     return crs, bounds, resample
 
 
-def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> dict[str, Any]:
+def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> JSONDict:
     """About how many pixels of the ``reference`` DEM file the ``mask`` file covers.
 
     Returns

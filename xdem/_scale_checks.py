@@ -10,7 +10,7 @@ real change of a few metres. Two DEMs are compared on windows over their overlap
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from xdem._check_base import (
     read_windows,
     window_ground_side,
 )
+
+if TYPE_CHECKING:  # annotations only: the point readers are not imported
+    from xdem.points.read import PointSet
 
 __all__ = ["pair_scale_finding", "scale_finding", "points_scale_finding"]
 
@@ -110,7 +113,7 @@ def scale_finding(zr: np.ndarray, zt: np.ndarray, *, ref_name: str, tba_name: st
     return None
 
 
-def points_scale_finding(dem: DemCheck, points: Any, *, points_side: Literal["reference", "to_be_aligned"],
+def points_scale_finding(dem: DemCheck, points: PointSet, *, points_side: Literal["reference", "to_be_aligned"],
                          count: int = 1000) -> Finding | None:
     """:func:`scale_finding` of points (a :class:`~xdem.points.PointSet`, elevations already
     scaled) against the DEM of ``dem`` at up to ``count`` of them (read point by point)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -54,6 +54,11 @@ from xdem._scale_checks import pair_scale_finding
 from xdem.errors import InputError
 from xdem.io.vertical import compare_vertical, file_crs, vertical_crs, vertical_unit_factor
 from xdem.io.zarr_store import is_zarr_path
+
+if TYPE_CHECKING:  # annotations only: rasterio is imported where a file is read
+    import rasterio.crs
+
+    from xdem.typing import JSONDict
 
 __all__ = ["Finding", "DemCheck", "InputChecks", "InputCheckWarning", "check_dem", "check_inputs",
            "find_sentinels", "read_windows", "file_facts", "input_facts", "vertical_warning", "UNIT_FACTORS"]
@@ -284,13 +289,13 @@ def vertical_warning(ref: str, tba: str) -> str | None:
     return compare_vertical(file_crs(ref), file_crs(tba))
 
 
-def file_facts(path: str) -> dict[str, Any] | None:
+def file_facts(path: str) -> JSONDict | None:
     """What the JSON and the report say of one input file: CRS, resolution, size, nodata,
     data type and vertical CRS (metadata only; ``None`` for a file GDAL cannot open)."""
     return input_facts(path)[0]
 
 
-def input_facts(path: str) -> tuple[dict[str, Any] | None, Any]:
+def input_facts(path: str) -> tuple[JSONDict | None, rasterio.crs.CRS | None]:
     """:func:`file_facts` of a file and its CRS with the vertical part (what
     :func:`vertical_warning` compares), from one opening of the file; ``(None, None)`` for a
     file GDAL cannot open.

@@ -20,9 +20,9 @@ NMAD follows the field's definition: ``1.4826 * median(|x - median(x)|)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import dask
 import dask.array as da
@@ -37,6 +37,7 @@ from xdem.sampling import _pixel_hash, below, hash_bound, resolve_count
 
 if TYPE_CHECKING:  # annotations only
     import xarray as xr
+    from dask.delayed import Delayed
 
 __all__ = ["median", "nmad", "robust_summary", "sampled_dh_stats", "dh_stats_tasks", "dh_stats_finish",
            "dh_stats_while_writing", "dh_stats_blocks", "NMAD_FACTOR", "N_BINS", "MAX_GATHER", "STATS_SUBSAMPLE", "stats_method"]
@@ -74,7 +75,13 @@ def _unmasked(block: Any) -> np.ndarray:
     return np.ma.filled(block.astype(np.result_type(block.dtype, np.float32)), np.nan)
 
 
-def masked_as_nan(data: Any) -> Any:
+@overload
+def masked_as_nan(data: da.Array) -> da.Array: ...
+@overload
+def masked_as_nan(data: np.ndarray) -> np.ndarray: ...
+@overload
+def masked_as_nan(data: object) -> object: ...
+def masked_as_nan(data: object) -> object:
     """``data`` with the masked values of a numpy masked array, or of masked dask chunks, made
     NaN (a float copy, lazily for dask): every statistic then ignores them, as upstream xdem
     does. Anything else is returned as it is.
@@ -372,13 +379,13 @@ def _dh_block(
 
 
 def dh_stats_tasks(
-    ref: Any,
-    others: dict[str, Any],
+    ref: np.ndarray | da.Array | xr.DataArray,
+    others: Mapping[str, np.ndarray | da.Array | xr.DataArray],
     *,
-    stable: Any = None,
+    stable: np.ndarray | da.Array | None = None,
     subsample: float | int = 2_000_000,
     random_state: int | None = None,
-) -> Any:
+) -> Delayed:
     """The lazy pass of :func:`sampled_dh_stats`: a :func:`dask.delayed` object whose result
     :func:`dh_stats_finish` turns into the statistics (one task per block, see
     :func:`xdem.io.grid.block_tasks`). To draw them while writing a DEM, use
@@ -389,13 +396,13 @@ def dh_stats_tasks(
 
 
 def dh_stats_blocks(
-    ref: Any,
-    others: dict[str, Any],
+    ref: np.ndarray | da.Array | xr.DataArray,
+    others: Mapping[str, np.ndarray | da.Array | xr.DataArray],
     *,
-    stable: Any = None,
+    stable: np.ndarray | da.Array | None = None,
     subsample: float | int = 2_000_000,
     random_state: int | None = None,
-) -> tuple[Callable[..., dict[str, np.ndarray]], list[da.Array], Callable[[list], dict[str, Any]]]:
+) -> tuple[Callable[..., dict[str, np.ndarray]], list[da.Array], Callable[[list], dict[str, dict[str, float | int] | None]]]:
     """:func:`sampled_dh_stats` as a function of one block, to run in another pass's tasks
     (e.g. :class:`xdem.sampling.BlockWork`): ``(func, arrays, finish)`` where
     ``func(*blocks_of_arrays, row0=, col0=)`` gives a block's small result and ``finish`` turns
@@ -416,13 +423,13 @@ def _dh_written_block(block: np.ndarray, *blocks: np.ndarray, per_block: Callabl
 
 
 def dh_stats_while_writing(
-    ref: Any,
-    others: dict[str, Any],
+    ref: np.ndarray | da.Array | xr.DataArray,
+    others: Mapping[str, np.ndarray | da.Array | xr.DataArray],
     *,
-    stable: Any = None,
+    stable: np.ndarray | da.Array | None = None,
     subsample: float | int = 2_000_000,
     random_state: int | None = None,
-) -> tuple[Any, Callable[[list], dict[str, dict]]]:
+) -> tuple[BlockStats, Callable[[list], dict[str, dict]]]:
     """:func:`sampled_dh_stats` computed in the tasks that write a DEM with
     :func:`xdem.write_cog` (``also=[stats]``): the blocks of ``ref``, ``stable`` and
     ``others`` are read in the writing pass, next to the written block, and nothing waits in
@@ -434,7 +441,8 @@ def dh_stats_while_writing(
         _dh_merge(parts, names))
 
 
-def _dh_inputs(ref: da.Array, others: dict[str, Any], stable: Any, subsample: float | int) -> tuple:
+def _dh_inputs(ref: da.Array, others: Mapping[str, np.ndarray | da.Array | xr.DataArray],
+               stable: np.ndarray | da.Array | None, subsample: float | int) -> tuple:
     ny, nx = ref.shape
     resolve_count(subsample, 1)  # validate
     if stable is None:
@@ -462,13 +470,19 @@ def _dh_merge(parts: list[dict], names: tuple[str, ...]) -> dict:
     }
 
 
-def dh_stats_finish(merged: dict, *, allow_empty: bool = False) -> dict[str, Any]:
+@overload
+def dh_stats_finish(merged: dict, *, allow_empty: Literal[False] = False) -> dict[str, dict[str, float | int]]: ...
+@overload
+def dh_stats_finish(merged: dict, *, allow_empty: bool) -> dict[str, dict[str, float | int] | None]: ...
+def dh_stats_finish(
+    merged: dict, *, allow_empty: bool = False
+) -> dict[str, dict[str, float | int]] | dict[str, dict[str, float | int] | None]:
     """Statistics from the result of :func:`dh_stats_tasks`: per name ``count``, ``min`` and
     ``max`` (exact: stable pixels valid in both), ``median``, ``nmad``, ``mean``, ``std``,
     ``rmse`` and ``le90`` (90 % quantile of ``|dh|``) on the ``sampled`` pixels (summed in
     sorted order, so that they are identical whatever the chunking). A name without any valid
     value raises :class:`~xdem.errors.NotEnoughDataError`, or is ``None`` with ``allow_empty``."""
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, float | int] | None] = {}
     vals = merged["values"]
     for k, name in enumerate(merged["names"]):
         dh = vals[k + 1] - vals[0]

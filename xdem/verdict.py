@@ -30,8 +30,8 @@ no extra pass) when the DEMs share a grid.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from xdem.kernels.nuth_kaab import nuth_kaab_step
 from xdem.kernels.robust import nmad
 from xdem.masks import stable_mask_like
 from xdem.sampling import _pixel_hash, below, hash_bound, partial_windows, sample_valid
-from xdem.typing import MaskLike
+from xdem.typing import JSONDict, MaskLike
 from xdem.verdict_checks import (
     FIT_SHARE_MIN,
     IMPROVED_RATIO_MAX,
@@ -55,6 +55,10 @@ from xdem.verdict_checks import (
     run_checks,
     status_of,
 )
+
+if TYPE_CHECKING:  # annotations only
+    import dask.array as da
+    import xarray as xr
 
 __all__ = ["MIN_SLOPE", "RESIDUAL_PIXELS", "NMAD_RATIO_MAX", "VERDICT_SUBSAMPLE", "residual_sinusoid",
            "compute_verdict", "verdict_sample", "verdict_while_writing", "verdict_of_run", "metric_pixel_size"]
@@ -72,7 +76,7 @@ def _nmad(v: np.ndarray) -> float | None:
 
 def residual_sinusoid(
     dh: np.ndarray, slope: np.ndarray, aspect: np.ndarray, *, min_slope: float = MIN_SLOPE
-) -> dict[str, Any] | None:
+) -> dict[str, float] | None:
     """Fit ``dh / tan(slope) = a cos(b - aspect) + c`` on sampled pixels (degrees in).
 
     Returns ``{"amplitude": a, "direction_deg": b, "dh_explained": a * median(tan(slope)),
@@ -122,7 +126,7 @@ def compute_verdict(
     steps: Sequence[Mapping[str, object]] | None = None,
     counts: Mapping[str, int] | None = None,
     pixel_size_m: float | None = None,
-) -> dict[str, Any] | None:
+) -> JSONDict | None:
     """The verdict from a subsample of stable pixels: the checks of :mod:`xdem.verdict_checks`.
 
     Parameters
@@ -225,8 +229,8 @@ def _verdict_record(f: Facts, checks: list[Check], *, n_after: int) -> dict[str,
 
 
 def verdict_sample(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: MaskLike = None, exclude_mask: MaskLike = None,
-    subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
+    ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None, subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
 ) -> tuple[dict[str, np.ndarray], int]:
     """Stable sampled pixels of dh before/after, slope and aspect of ``ref``, lazily on the
     reference grid; one pass (two when few pixels are valid). Slope and aspect (Horn) are
@@ -278,7 +282,7 @@ def metric_pixel_size(
     return max(rx, ry) * float(unit_factor)
 
 
-def _dem_pixel_m(dem: Any) -> float:
+def _dem_pixel_m(dem: xr.DataArray) -> float:
     """:func:`metric_pixel_size` of a DEM (its CRS's units; the latitude of its centre)."""
     crs, t = dem.rio.crs, get_transform(dem)
     factor = 1.0
@@ -294,11 +298,12 @@ def _dem_pixel_m(dem: Any) -> float:
 
 
 def verdict_of_run(
-    ref: Any, tba: Any, aligned: Any, *, stats: Mapping[str, Any] | None, methods: Sequence[str],
+    ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, stats: Mapping[str, object] | None,
+    methods: Sequence[str],
     inlier_mask: MaskLike = None, exclude_mask: MaskLike = None, random_state: int | None = None,
     subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
     steps: Sequence[Mapping[str, object]] | None = None,
-) -> dict[str, Any] | None:
+) -> JSONDict | None:
     """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while
     writing, :func:`verdict_while_writing`) or, without it, on :func:`verdict_sample` (one
     pass), with the NMADs and medians of the run's statistics (``stats["before"]["nmad"]``...)
@@ -350,8 +355,9 @@ def _written_block(
 
 
 def verdict_while_writing(
-    ref: Any, aligned: Any, *, stable: Any, subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
-) -> tuple[Any, Any]:
+    ref: xr.DataArray, aligned: da.Array | np.ndarray, *, stable: da.Array | np.ndarray,
+    subsample: int = VERDICT_SUBSAMPLE, random_state: int | None = None,
+) -> tuple[BlockStats, Callable[[list], dict[str, np.ndarray]]]:
     """The verdict's subsample drawn in the tasks that write ``aligned`` with
     :func:`xdem.write_cog` (``also=[...]``): no extra pass over the data.
 

@@ -26,13 +26,22 @@ import logging
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from dask.callbacks import Callback
 
 from xdem.io._gdal_copy import COPY_PROGRESS
 
-__all__ = ["RunBar", "WEIGHTS", "stage_key", "iteration_lines"]
+__all__ = ["RunBar", "WEIGHTS", "stage_key", "iteration_lines", "LineStream"]
+
+
+class LineStream(Protocol):
+    """Where :func:`iteration_lines` prints: a text stream (``sys.stderr``) or any object with
+    ``write(text)`` and ``flush()``."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
 
 #: Share of each stage in the bar (the writing stage: block pass, then GDAL's COG copy).
 WEIGHTS = {"outlier filters": 1.0, "fitting": 4.0, "writing": 4.0, "copy": 2.0, "statistics": 1.0, "verdict": 1.0,
@@ -184,7 +193,7 @@ class RunBar:
 
 
 @contextlib.contextmanager
-def iteration_lines(bar: RunBar | None, stream: Any = None) -> Iterator[None]:
+def iteration_lines(bar: RunBar | None, stream: LineStream | None = None) -> Iterator[None]:
     """Print the ``xdem.iterations`` log (one line per iteration of the iterative methods) on
     ``stream`` (stderr) inside the block, clearing the bar first."""
     out = stream if stream is not None else sys.stderr

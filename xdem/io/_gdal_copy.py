@@ -69,7 +69,7 @@ def _libgdal() -> Any:
     return lib
 
 
-def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str, Any],
+def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str, object],
                        progress: Callable[[float], None] | None = None) -> bool:
     """``GDALCreateCopy(driver, dst, src, options)`` calling ``progress(fraction)`` (if given) as
     GDAL advances. Returns False (nothing done) when libgdal cannot be reached this way.

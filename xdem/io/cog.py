@@ -364,15 +364,14 @@ def _checked_options(compress: str, blocksize: int) -> str:
     return compress
 
 
-def one_band(dem: Any, who: str) -> xr.DataArray:
+def one_band(dem: object, who: str) -> xr.DataArray:
     """``dem`` as a 2-D DataArray (a single band squeezed), else a one-line InputError naming ``who``."""
     if not isinstance(dem, xr.DataArray):
         raise InputError(f"{who} needs an xarray.DataArray, got {type(dem).__name__}; open it with xdem.open_dem")
-    if dem.ndim == 3 and dem.shape[0] == 1:
-        dem = dem[0]
-    if dem.ndim != 2:
-        raise InputError(f"{who} writes 2-D DEMs, got dims {dem.dims}; select one band first")
-    return dem
+    band = dem[0] if dem.ndim == 3 and dem.shape[0] == 1 else dem
+    if band.ndim != 2:
+        raise InputError(f"{who} writes 2-D DEMs, got dims {band.dims}; select one band first")
+    return band
 
 
 def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, blocksize: int,

@@ -28,6 +28,7 @@ from xdem.typing import CRSLike
 if TYPE_CHECKING:  # types only; odc-geo is imported when a reprojection needs it (about 0.2 s)
     import rasterio.crs
     import rasterio.io
+    from dask.delayed import Delayed
     from odc.geo.geobox import GeoBox
 
 __all__ = [
@@ -234,7 +235,7 @@ def block_pixel_offsets(block_info: dict | None, depth: int = 0) -> tuple[int, i
     return (loc[0][0] - depth, loc[1][0] - depth)
 
 
-def block_tasks(func: Callable[..., Any], arrays: Sequence[Any], **kwargs: Any) -> list:
+def block_tasks(func: Callable[..., object], arrays: Sequence[da.Array], **kwargs: object) -> list[Delayed]:
     """One :func:`dask.delayed` call per block, row-major:
     ``func(*blocks_of_arrays, row0=, col0=, **kwargs)`` with the block's global offsets.
 

@@ -13,16 +13,29 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["register_source", "find_sources", "register_region_reader", "region_reader"]
+if TYPE_CHECKING:  # annotations only
+    import dask.array as da
+    import numpy as np
+    import xarray as xr
+
+__all__ = ["register_source", "find_sources", "register_region_reader", "region_reader", "RegionReader"]
+
+
+class RegionReader(Protocol):
+    """A picklable callable giving any region of a 2-D lazy array straight from its file:
+    ``reader(rows, cols)`` returns the values the array's own chunks hold there."""
+
+    def __call__(self, rows: slice, cols: slice, /) -> np.ndarray: ...
+
 
 _LOCK = threading.Lock()
 #: graph layer name -> resolved paths of the files that layer reads
 _REGISTRY: dict[str, set[Path]] = {}
 #: dask array name -> a callable ``(rows: slice, cols: slice) -> ndarray`` giving any region of
 #: that array straight from its file (see :func:`register_region_reader`)
-_READERS: dict[str, Any] = {}
+_READERS: dict[str, RegionReader] = {}
 
 
 def _resolve(path: str | os.PathLike) -> Path:
@@ -52,7 +65,7 @@ def _layer_names(obj: Any) -> tuple[set[str], set[str]]:
     return set(layers), roots
 
 
-def register_source(arr: Any, path: str | os.PathLike) -> None:
+def register_source(arr: da.Array | xr.DataArray, path: str | os.PathLike) -> None:
     """Record that the lazy array ``arr`` reads the file ``path``.
 
     The array's own name and the root layers of its graph (those reading the file) are
@@ -84,7 +97,7 @@ def register_source(arr: Any, path: str | os.PathLike) -> None:
             _REGISTRY.setdefault(n, set()).add(resolved)
 
 
-def find_sources(obj: Any) -> set[Path]:
+def find_sources(obj: object) -> set[Path]:
     """Resolved paths of every registered file the lazy ``obj`` depends on.
 
     Parameters
@@ -112,7 +125,7 @@ def find_sources(obj: Any) -> set[Path]:
     return out
 
 
-def register_region_reader(arr: Any, reader: Any) -> None:
+def register_region_reader(arr: da.Array | xr.DataArray, reader: RegionReader) -> None:
     """Record that any region of the 2-D lazy array ``arr`` can be read by ``reader(rows, cols)``.
 
     ``reader`` (picklable: it travels in dask tasks) must return exactly the values the array's
@@ -127,7 +140,7 @@ def register_region_reader(arr: Any, reader: Any) -> None:
             _READERS[name] = reader
 
 
-def region_reader(arr: Any) -> Any:
+def region_reader(arr: da.Array | xr.DataArray) -> RegionReader | None:
     """The reader registered for exactly this lazy array (not one derived from it), or ``None``.
 
     Examples

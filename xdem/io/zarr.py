@@ -197,7 +197,8 @@ def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> A
             _drop_partials(path / fp["variable"])
             return zs.done_chunks(path, fp["variable"])
         if not overwrite:
-            differ = sorted(k for k in set(fp) | set(old or {}) if (old or {}).get(k) != fp.get(k))
+            prev = old if isinstance(old, dict) else {}
+            differ = sorted(k for k in set(fp) | set(prev) if prev.get(k) != fp.get(k))
             raise OutputError(f"cannot resume '{path}': it was written by a different computation (differs in: "
                               f"{', '.join(differ) or 'unreadable fingerprint'}); pass overwrite=True / --overwrite to "
                               "start again, or write to another path")
@@ -313,7 +314,7 @@ def write_zarr(
     compressor: str = "zstd",
     nodata: float | None = -9999,
     progress: bool = False,
-    fingerprint: Mapping[str, Any] | None = None,
+    fingerprint: Mapping[str, object] | None = None,
 ) -> ZarrResult:
     """Write a 2-D DataArray of any size to a Zarr v3 store, out of core, lock-free and resumable.
 

@@ -29,10 +29,13 @@ import uuid
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xdem.errors import OutputError
 from xdem.io import atomic
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONValue
 
 __all__ = ["is_zarr_path", "is_dem_store", "store_status", "BOOK", "COMPLETE", "FINGERPRINT"]
 
@@ -91,7 +94,7 @@ def write_json_atomic(path: Path, doc: object) -> None:
             tmp.unlink()
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JSONValue:
     """The JSON document at ``path``, or ``None`` if it is missing or unreadable."""
     try:
         return json.loads(path.read_text())

@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
 from xdem.errors import InputError
 
 __all__ = ["decimation_factor", "map_cells_block", "merge_map_cells", "cell_means", "class_counts_block",
-           "inside_block_sums", "merge_inside"]
+           "inside_block_sums", "merge_inside", "MapCells"]
+
+#: One block's part of the maps (:func:`map_cells_block`): ``(cell_row0, cell_col0, sums, counts)``.
+MapCells: TypeAlias = tuple[int, int, list[np.ndarray], list[np.ndarray]]
 
 
 def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
@@ -56,7 +59,7 @@ def decimation_factor(shape: tuple[int, int], max_pixels: int) -> int:
     return k
 
 
-def map_cells_block(*blocks: np.ndarray, k: int, shape: tuple[int, int], row0: int, col0: int) -> Any:
+def map_cells_block(*blocks: np.ndarray, k: int, shape: tuple[int, int], row0: int, col0: int) -> MapCells | None:
     """Sums and counts of the finite values of each block in the ``k x k`` map cells it touches
     (cells of the grid trimmed to ``(ny // k) * k`` rows and ``(nx // k) * k`` columns):
     ``(cell_row0, cell_col0, sums, counts)`` (float64 and int64 arrays, one per block given),
@@ -106,7 +109,7 @@ def cell_means(a: np.ndarray, *, k: int) -> np.ndarray:
     return _means(*_cell_sums(a[:rows, :cols], k))
 
 
-def merge_map_cells(parts: Sequence[Any], *, shape: tuple[int, int], k: int) -> list[np.ndarray]:
+def merge_map_cells(parts: Sequence[MapCells | None], *, shape: tuple[int, int], k: int) -> list[np.ndarray]:
     """The maps (float32, NaN where a cell has no finite value) from every block's
     :func:`map_cells_block`, in row-major block order (the same order for any scheduler)."""
     out_shape = (shape[0] // k, shape[1] // k)
@@ -147,11 +150,11 @@ def inside_block_sums(stable: np.ndarray, *dhs: np.ndarray, row0: int, col0: int
     return np.array(out)
 
 
-def merge_inside(parts: Sequence[np.ndarray], names: Sequence[str]) -> dict[str, Any]:
+def merge_inside(parts: Sequence[np.ndarray], names: Sequence[str]) -> dict[str, float]:
     """The sums of :func:`xdem.report.masked.inside_block` from every block's
     :func:`inside_block_sums` (added in row-major block order)."""
     total = np.sum(np.stack(parts), axis=0)
-    out: dict[str, Any] = {"mask_pixels": int(total[0])}
+    out: dict[str, float] = {"mask_pixels": int(total[0])}
     for i, name in enumerate(names):
         out[f"{name}.count"] = int(total[1 + 2 * i])
         out[f"{name}.sum"] = float(total[2 + 2 * i])

@@ -16,10 +16,11 @@ statistics are exact out-of-core reductions (:mod:`xdem.stats`).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -35,11 +36,14 @@ from xdem.masks import stable_mask_like
 from xdem.report import blocks
 from xdem.report.blocks import decimation_factor
 from xdem.report.overviews import overview_maps
-from xdem.sampling import BlockWork, sample_valid
+from xdem.sampling import BlockWork, Sample, sample_valid
 from xdem.spatialstats import stats_by_slope_class
 from xdem.spatialstats.binned import SLOPE_CLASSES
 from xdem.terrain import get_terrain_attribute
 from xdem.typing import DEMLike, MaskLike
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["decimation_factor", "coarsen_mean", "decimated_maps", "ReportData", "open_inputs",
            "collect", "sampled_slope_tables"]
@@ -75,9 +79,11 @@ def coarsen_mean(arr: da.Array, k: int) -> da.Array:
     """
     arr = da.asarray(arr)
     if k <= 1:
-        return arr.astype(np.float32)
+        same: da.Array = arr.astype(np.float32)
+        return same
     merged = _map_cells_pass([arr], k)
-    return da.from_delayed(merged[0], shape=(arr.shape[0] // k, arr.shape[1] // k), dtype=np.float32)
+    out: da.Array = da.from_delayed(merged[0], shape=(arr.shape[0] // k, arr.shape[1] // k), dtype=np.float32)
+    return out
 
 
 def decimated_maps(
@@ -202,7 +208,9 @@ def _slope_tables(dhs: dict[str, da.Array], slope: xr.DataArray) -> dict[str, An
     return out
 
 
-def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], classes: tuple[float, ...]) -> dict[str, Any]:
+def sampled_slope_tables(
+    sample: Sample | Mapping[str, np.ndarray], counts: np.ndarray, names: list[str], classes: tuple[float, ...]
+) -> dict[str, pd.DataFrame | None]:
     """Statistics of each ``dh`` by slope class: ``count`` exact (``counts``: per dh and class,
     :func:`xdem.report.blocks.class_counts_block` summed), ``median``, ``nmad``, ``mean`` and ``rmse`` on the sampled
     pixels of the class (``sample_count`` of them; NaN for a class without any); ``None``
@@ -215,7 +223,7 @@ def sampled_slope_tables(sample: Any, counts: np.ndarray, names: list[str], clas
     klass = np.clip(np.searchsorted(edges, slope, side="right") - 1, 0, len(edges) - 2)
     klass[slope == edges[-1]] = len(edges) - 2
     inside = np.isfinite(slope) & (slope >= edges[0]) & (slope <= edges[-1])
-    out: dict[str, Any] = {}
+    out: dict[str, pd.DataFrame | None] = {}
     for i, name in enumerate(names):
         if int(counts[i].sum()) == 0:
             out[name] = None

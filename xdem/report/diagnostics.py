@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
@@ -33,6 +33,10 @@ from xdem.report.figures import (
     to_png_base64,
 )
 from xdem.report.html import fmt_float
+
+if TYPE_CHECKING:  # annotations only: pandas is not imported to draw
+    import pandas as pd
+    from matplotlib.axes import Axes
 
 __all__ = ["shared_scale_figure", "slope_class_figure", "elevation_figure", "cdf_figure", "profiles_figure",
            "binned_by"]
@@ -83,7 +87,7 @@ def shared_scale_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[floa
     return to_png_base64(fig)
 
 
-def slope_class_figure(tables: Mapping[str, Any], *, units: str, exact: bool = True) -> str:
+def slope_class_figure(tables: Mapping[str, pd.DataFrame | None], *, units: str, exact: bool = True) -> str:
     """NMAD and median of dh by slope class, before and after (the report's tables: exact, from
     :func:`xdem.spatialstats.stats_by_slope_class`, or on its subsample when not ``exact``); the
     "after" curve on its own right axis when the shared one would flatten it (:func:`own_axis`)."""
@@ -132,7 +136,7 @@ def binned_by(x: np.ndarray, y: np.ndarray, *, nbins: int = 20, min_count: int =
     """
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
-    out: dict[str, list] = {"x": [], "median": [], "nmad": [], "count": []}
+    out: dict[str, list[float]] = {"x": [], "median": [], "nmad": [], "count": []}
     if x.size == 0:
         return {k: np.array(v, dtype=float) for k, v in out.items()}
     edges = np.unique(np.quantile(x, np.linspace(0, 1, nbins + 1)))
@@ -247,13 +251,14 @@ def profiles_figure(maps: Mapping[str, np.ndarray], *, extent: Sequence[float], 
         xs = left + (np.arange(nx) + 0.5) * (right - left) / nx
         profiles[name] = (xs, cols, ys, rows)
     drawn = bool(profiles)
-    twins: list = [None, None]
+    twins: list[Axes | None] = [None, None]
     for i, ax in enumerate(axes):
         if "after" in profiles:
             twins[i] = own_axis(ax, [profiles["before"][2 * i + 1]] if "before" in profiles else [],
                                 [profiles["after"][2 * i + 1]], what=f"dh ({units})")
         for name, p in profiles.items():
-            target = twins[i] if name == "after" and twins[i] is not None else ax
+            twin = twins[i]
+            target = twin if name == "after" and twin is not None else ax
             target.plot(p[2 * i], p[2 * i + 1], color=_COLOURS[name], lw=1 if name == "before" else 0.7,
                         alpha=1.0 if name == "before" else 0.75, label=name)
     if not drawn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -20,6 +21,9 @@ from matplotlib.ticker import MaxNLocator
 
 from xdem.kernels.robust import bin_index
 from xdem.report.html import fmt_float
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["to_png_base64", "maps_figure", "build_maps_figure", "inside_maps_figure", "build_inside_maps_figure",
            "histogram_figure", "nuth_kaab_figure", "history_figure", "symmetric_limit", "draw_voids", "VOID_COLOUR",
@@ -49,7 +53,7 @@ def to_png_base64(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _empty(ax, title: str) -> None:
+def _empty(ax: Axes, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=12, color="0.4")
     ax.set_xticks([])
@@ -158,7 +162,7 @@ def _dh_cmap(name: str = DH_CMAP) -> Colormap:
     return colormaps[name].with_extremes(bad=VOID_COLOUR)
 
 
-def _map_axes(ax, *, title: str, units: str, crs: str) -> None:
+def _map_axes(ax: Axes, *, title: str, units: str, crs: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(f"Easting ({units}), {crs}", fontsize=8)
     ax.set_ylabel(f"Northing ({units}), {crs}", fontsize=8)
@@ -276,12 +280,12 @@ def build_inside_maps_figure(maps: dict[str, np.ndarray], *, stable_map: np.ndar
     return fig
 
 
-def _hist_panel(ax, series: list[tuple[str, np.ndarray]], *, units: str, title: str) -> None:
+def _hist_panel(ax: Axes, series: list[tuple[str, np.ndarray]], *, units: str, title: str) -> None:
     lim = symmetric_limit(*(v for _, v in series), q=99.5)
     bins = np.linspace(-lim, lim, 121)
     for name, v in series:
         color = _BEFORE if name == "before" else _AFTER
-        ax.hist(np.clip(v, -lim, lim), bins=bins, histtype="stepfilled", alpha=0.35, color=color,
+        ax.hist(np.clip(v, -lim, lim), bins=bins.tolist(), histtype="stepfilled", alpha=0.35, color=color,
                 edgecolor=color, label=f"{name} (n = {v.size})")
         ax.axvline(float(np.median(v)), color=color, lw=1.2, ls="--")
     ax.axvline(0.0, color="k", lw=0.6)
@@ -423,7 +427,7 @@ def _hillshade(z: np.ndarray, dx: float, dy: float) -> np.ndarray:
     return np.where(np.isfinite(z), shade, np.nan)
 
 
-def blockwise_figure(tiles: dict, field: object, *, ref_map: np.ndarray, extent: Sequence[float], crs: str,
+def blockwise_figure(tiles: JSONDict, field: object, *, ref_map: np.ndarray, extent: Sequence[float], crs: str,
                      units: str) -> str:
     """Per-tile translations as arrows over a hillshade of the reference (used tiles black,
     rejected ones as red crosses), and the fitted field: horizontal magnitude with arrows, and

@@ -12,9 +12,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["fmt", "fmt_float", "SIGNIFICANT", "render_value", "table", "section", "document", "img", "key_value_rows"]
 
@@ -154,7 +157,7 @@ def label_cell(text: str) -> str:
 
 
 def key_value_rows(
-    doc: dict, prefix: str | None, *, skip: Sequence[str] = (), labels: dict[str, str] | None = None
+    doc: JSONDict, prefix: str | None, *, skip: Sequence[str] = (), labels: dict[str, str] | None = None
 ) -> list[list[str]]:
     """Rows ``[name, value]`` of a dict; nested dicts are flattened with dotted names.
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,10 @@ from xdem.report import units as U
 from xdem.report.html import fmt, label_cell, note, table
 from xdem.spatialstats import fit_sum_model_variogram, neff_circular_approx_theoretical
 from xdem.spatialstats.variogram import _lag_edges, _one_variogram
+
+if TYPE_CHECKING:  # annotations only: xdem.report.data imports this module
+    from xdem.report.data import ReportData
+    from xdem.typing import JSONDict
 
 __all__ = ["VARIOGRAM_POINTS", "inside_block", "inside_section"]
 
@@ -84,9 +88,9 @@ def _sem(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, *, res: tuple[f
 
 
 def inside_block(
-    sums: Mapping[str, Any], *, sample: Mapping[str, np.ndarray], resolution: tuple[float, float],
+    sums: Mapping[str, float], *, sample: Mapping[str, np.ndarray], resolution: tuple[float, float],
     random_state: int | None = None,
-) -> dict[str, Any]:
+) -> JSONDict:
     """Mean dh, volume change and uncertainties inside the mask (see the module notes).
 
     Parameters
@@ -149,7 +153,7 @@ def _with_mass(block: dict[str, Any], names: list[str]) -> None:
         b["mean_dh_we"], b["mean_dh_we_uncertainty"] = U.water_equivalent(b["mean_dh"], b["mean_dh_uncertainty"])
 
 
-def inside_section(data: Any, *, random_state: int | None) -> str | None:
+def inside_section(data: ReportData, *, random_state: int | None) -> str | None:
     """HTML of the "Inside the mask" block of a :class:`~xdem.report.data.ReportData` (``None``
     without a mask): area, mean dh, volume change and, in metres, mass change and m w.e., each
     with its 1-sigma uncertainty, in the units of :mod:`xdem.report.units`."""

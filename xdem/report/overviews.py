@@ -55,7 +55,7 @@ class OverviewMaps:
         return self.level_factor * self.block
 
 
-def file_of(source: Any) -> Path | None:
+def file_of(source: object) -> Path | None:
     """The GeoTIFF a DEM argument is exactly (a path, or a DataArray from :func:`xdem.open_dem` of
     a file, not derived from it), or ``None``."""
     if isinstance(source, (str, os.PathLike)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -17,6 +17,9 @@ from matplotlib.figure import Figure
 from xdem.io.atomic import write_text_atomic
 from xdem.report.figures import AFTER_AXIS_RATIO, DH_CMAP, _hist_panel, symmetric_limit, to_png_base64
 from xdem.report.html import cell, document, fmt_float, img, key_value_rows, label_cell, note, table
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["tracks_figure", "points_histogram_figure", "points_report_html", "write_points_report", "MAX_MAP_POINTS"]
 
@@ -73,7 +76,7 @@ def points_histogram_figure(dh: dict[str, np.ndarray]) -> str:
 
 
 def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
-                       summary: dict[str, Any], on_final_block: Callable[[], None] | None = None) -> str:
+                       summary: JSONDict, on_final_block: Callable[[], None] | None = None) -> str:
     """The page: maps, histograms, statistics and the run's summary. ``on_final_block`` is called
     once the figures are drawn, just before the run's summary (the last block) is rendered from
     ``summary``: ``xdem coreg --report`` sets its final timing there (page == JSON)."""
@@ -102,7 +105,7 @@ def points_report_html(*, x: np.ndarray, y: np.ndarray, before: np.ndarray, afte
 
 
 def write_points_report(path: str | Path, *, x: np.ndarray, y: np.ndarray, before: np.ndarray, after: np.ndarray,
-                        summary: dict[str, Any], overwrite: bool = False,
+                        summary: JSONDict, overwrite: bool = False,
                         on_final_block: Callable[[], None] | None = None) -> Path:
     """Write :func:`points_report_html` to ``path`` atomically; returns the path."""
     text = points_report_html(x=x, y=y, before=before, after=after, summary=summary, on_final_block=on_final_block)

@@ -3,13 +3,14 @@ CLI's JSON summary (each optional)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xdem.coreg import Coreg, merged_transform
 from xdem.coreg.blockwise import field_of
-from xdem.kernels.field import compose
+from xdem.kernels.field import ThinPlateField, compose
 from xdem.report import diagnostics as D
 from xdem.report import figures as F
 from xdem.report import verdict_box as V
@@ -17,6 +18,9 @@ from xdem.report.data import ReportData
 from xdem.report.html import cell, img, key_value_rows, label_cell, note, render_value, table
 from xdem.report.masked import inside_section
 from xdem.verdict import compute_verdict, metric_pixel_size
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["find_stats", "find_steps", "build_sections", "processing_section"]
 
@@ -60,7 +64,7 @@ def _get(doc: Any, path: str) -> Any:
     return cur
 
 
-def find_stats(summary: dict | None) -> tuple[str, dict] | None:
+def find_stats(summary: JSONDict | None) -> tuple[str, JSONDict] | None:
     """``(prefix, {"before": {...}, "after": {...}})`` of the summary's dh statistics, if any."""
     if not summary:
         return None
@@ -77,12 +81,12 @@ def find_stats(summary: dict | None) -> tuple[str, dict] | None:
     return None
 
 
-def _coreg_docs(coreg: Coreg) -> list[dict]:
+def _coreg_docs(coreg: Coreg) -> list[JSONDict]:
     doc = coreg.to_dict()
     return list(doc["steps"]) if "steps" in doc else [doc]
 
 
-def find_steps(summary: dict | None, coreg: Coreg | None) -> tuple[list[str], list[dict]] | None:
+def find_steps(summary: JSONDict | None, coreg: Coreg | None) -> tuple[list[str], list[JSONDict]] | None:
     """``(data-key prefix of each step, step documents)``: from the summary if it lists steps,
     else from the fitted coregistration (keys ``coreg.steps.<i>``)."""
     if summary:
@@ -98,16 +102,16 @@ def find_steps(summary: dict | None, coreg: Coreg | None) -> tuple[list[str], li
     return None
 
 
-def _method(doc: dict) -> str:
+def _method(doc: JSONDict) -> str:
     return str(doc.get("method", doc.get("name", "step")))
 
 
-def _learned(doc: dict) -> dict:
+def _learned(doc: JSONDict) -> JSONDict:
     v = doc.get("learned")
     return v if isinstance(v, dict) else doc
 
 
-def _nk_info(steps: list[dict] | None) -> tuple[tuple[float, float] | None, tuple[list | None, str]]:
+def _nk_info(steps: list[JSONDict] | None) -> tuple[tuple[float, float] | None, tuple[list[Sequence[float]] | None, str]]:
     """Total fitted horizontal shift (when a Nuth & Kääb or NuthKaabDeramp step exists), and
     the iteration history of the last such step with its method name."""
     nk_methods = ("nuthkaab", "nuthkaabderamp")
@@ -131,7 +135,7 @@ def _nk_info(steps: list[dict] | None) -> tuple[tuple[float, float] | None, tupl
 
 
 # ---------------------------------------------------------------------------------------------
-def _stats_section(data: ReportData, summary: dict | None) -> str:
+def _stats_section(data: ReportData, summary: JSONDict | None) -> str:
     found = find_stats(summary)
     if found is not None:
         cols = found[1]
@@ -175,7 +179,7 @@ _FACT_LABELS = {"crs": "CRS", "resolution": "resolution (x, y)", "size": "size (
                 "dtype": "data type", "vertical_crs": "vertical CRS"}
 
 
-def _inputs_section(summary: dict | None) -> str | None:
+def _inputs_section(summary: JSONDict | None) -> str | None:
     """Each input's own CRS, resolution, size, nodata and vertical CRS (``inputs.*_facts`` of
     the JSON), and what was done to it."""
     inputs = _get(summary, "inputs")
@@ -213,7 +217,7 @@ def _inputs_section(summary: dict | None) -> str | None:
     return table(["", "reference (REF)", "to be aligned (TBA)"], rows) + note(text)
 
 
-def _pixels_part(summary: dict | None, steps: tuple[list[str], list[dict]]) -> str:
+def _pixels_part(summary: JSONDict | None, steps: tuple[list[str], list[JSONDict]]) -> str:
     """The merged translation in pixels of the reference grid, and each step's tilt (m/km and
     direction), from the JSON."""
     rows = []
@@ -235,7 +239,7 @@ def _pixels_part(summary: dict | None, steps: tuple[list[str], list[dict]]) -> s
     return "<h3>Translation in pixels, tilt</h3>" + table(["", "", ""], rows)
 
 
-def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dict | None, coreg: Coreg | None) -> str:
+def _parameters_section(steps: tuple[list[str], list[JSONDict]] | None, summary: JSONDict | None, coreg: Coreg | None) -> str:
     if steps is None:
         return note("No coregistration given: only the differences before coregistration are shown.")
     parts = []
@@ -280,7 +284,7 @@ def _parameters_section(steps: tuple[list[str], list[dict]] | None, summary: dic
     return "".join(parts)
 
 
-def _rotations_part(steps: tuple[list[str], list[dict]], summary: dict | None, coreg: Coreg | None) -> str:
+def _rotations_part(steps: tuple[list[str], list[JSONDict]], summary: JSONDict | None, coreg: Coreg | None) -> str:
     """The merged rigid transform as rotations in degrees about a centre and a translation, when
     a step is rigid (has rotations): from the summary (keys ``rotations_deg``, ``rotation_centre``,
     ``translation``), else computed from the coregistration (keys ``coreg.*``)."""
@@ -343,7 +347,7 @@ def _py(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def processing_section(data: ReportData, summary: dict | None, elapsed: float) -> str:
+def processing_section(data: ReportData, summary: JSONDict | None, elapsed: float) -> str:
     """The processing summary: the report's grid, chunks and subsample, and every other entry of
     ``summary`` (timing, memory...) as it is when this block is rendered: the last block of
     the page, so that ``xdem coreg --report`` can put its final timing in it first."""
@@ -383,7 +387,7 @@ def processing_section(data: ReportData, summary: dict | None, elapsed: float) -
     return out
 
 
-def _verdict_section(data: ReportData, summary: dict | None, steps: tuple[list[str], list[dict]] | None) -> str:
+def _verdict_section(data: ReportData, summary: JSONDict | None, steps: tuple[list[str], list[JSONDict]] | None) -> str:
     verdict, prefix = _get(summary, "verdict"), "verdict"
     sub = verdict.get("subsample") if isinstance(verdict, dict) else None
     src = ("From the coregistration summary: " + (f"n = {sub} (the verdict's own stable subsample, drawn by xdem coreg "
@@ -429,7 +433,7 @@ def _maps_origin(data: ReportData) -> str:
 
 
 def build_sections(
-    data: ReportData, *, coreg: Coreg | None, summary: dict | None, random_state: int | None = None
+    data: ReportData, *, coreg: Coreg | None, summary: JSONDict | None, random_state: int | None = None
 ) -> list[tuple[str, str, str]]:
     """``(id, title, html)`` of each section, in order, except the processing summary
     (:func:`processing_section`, rendered last)."""
@@ -540,7 +544,7 @@ def _diagnostics(data: ReportData) -> str:
 MAX_TILE_ROWS = 64
 
 
-def _blockwise_section(data: ReportData, steps: tuple[list[str], list[dict]] | None) -> str | None:
+def _blockwise_section(data: ReportData, steps: tuple[list[str], list[JSONDict]] | None) -> str | None:
     """Per-tile translations (arrows over a hillshade), the fitted field, and the tile table of
     the first iteration, for each blockwise step."""
     if steps is None:
@@ -556,7 +560,7 @@ def _blockwise_section(data: ReportData, steps: tuple[list[str], list[dict]] | N
         tkey = f"{key}.learned.tiles_" if "tiles_" in learned else f"{key}.tiles"
         built = [field_of(f) for f in fields]
 
-        def total(x: np.ndarray, y: np.ndarray, built: list = built) -> tuple[np.ndarray, ...]:
+        def total(x: np.ndarray, y: np.ndarray, built: list[ThinPlateField] = built) -> tuple[np.ndarray, ...]:
             px, py, vz = compose(built, x, y)
             return x - px, y - py, vz
 

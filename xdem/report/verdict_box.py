@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdem.report.html import cell, label_cell, table
+
+if TYPE_CHECKING:  # annotations only
+    from xdem.typing import JSONDict
 
 __all__ = ["STATUS_HEAD", "flat_steps", "checks_table"]
 
@@ -13,7 +18,7 @@ STATUS_HEAD = {"ok": ("#1e7d32", "OK: the coregistration did its job on stable t
                "not ok": ("#b3261e", "NOT OK")}
 
 
-def flat_steps(steps: tuple[list[str], list[dict]] | None) -> list[dict]:
+def flat_steps(steps: tuple[list[str], list[JSONDict]] | None) -> list[JSONDict]:
     """The steps as flat records (``method``, learned values without their trailing ``_``,
     ``params``), from a summary's ``steps`` or the fitted object's documents (``learned``).
 
@@ -28,7 +33,7 @@ def flat_steps(steps: tuple[list[str], list[dict]] | None) -> list[dict]:
     return out
 
 
-def checks_table(verdict: dict, prefix: str) -> str:
+def checks_table(verdict: JSONDict, prefix: str) -> str:
     """One row per check: what it measures, value, rule, threshold, unit, result, hint (the
     value, threshold and hint cells carry ``data-key="<prefix>.checks.<i>.<field>"``)."""
     rows = []

@@ -21,6 +21,7 @@ from xdem.typing import DEMLike, MaskLike
 
 if TYPE_CHECKING:  # annotations only
     from xdem.coreg import Coreg
+    from xdem.typing import JSONDict
 
 __all__ = ["write_report"]
 
@@ -28,7 +29,7 @@ __all__ = ["write_report"]
 def _check_target(path: Path, overwrite: bool, inputs: list[Any]) -> None:
     """The report's path through the one output guard; ``inputs`` are DEM-likes (paths, or
     lazy DEMs whose source files are found in their graphs)."""
-    sources: list[tuple[str, str | os.PathLike]] = []
+    sources: list[tuple[str, str | os.PathLike[str]]] = []
     for src in inputs:
         if src is None:
             continue
@@ -49,13 +50,13 @@ def _name(src: Any, default: str) -> str:
 
 
 def write_report(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     ref: DEMLike,
     tba: DEMLike,
     aligned: DEMLike | None = None,
     coreg: Coreg | None = None,
-    summary: dict | None = None,
+    summary: JSONDict | None = None,
     overwrite: bool = False,
     max_pixels: int = 1_000_000,
     subsample: int = 200_000,

@@ -261,8 +261,8 @@ def _sampled_quantiles(
 
 # ------------------------------------------------------------------------ public
 def binned_statistics(
-    dh: Any,
-    variables: Mapping[str, Any],
+    dh: np.ndarray | da.Array | xr.DataArray,
+    variables: Mapping[str, np.ndarray | da.Array | xr.DataArray],
     *,
     bins: Mapping[str, int | Sequence[float]] | None = None,
     statistics: Sequence[str] = DEFAULT_STATISTICS,
@@ -372,8 +372,8 @@ def _to_frame(
 
 
 def stats_by_slope_class(
-    dh: Any,
-    slope: Any,
+    dh: np.ndarray | da.Array | xr.DataArray,
+    slope: np.ndarray | da.Array | xr.DataArray,
     *,
     classes: Sequence[float] = SLOPE_CLASSES,
     statistics: Sequence[str] = ("count", "median", "nmad", "mean", "rmse"),
@@ -410,7 +410,7 @@ def stats_by_slope_class(
 
 
 def robust_summary(
-    dh: Any,
+    dh: np.ndarray | da.Array | xr.DataArray,
     *,
     percentiles: Sequence[float] = (2.5, 16, 84, 97.5),
     subsample: float | int | None = None,

@@ -120,7 +120,7 @@ def _one_variogram(coords: np.ndarray, values: np.ndarray, edges: np.ndarray, es
 
 
 def sample_empirical_variogram(
-    dh: Any,
+    dh: np.ndarray | da.Array | xr.DataArray,
     *,
     subsample: float | int = 2000,
     n_variograms: int = 1,

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict, cast
 
 from xdem.errors import InputError
 from xdem.terrain import kernels as K
 
-__all__ = ["TerrainOptions", "SLOPE_UNITS", "ASPECT_UNITS", "TRI_ALGORITHMS"]
+__all__ = ["TerrainOptions", "TerrainKwargs", "SLOPE_UNITS", "ASPECT_UNITS", "TRI_ALGORITHMS"]
+
+
+class TerrainKwargs(TypedDict):
+    """:meth:`TerrainOptions.kwargs`: the keyword arguments of :func:`xdem.terrain.get_terrain_attribute`."""
+
+    method: str
+    slope_units: str
+    aspect_units: str
+    azimuth: float
+    altitude: float
+    z_factor: float
+    tri_algorithm: str
+    window_size: int
 
 #: Accepted units of the slope.
 SLOPE_UNITS = ("degrees", "percent", "radians")
@@ -73,9 +86,10 @@ class TerrainOptions:
         for name in ("azimuth", "altitude", "z_factor"):
             set_(self, name, float(getattr(self, name)))
 
-    def kwargs(self) -> dict[str, Any]:
+    def kwargs(self) -> TerrainKwargs:
         """The options as keyword arguments of :func:`xdem.terrain.get_terrain_attribute`."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        # the dataclass's fields are TerrainKwargs' keys, with the same types
+        return cast(TerrainKwargs, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
     def window_depth(self, name: str) -> int:
         """Padding, in pixels, that attribute ``name`` (canonical) needs around a block."""
