@@ -25,8 +25,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import Any, Protocol, TypeVar
 
 import click
 import dask
@@ -195,6 +195,14 @@ def use_scheduler(scheduler: str = "threads", workers: int | None = None) -> Ite
 # ---------------------------------------------------------------------------- progress
 
 
+
+class TaskCounter(Protocol):
+    """What the progress lines ask of a scheduler's client (``distributed.Client``): the tasks
+    each worker is processing."""
+
+    def processing(self) -> Mapping[str, Collection[object]]: ...  # noqa: D102
+
+
 class Progress:
     """Progress reporting on stderr for a CLI command.
 
@@ -211,7 +219,7 @@ class Progress:
     ...     pass
     """
 
-    def __init__(self, *, quiet: bool = False, client: Any = None, minimum: float = 1.0, interval: float = 10.0,
+    def __init__(self, *, quiet: bool = False, client: TaskCounter | None = None, minimum: float = 1.0, interval: float = 10.0,
                  plan: list[str] | None = None):
         self.quiet = quiet
         self.client = client
@@ -278,9 +286,10 @@ class Progress:
         def run() -> None:
             while not stop.wait(self.interval):
                 tasks = ""
-                with contextlib.suppress(Exception):
-                    processing = self.client.processing()
-                    tasks = f", {sum(len(v) for v in processing.values())} task(s) on {len(processing)} worker(s)"
+                with contextlib.suppress(Exception):  # a client that cannot say: no task count
+                    if self.client is not None:
+                        processing = self.client.processing()
+                        tasks = f", {sum(len(v) for v in processing.values())} task(s) on {len(processing)} worker(s)"
                 click.echo(f"           ... {text} ({time.perf_counter() - start:.0f} s{tasks})", err=True)
 
         thread = threading.Thread(target=run, name="xdem-progress", daemon=True)

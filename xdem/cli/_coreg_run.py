@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import xarray as xr
 
 from xdem.cli._common import Progress, check_scheduler, one_line_warnings, stdout_to_stderr, use_scheduler
 from xdem.cli.progress import iteration_lines
@@ -26,6 +27,7 @@ from xdem.coreg.spec import Blockwise, MethodSpecError, Step
 from xdem.coreg.spec import build_coreg as _build_coreg
 from xdem.coreg.spec import resolve_methods as _resolve_methods
 from xdem.points import is_points_source
+from xdem.typing import MaskLike
 from xdem.workflows import _summary as S
 from xdem.workflows.coreg import CoregRequest, request_paths, run_coreg
 from xdem.workflows.document import StatsRecord
@@ -84,7 +86,8 @@ STATS_SUBSAMPLE = S.STATS_SUBSAMPLE
 
 
 def sampled_stats(
-    ref: Any, tba: Any, aligned: Any, *, inlier_mask: Any = None, exclude_mask: Any = None,
+    ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike = None,
+    exclude_mask: MaskLike = None,
     random_state: int | None = None,
 ) -> StatsRecord:
     """:func:`xdem.workflows._summary.sampled_stats` on :data:`STATS_SUBSAMPLE` pixels."""

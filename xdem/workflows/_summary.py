@@ -24,6 +24,7 @@ from typing import cast
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.delayed import Delayed
 
 from xdem.coreg import METHODS
 from xdem.coreg._frames import frame_of
@@ -184,14 +185,14 @@ def dh_stats(ref: xr.DataArray, other: xr.DataArray, *, inlier_mask: MaskLike = 
 
 #: Pixels of a fully valid grid drawn for the before/after statistics.
 def _stats_task(ref: xr.DataArray, tba: xr.DataArray, aligned: xr.DataArray, *, inlier_mask: MaskLike,
-                exclude_mask: MaskLike, random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> da.Array:
+                exclude_mask: MaskLike, random_state: int | None, subsample: int = STATS_SUBSAMPLE) -> Delayed:
     """Lazy before/after statistics on the reference grid (:func:`xdem.stats.dh_stats_tasks`)."""
     ref_g, tba_g = align_pair(ref, tba)
     ref_g, aligned_g = align_pair(ref_g, aligned)
     if tba_g.shape != ref_g.shape:
         ref_g, tba_g = align_pair(ref_g, tba_g)
     stable = stable_mask_like(ref_g, inlier_mask=inlier_mask, exclude_mask=exclude_mask)
-    task: da.Array = dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
+    task: Delayed = dh_stats_tasks(ref_g.data, {"before": tba_g.data, "after": aligned_g.data}, stable=stable,
                                     subsample=subsample, random_state=random_state)
     return task
 
