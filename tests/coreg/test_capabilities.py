@@ -57,7 +57,7 @@ def test_declared_capabilities_match_the_hooks_the_class_overrides(name):
     cls = SINGLE[name]
     caps = cls.tags
     assert caps.fits_points == _overrides(cls, "_fit_points"), "fits_points must match a _fit_points override"
-    assert caps.initial_shift == _overrides(cls, "fit_prepared_after")
+    assert caps.initial_shift == _overrides(cls, "fit_after")
     assert caps.in_frame == _overrides(cls, "_frame_op")
     assert caps.moves_points == (caps.in_frame or hasattr(cls, "_values_at_points"))
     assert caps.affine == issubclass(cls, AffineCoreg) == _overrides(cls, "to_matrix")
@@ -81,7 +81,7 @@ def test_a_single_estimator_is_its_own_only_step():
     assert nk.steps == [nk] and nk.capabilities is type(nk).tags
     assert nk.translation_part() is None
     with pytest.raises(InputError, match="initial shift"):
-        xdem.coreg.Deramp().fit_prepared_after(None, None)  # type: ignore[arg-type]
+        xdem.coreg.Deramp().fit_after(None, None)  # type: ignore[arg-type]
 
 
 def test_a_pipeline_combines_its_steps_capabilities():
@@ -120,7 +120,7 @@ def test_describe_methods_lists_the_capabilities():
 
 def _estimator_members() -> set[str]:
     names = {n for cls in METHODS.values() for n in dir(cls) if not n.startswith("__")}
-    return names | {"steps", "fit_prepared_after", "translation_part", "has_rotation", "_values_at_points"}
+    return names | {"steps", "fit_after", "translation_part", "has_rotation", "_values_at_points"}
 
 
 def _probes(path: Path, members: set[str]) -> list[str]:

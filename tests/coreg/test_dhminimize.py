@@ -182,7 +182,7 @@ def test_fit_after_a_prior_translation_reads_the_original_dem():
     move = (13.1, -7.9, -0.5)
     ref, tba = _pair(move)
     prior = (-12.0, 7.0, 0.3)
-    after = DhMinimize(subsample=5_000).fit_prepared_after(prepare_pair(ref, tba), translation_matrix(*prior))
+    after = DhMinimize(subsample=5_000).fit_after(prepare_pair(ref, tba), translation_matrix(*prior))
     direct = DhMinimize(subsample=5_000, initial_shift=prior[:2]).fit(ref, tba)
     np.testing.assert_allclose(np.add(after.to_translations(), prior), direct.to_translations(), atol=1e-9, rtol=0)
     assert after.passes_ == direct.passes_ == 2 and after.crs_ == direct.crs_
@@ -196,6 +196,6 @@ def test_fit_after_a_prior_rotation_fits_the_moved_dem():
     ref, tba = _pair((3.7, -2.3, 1.25))
     centre = (X0 + N * RES / 2, Y0 - N * RES / 2, 1000.0)
     prior = RigidTransform.from_rotations(rz=0.05, centroid=centre, crs=CRS).set_params(resampling="cubic")
-    after = DhMinimize(subsample=5_000).fit_prepared_after(prepare_pair(ref, tba), prior.to_matrix())
+    after = DhMinimize(subsample=5_000).fit_after(prepare_pair(ref, tba), prior.to_matrix())
     direct = DhMinimize(subsample=5_000).fit(ref, prior.apply(tba))
     np.testing.assert_allclose(after.to_translations(), direct.to_translations(), atol=1e-9, rtol=0)

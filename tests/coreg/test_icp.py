@@ -251,22 +251,22 @@ def test_after_nuth_kaab_in_a_pipeline():
 
 def test_fit_after_a_prior_moves_the_points_not_the_dem():
     """In a pipeline ICP fits on the original DEM's points moved by the earlier steps' matrix
-    (``fit_prepared_after``), not on a DEM they resampled: with a bilinear Nuth & Kääb in front
+    (``fit_after``), not on a DEM they resampled: with a bilinear Nuth & Kääb in front
     the total is as good as ICP alone; after the identity it is exactly the plain fit."""
     from xdem.coreg._data import prepare_pair
 
     ref, tba, truth = _pair(300, (0.01, -0.02, 0.2), (1.2, -0.7, 0.4))
     alone = ICP(subsample=20000).fit(ref, tba)
     data = prepare_pair(ref, tba)
-    same = ICP(subsample=20000).fit_prepared_after(data, np.eye(4))
+    same = ICP(subsample=20000).fit_after(data, np.eye(4))
     np.testing.assert_array_equal(same.to_matrix(), alone.to_matrix())
     assert same.crs_ == alone.crs_
     prior = rigid_matrix(np.eye(3), np.array([-1.0, 0.5, -0.3]), _centre(300))  # roughly the way
-    after = ICP(subsample=20000).fit_prepared_after(data, prior)
+    after = ICP(subsample=20000).fit_after(data, prior)
     assert _errors(after.to_matrix() @ prior, truth, 300)[1] < 0.005
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         pipe = (NuthKaab(subsample=20000) + ICP(subsample=20000)).fit(ref, tba)
-    direct = ICP(subsample=20000).fit_prepared_after(data, pipe.steps[0].to_matrix())
+    direct = ICP(subsample=20000).fit_after(data, pipe.steps[0].to_matrix())
     np.testing.assert_allclose(pipe.steps[1].to_matrix(), direct.to_matrix(), rtol=0, atol=1e-9)  # the route taken
     assert _errors(pipe.to_matrix(), truth, 300)[1] < 0.005

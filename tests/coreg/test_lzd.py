@@ -294,10 +294,10 @@ def test_fit_after_a_prior_learns_what_is_left(small_pair):
     ref, tba, m = small_pair
     data = prepare_pair(ref, tba)
     truth = np.linalg.inv(m)
-    rest = LZD(subsample=20_000).fit_prepared_after(data, truth)
+    rest = LZD(subsample=20_000).fit_after(data, truth)
     assert np.abs(rest.to_rotations()).max() < 1e-5 and np.abs(rest.to_translations()).max() < 1e-3
     guess = rigid_matrix(rotation_matrix(0.0, 0.0, -0.4), np.array([-1.0, 1.5, 0.0]), _centre(300))
-    after = LZD(subsample=20_000).fit_prepared_after(data, guess)
+    after = LZD(subsample=20_000).fit_after(data, guess)
     rot_err, t_err = _errors(after.to_matrix() @ guess, m, np.asarray(after.centroid_))
     assert np.abs(rot_err).max() < 1e-5 and np.abs(t_err).max() < 1e-3
     assert after.crs_ == rest.crs_ and after.passes_ <= 2

@@ -68,7 +68,7 @@ class Coreg:
     and ``_apply(dem, bias_vars, resample)``, and declare what they can do in ``tags``
     (a :class:`~xdem.coreg.Capabilities`). The hooks below have defaults for a single
     estimator: :attr:`steps` is ``[self]``, :meth:`translation_part` is ``None``,
-    :meth:`fit_prepared_after` and :meth:`to_matrix` raise; the methods that can override them.
+    :meth:`fit_after` and :meth:`to_matrix` raise; the methods that can override them.
     """
 
     #: What the method can do, declared as data (inherited and overridden by each class):
@@ -113,7 +113,7 @@ class Coreg:
         ``None`` (the default): no such part (see :func:`~xdem.coreg.merged_transform`)."""
         return None
 
-    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> Coreg:
+    def fit_after(self, data: FitData, prior: np.ndarray) -> Coreg:
         """Fit starting from the 4 x 4 matrix ``prior`` of the affine steps before this one,
         on the unresampled DEM (methods declaring ``initial_shift``; the others raise)."""
         raise InputError(f"{type(self).__name__} cannot start its fit from an initial shift")

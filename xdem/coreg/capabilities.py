@@ -38,7 +38,7 @@ class Capabilities:
         It fits on points as well as on a DEM pair (``_fit_points``).
     initial_shift
         In a pipeline, after affine steps, it starts its fit from their merged matrix on the
-        unresampled DEM (``fit_prepared_after``) instead of fitting on the resampled DEM.
+        unresampled DEM (``fit_after``) instead of fitting on the resampled DEM.
     in_frame
         It is a correction of the frame (it says what happens at each point of the reference's
         CRS: a translation, rotation, ramp or displacement field, ``_frame_op``), so it applies

@@ -174,7 +174,7 @@ class DhMinimize(RigidCoreg):
             raise InputError(f"method must be one of {', '.join(OPTIMIZERS)}, got {self.method!r}")
         return None if self.initial_shift is None else initial_shift_of(self.initial_shift)[:2]
 
-    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> DhMinimize:
+    def fit_after(self, data: FitData, prior: np.ndarray) -> DhMinimize:
         """Fit on a to-be-aligned DEM that earlier steps move by the rigid 4 x 4 matrix ``prior``.
 
         A pipeline calls it so that a refinement after another step sees the original DEM, not

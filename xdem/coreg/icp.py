@@ -291,7 +291,7 @@ class ICP(RigidCoreg):
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, None)
 
-    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> ICP:
+    def fit_after(self, data: FitData, prior: np.ndarray) -> ICP:
         """Fit on a to-be-aligned DEM that earlier steps move by the rigid 4 x 4 matrix ``prior``,
         WITHOUT resampling it: the sampled points of ``data.tba`` are moved by ``prior`` exactly,
         and the fit learns the transform to apply after ``prior``. A pipeline uses it so that

@@ -243,7 +243,7 @@ class LZD(RigidCoreg):
     def _fit(self, data: FitData) -> None:
         self._fit_from(data, np.eye(4))
 
-    def fit_prepared_after(self, data: FitData, prior: np.ndarray) -> LZD:
+    def fit_after(self, data: FitData, prior: np.ndarray) -> LZD:
         """Fit on a to-be-aligned DEM that earlier steps move by the rigid 4 x 4 matrix ``prior``,
         WITHOUT resampling it first: the fit starts from ``prior`` (then ``initial_shift``) on
         ``data.tba`` as it is, and learns the transform to apply after ``prior`` (the total

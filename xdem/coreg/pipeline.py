@@ -199,7 +199,7 @@ class CoregPipeline(Coreg):
                 points = shared.moved(moved.shift) if moved.is_translation else None
             collect = shared is None and self.share_sample and k + 1 < len(self.steps)
             if pending and step.capabilities.initial_shift:  # it starts from the pending matrix, unresampled DEM
-                step.fit_prepared_after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),
+                step.fit_after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),
                                 _merged_op(pending).matrix())
             else:
                 step.fit_prepared(FitData(ref=data.ref, tba=current, inlier=data.inlier, bias_vars=data.bias_vars,
