@@ -127,13 +127,13 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> x
     return out
 
 
-def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> None:
+def _check_not_truncated(src: Any, path: Path | str, *, max_blocks: int = 200_000) -> None:
     """Refuse a GeoTIFF whose blocks end beyond the end of the file (a truncated copy).
 
     Only TIFF metadata is read (block offsets and sizes); files with more than ``max_blocks``
     blocks are not checked.
     """
-    if src.driver not in ("GTiff", "COG") or not src.block_shapes or remote.is_remote(str(path)):
+    if src.driver not in ("GTiff", "COG") or not src.block_shapes or isinstance(path, str):
         return  # a remote file's size is the server's: GDAL reports a short read itself
     brows, bcols = src.block_shapes[0]
     nby, nbx = -(-src.height // brows), -(-src.width // bcols)
@@ -154,7 +154,7 @@ def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> 
                 )
 
 
-def _check_vrt_sources(src: Any, path: Path) -> None:
+def _check_vrt_sources(src: Any, path: Path | str) -> None:
     """Refuse a VRT one of whose (local) source files is missing, naming both."""
     if src.driver != "VRT":
         return
