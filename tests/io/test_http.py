@@ -89,10 +89,15 @@ def served(tmp_path_factory):
     server = subprocess.Popen([sys.executable, __file__, str(folder), str(log)], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     port = int(server.stdout.readline())
-    os.environ.setdefault("GDAL_HTTP_MAX_RETRY", "0")
+    before = os.environ.get("GDAL_HTTP_MAX_RETRY")
+    os.environ["GDAL_HTTP_MAX_RETRY"] = "0"  # a refusal is final: no retry
     try:
         yield folder, f"http://127.0.0.1:{port}"
     finally:
+        if before is None:
+            os.environ.pop("GDAL_HTTP_MAX_RETRY", None)
+        else:
+            os.environ["GDAL_HTTP_MAX_RETRY"] = before
         server.terminate()
         server.wait(10)
 

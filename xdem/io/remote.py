@@ -103,6 +103,6 @@ def check_remote(source: str | os.PathLike[str], *, label: str = "DEM") -> str:
         answer = _answer(str(exc))
         fix = _FIXES.get(answer, "check the URL and that the server is reachable")
         url = re.sub(r"^/vsicurl/(?=https?://)", "", _text(source))
-        raise InputError(f"{label} not readable: '{redact(url)}' (the server answered {answer}); "
-                         f"{fix}") from None
+        said = f"the server answered {answer}" if answer.startswith("HTTP ") else f"no answer: {answer}"
+        raise InputError(f"{label} not readable: '{redact(url)}' ({said}); {fix}") from None
     return path
