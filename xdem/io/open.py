@@ -17,6 +17,7 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
+from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import register_region_reader, register_source
@@ -126,14 +127,14 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> x
     return out
 
 
-def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> None:
+def _check_not_truncated(src: Any, path: Path | str, *, max_blocks: int = 200_000) -> None:
     """Refuse a GeoTIFF whose blocks end beyond the end of the file (a truncated copy).
 
     Only TIFF metadata is read (block offsets and sizes); files with more than ``max_blocks``
     blocks are not checked.
     """
-    if src.driver not in ("GTiff", "COG") or not src.block_shapes:
-        return
+    if src.driver not in ("GTiff", "COG") or not src.block_shapes or isinstance(path, str):
+        return  # a remote file's size is the server's: GDAL reports a short read itself
     brows, bcols = src.block_shapes[0]
     nby, nbx = -(-src.height // brows), -(-src.width // bcols)
     if nby * nbx > max_blocks:
@@ -153,7 +154,7 @@ def _check_not_truncated(src: Any, path: Path, *, max_blocks: int = 200_000) -> 
                 )
 
 
-def _check_vrt_sources(src: Any, path: Path) -> None:
+def _check_vrt_sources(src: Any, path: Path | str) -> None:
     """Refuse a VRT one of whose (local) source files is missing, naming both."""
     if src.driver != "VRT":
         return
@@ -169,7 +170,7 @@ class _NamedReader:
     inside a dask task becomes one :class:`~xdem.errors.ReadError` naming the file, the window
     and (from GDAL's message) the damaged tile or missing source."""
 
-    def __init__(self, lazy: xr.DataArray, path: Path) -> None:
+    def __init__(self, lazy: xr.DataArray, path: Path | str) -> None:
         self.lazy = lazy
         self.path = path
         self.shape = lazy.shape
@@ -203,9 +204,10 @@ class _RegionReader:
         return data
 
 
-def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
+def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
     import re
 
+    path = remote.redact(str(path))
     rows, cols = key[-2].indices(shape[-2]), key[-1].indices(shape[-1])
     detail = " ".join(dict.fromkeys(str(e) for e in (exc.__cause__, exc.__context__, exc) if e is not None))
     where = f"rows {rows[0]}-{rows[1] - 1}, columns {cols[0]}-{cols[1] - 1}"
@@ -220,31 +222,43 @@ def _read_error_message(path: Path, shape: tuple[int, ...], key: tuple[slice, ..
     return f"cannot read '{path}' ({where}: {detail}); the file is damaged: copy or download it again"
 
 
-def _open_lazily(path: Path, *, band: int, ck: tuple[int, int]) -> tuple[xr.DataArray, _NamedReader]:
-    """The band of ``path`` as a dask-backed DataArray read through :class:`_NamedReader`, and
-    that reader."""
+def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int]) -> tuple[xr.DataArray, _NamedReader]:
+    """The band of ``path`` (a local path or a GDAL ``/vsi...`` path) as a dask-backed DataArray
+    read through :class:`_NamedReader`, and that reader."""
     import dask.base
 
     opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
     if not isinstance(opened, xr.DataArray):  # a Dataset or list of them: a file of subdatasets
         raise TypeError(f"it opens as a {type(opened).__name__} of subdatasets, not as one raster")
     lazy = opened.isel(band=[band - 1])
-    stat = path.stat()
-    token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
+    if isinstance(path, str):  # remote: the URL names it (no local stat)
+        token = dask.base.tokenize(path, band, ck)
+    else:
+        stat = path.stat()
+        token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
     reader = _NamedReader(lazy, path)
     data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False,
-                         name=f"open_dem-{path.stem}-{token}", meta=np.array((), dtype=lazy.dtype))
+                         name=f"open_dem-{_stem(path)}-{token}", meta=np.array((), dtype=lazy.dtype))
     return lazy.copy(data=data), reader
 
 
-def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
-    """:func:`open_dem` of a raster file, with one ``nodata`` value (or the file's)."""
-    if not path.exists():
+def _stem(path: Path | str) -> str:
+    """The file name without suffix of a local path or of a URL / ``/vsi...`` path."""
+    return Path(str(path).split("?")[0]).stem
+
+
+def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float | None) -> xr.DataArray:
+    """:func:`open_dem` of a raster file (local ``Path``, or a GDAL ``/vsi...`` path as a ``str``),
+    with one ``nodata`` value (or the file's)."""
+    if isinstance(path, str):
+        remote.check_remote(path)
+    elif not path.exists():
         raise InputError(f"DEM file not found: '{path}'; check the path")
-    if path.is_dir():
+    elif path.is_dir():
         raise InputError(f"'{path}' is a folder, not a raster file; pass a GeoTIFF, COG or VRT")
+    shown = remote.redact(str(path))
     try:
-        with rasterio.open(path) as src:
+        with rasterio.Env(**remote.HTTP_OPTIONS), rasterio.open(path) as src:
             count = src.count
             shape = (src.height, src.width)
             block_shape = src.block_shapes[0] if src.block_shapes else None
@@ -252,22 +266,25 @@ def _open_path(path: Path, *, chunks: Any, band: int | None, nodata: float | Non
             _check_not_truncated(src, path)
             _check_vrt_sources(src, path)
     except RasterioIOError as exc:
-        raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
+        raise InputError(f"cannot read '{shown}' as a raster ({remote.redact(str(exc))}); is it a GeoTIFF/COG/VRT "
+                         "and not corrupt?") from exc
     if band is None:
         if count != 1:
-            raise InputError(f"'{path}' has {count} bands; choose one with band=N (1 to {count})")
+            raise InputError(f"'{shown}' has {count} bands; choose one with band=N (1 to {count})")
         band = 1
     if not 1 <= band <= count:
-        raise InputError(f"band={band} is out of range for '{path}', which has {count} band(s)")
+        raise InputError(f"band={band} is out of range for '{shown}', which has {count} band(s)")
     if not has_crs:
-        raise CRSError(f"'{path}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{path}'")
+        raise CRSError(f"'{shown}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{shown}'")
     ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
     try:
         arr, reader = _open_lazily(path, band=band, ck=ck)
     except Exception as exc:  # rasterio raises many types for corrupt files
-        raise InputError(f"cannot read '{path}' as a raster ({exc}); is it a GeoTIFF/COG/VRT and not corrupt?") from exc
-    register_source(arr.data, path)  # lets writers refuse to overwrite this input
-    out = _finish(arr, nodata, name=path.stem)
+        raise InputError(f"cannot read '{shown}' as a raster ({remote.redact(str(exc))}); is it a GeoTIFF/COG/VRT "
+                         "and not corrupt?") from exc
+    if isinstance(path, Path):
+        register_source(arr.data, path)  # lets writers refuse to overwrite this input
+    out = _finish(arr, nodata, name=_stem(path))
     register_region_reader(out, _RegionReader(reader, out.dtype, _nodata_of(arr, nodata)))
     return out
 
@@ -366,6 +383,8 @@ def open_dem(
 def _open_dem(source: DEMLike, *, chunks: Any, band: int | None, nodata: float | None,
               allow_incomplete: bool) -> xr.DataArray:
     """:func:`open_dem` with at most one nodata value and no scale."""
+    if isinstance(source, str) and remote.is_remote(source):
+        return _open_path(remote.gdal_path(source), chunks=chunks, band=band, nodata=nodata)
     if isinstance(source, (str, os.PathLike)):
         if zs.is_zarr_path(source):
             return open_zarr_dem(Path(os.path.abspath(os.fspath(source))), chunks=chunks, band=band, nodata=nodata,

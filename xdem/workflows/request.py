@@ -25,6 +25,7 @@ import xarray as xr
 
 from xdem.coreg.base import Coreg
 from xdem.errors import InputError
+from xdem.io import remote
 from xdem.io.zarr import check_store_path
 from xdem.io.zarr_store import is_zarr_path
 from xdem.workflows import _summary as S
@@ -185,7 +186,8 @@ def check_coreg_paths(
     Raises
     ------
     xdem.errors.InputError
-        An input file is missing.
+        An input file is missing, or a remote one (``http(s)://``, ``/vsicurl/``) is refused
+        or missing on its server (one line naming the URL and the server's answer).
     xdem.errors.OutputError
         An output path is refused (see :func:`xdem.workflows._summary.check_new_output`).
     xdem.errors.XdemError
@@ -202,7 +204,12 @@ def check_coreg_paths(
            "exclude mask": exclude_mask}
     inputs: dict[str, str | None] = {k: (None if v is None else os.fspath(v)) for k, v in raw.items()}
     for label, path in inputs.items():
-        if path is not None and not Path(path).exists():
+        if path is not None and remote.is_remote(path):
+            if label.endswith("mask"):
+                raise InputError(f"{label} '{remote.redact(path)}': masks over HTTP or object storage are not "
+                                 "supported yet (issue 25); download it first")
+            remote.check_remote(path, label=label)
+        elif path is not None and not Path(path).exists():
             raise InputError(f"{label} file not found: '{path}'")
     if is_zarr_path(output):
         if dh_out or stable_mask_out:
