@@ -163,3 +163,14 @@ def count_block_reads(monkeypatch) -> collections.Counter:
 
     monkeypatch.setattr(io_open._NamedReader, "__getitem__", counting)
     return reads
+
+
+def write_points_at_pixels(path: Path, dem_path: Path, *, step: int) -> str:
+    """A CSV (``x,y,z``) of the DEM's values at every ``step``-th pixel centre (2 pixels in from
+    the edges), the points of a DEM-points run whose truth is the DEM itself; returns the CRS."""
+    with rasterio.open(dem_path) as src:
+        z, crs, transform = src.read(1), src.crs, src.transform
+    rows, cols = np.mgrid[2:z.shape[0] - 2:step, 2:z.shape[1] - 2:step]
+    x, y = rasterio.transform.xy(transform, rows.ravel(), cols.ravel())
+    path.write_text("x,y,z\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(x, y, z[rows, cols].ravel(), strict=True)))
+    return crs.to_string()

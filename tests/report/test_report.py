@@ -7,6 +7,7 @@ every number tagged with ``data-key`` must equal the JSON summary of ``xdem core
 from __future__ import annotations
 
 import base64
+import html as _html
 import json
 import os
 import re
@@ -277,9 +278,18 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+def shown_in_chromium(page: Path, probe: Path) -> dict:
+    """What headless Chromium shows of ``page``: ``{"images": [[w, h], ...], "keys": ...}`` read by
+    :data:`_CHECK_SCRIPT` from a copy of the page written to ``probe``."""
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
+    proc = _run_chromium("--dump-dom", probe.as_uri())
+    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    return json.loads(_html.unescape(found.group(1)))
+
+
 @pytest.mark.slow
 def test_report_in_headless_chromium(pair_files, tmp_path):
-    import html as _html
 
     import matplotlib.image
 
@@ -293,12 +303,7 @@ def test_report_in_headless_chromium(pair_files, tmp_path):
     summary = json.loads(js.read_text())
 
     # Every image decodes and every number equals the JSON, as the browser shows them.
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
-    proc = _run_chromium("--dump-dom", probe.as_uri())
-    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
-    assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    check = json.loads(_html.unescape(found.group(1)))
+    check = shown_in_chromium(report, tmp_path / "probe.html")
     assert len(check["images"]) >= 4
     assert all(w > 0 and h > 0 for w, h in check["images"]), check["images"]
     shown = dict(check["keys"])

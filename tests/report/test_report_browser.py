@@ -5,9 +5,7 @@ each page is saved in the test's tmp folder."""
 
 from __future__ import annotations
 
-import html as _html
 import json
-import re
 
 import geopandas as gpd
 import matplotlib.image
@@ -17,7 +15,7 @@ import rasterio
 from click.testing import CliRunner
 from helpers import compare_shown, json_at
 from shapely.geometry import Point, box
-from test_report import _CHECK_SCRIPT, _run_chromium
+from test_report import _run_chromium, shown_in_chromium
 
 import xdem
 from xdem.cli import main
@@ -29,12 +27,7 @@ pytestmark = pytest.mark.slow
 
 def _browser_check(report, tmp_path, name):
     """Images and data-key texts as Chromium shows them; a screenshot ``<name>.png`` in tmp_path."""
-    probe = tmp_path / f"{name}-probe.html"
-    probe.write_text(report.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
-    proc = _run_chromium("--dump-dom", probe.as_uri())
-    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
-    assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    check = json.loads(_html.unescape(found.group(1)))
+    check = shown_in_chromium(report, tmp_path / f"{name}-probe.html")
     shot = tmp_path / f"{name}.png"
     proc = _run_chromium(f"--screenshot={shot}", "--window-size=1400,2400", report.as_uri())
     assert shot.exists(), proc.stderr[-2000:]

@@ -264,15 +264,10 @@ def test_coreg_report_page_numbers_equal_json_with_masks(coreg_report):
 
 def test_coreg_report_numbers_in_headless_chromium(coreg_report, tmp_path):
     """The same comparison on what the browser shows (textContent of every data-key element)."""
-    from test_report import _CHECK_SCRIPT, _run_chromium
+    from test_report import shown_in_chromium
 
     doc, page = coreg_report
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
-    proc = _run_chromium("--dump-dom", probe.as_uri())
-    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
-    assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    check = json.loads(_html.unescape(found.group(1)))
+    check = shown_in_chromium(page, tmp_path / "probe.html")
     assert len(check["images"]) >= 4 and all(w > 0 and h > 0 for w, h in check["images"])
     shown = dict(check["keys"])
     assert _compare(doc, shown) >= 40

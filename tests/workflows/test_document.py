@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
-import rasterio
+from helpers import write_points_at_pixels
 
 import xdem.coreg
 from xdem.examples import write_example_pair
@@ -56,14 +55,9 @@ def test_a_pair_document_has_the_declared_keys(pair, tmp_path):
 
 
 def test_a_points_document_has_the_declared_keys(pair, tmp_path):
-    with rasterio.open(pair["ref"]) as src:
-        z, crs, transform = src.read(1), src.crs, src.transform
-    rows, cols = np.mgrid[2:z.shape[0] - 2:7, 2:z.shape[1] - 2:7]
-    x, y = rasterio.transform.xy(transform, rows.ravel(), cols.ravel())
-    (tmp_path / "pts.csv").write_text("x,y,z\n" + "".join(f"{a},{b},{c}\n" for a, b, c in
-                                                           zip(x, y, z[rows, cols].ravel(), strict=True)))
+    crs = write_points_at_pixels(tmp_path / "pts.csv", pair["ref"], step=7)
     result = run_coreg(CoregRequest(reference=tmp_path / "pts.csv", to_be_aligned=pair["tba"], output=tmp_path / "o.tif",
-                                    coreg=xdem.coreg.NuthKaab(), points_crs=crs.to_string(),
+                                    coreg=xdem.coreg.NuthKaab(), points_crs=crs,
                                     filters=OutlierFilters(max_slope=40.0)))
     _check(result.document)
     assert result.document["points"]["side"] == "reference"

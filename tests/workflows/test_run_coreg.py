@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from helpers import write_points_at_pixels
 from rio_cogeo.cogeo import cog_validate
 
 import xdem
@@ -191,12 +192,7 @@ def test_one_run_opens_each_input_once_and_checks_each_path_once(pair, tmp_path,
 
 
 def test_points_go_through_the_same_stages_opening_each_input_once(pair, tmp_path, monkeypatch):
-    with rasterio.open(pair["ref"]) as src:
-        z, crs, transform = src.read(1), src.crs, src.transform
-    rows, cols = np.mgrid[2:z.shape[0] - 2:5, 2:z.shape[1] - 2:5]
-    x, y = rasterio.transform.xy(transform, rows.ravel(), cols.ravel())
-    (tmp_path / "pts.csv").write_text("x,y,z\n" + "".join(f"{a},{b},{c}\n" for a, b, c in
-                                                           zip(x, y, z[rows, cols].ravel(), strict=True)))
+    crs = write_points_at_pixels(tmp_path / "pts.csv", pair["ref"], step=5)
     import xdem.workflows.points as wp
 
     reads: list = []
@@ -204,7 +200,7 @@ def test_points_go_through_the_same_stages_opening_each_input_once(pair, tmp_pat
     monkeypatch.setattr(wp, "read_points", lambda source, **kw: reads.append(source) or real_read(source, **kw))
     opened, checked = _count_opens(monkeypatch)
     res = CliRunner().invoke(main, ["coreg", str(tmp_path / "pts.csv"), str(pair["tba"]), "-o",
-                                    str(tmp_path / "out.tif"), "--points-crs", crs.to_string(), "--json-out",
+                                    str(tmp_path / "out.tif"), "--points-crs", crs, "--json-out",
                                     str(tmp_path / "c.json")])
     assert res.exit_code == 0, res.output
     assert len(reads) == 1 and dict(opened) == {"tba.tif": 1, "out.tif": 1}
