@@ -12,6 +12,7 @@ import dask
 import numpy as np
 import pytest
 import rasterio
+from click.testing import CliRunner
 from helpers import count_computes
 from rio_cogeo.cogeo import cog_validate
 
@@ -20,6 +21,18 @@ import xdem.coreg
 from xdem.cli import main
 from xdem.cli._common import check_scheduler, use_scheduler
 from xdem.cli.coreg import build_coreg, resolve_methods
+from xdem.examples import write_example_pair
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """ref.tif, tba.tif, truth.json of the default example pair in a module-wide folder."""
+    return write_example_pair(tmp_path_factory.mktemp("pair"))
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
 
 
 def _run(runner, pair, out, *args):

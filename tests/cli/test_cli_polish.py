@@ -11,11 +11,23 @@ import stat
 import numpy as np
 import pytest
 import rasterio
+from click.testing import CliRunner
 from rasterio.crs import CRS
 
 import xdem
 from xdem.cli import main
+from xdem.examples import write_example_pair
 from xdem.io.atomic import default_file_mode
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    return write_example_pair(tmp_path_factory.mktemp("pair"))
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
 
 
 @pytest.fixture(scope="module")
