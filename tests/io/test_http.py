@@ -1,81 +1,25 @@
 """DEM inputs over HTTP(S): a Range-capable HTTP server on 127.0.0.1 started by the tests.
 
-The server runs in its own process (``python test_http.py FOLDER LOG``): GDAL holds the GIL
-while it opens a file, so a server thread of the test process would never answer.
+The server (:func:`servers.http_server`) runs in its own process: GDAL holds the GIL while it
+opens a file, so a server thread of the test process would never answer.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from servers import http_server, requests_of, set_faults
 
 import xdem
 from xdem.cli import main
 from xdem.errors import InputError
 from xdem.examples import write_example_pair
 from xdem.io.remote import gdal_path, is_remote, redact
-
-#: Paths the server refuses, and with what.
-REFUSED = {"/forbidden.tif": 403}
-
-
-class RangeHandler(SimpleHTTPRequestHandler):
-    """HEAD and GET of a folder's files, with ``Range: bytes=a-b`` (206) and chosen refusals."""
-
-    log: Path | None = None
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
-        pass
-
-    def _file(self) -> Path | None:
-        path = self.path.split("?")[0]
-        if RangeHandler.log is not None:
-            with RangeHandler.log.open("a") as f:
-                f.write(json.dumps([self.command, path, self.headers.get("Range")]) + "\n")
-        if path in REFUSED:
-            self.send_error(REFUSED[path])
-            return None
-        target = Path(self.directory) / path.lstrip("/")
-        if not target.is_file():
-            self.send_error(404)
-            return None
-        return target
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        target = self._file()
-        if target is not None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(target.stat().st_size))
-            self.send_header("Accept-Ranges", "bytes")
-            self.end_headers()
-
-    def do_GET(self) -> None:  # noqa: N802
-        target = self._file()
-        if target is None:
-            return
-        data = target.read_bytes()
-        wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
-        if wanted:
-            start = int(wanted.group(1))
-            end = min(int(wanted.group(2) or len(data) - 1), len(data) - 1)
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
-            data = data[start:end + 1]
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Accept-Ranges", "bytes")
-        self.end_headers()
-        self.wfile.write(data)
 
 
 @pytest.fixture(scope="module")
@@ -85,26 +29,22 @@ def served(tmp_path_factory):
     pair = write_example_pair(tmp_path_factory.mktemp("pair"))
     for name in ("ref", "tba"):
         xdem.write_cog(xdem.open_dem(pair[name]), folder / f"{name}.tif")
+    set_faults(folder, {"/forbidden.tif": {"status": 403}})
     log = folder.parent / f"{folder.name}.log"
-    server = subprocess.Popen([sys.executable, __file__, str(folder), str(log)], stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    port = int(server.stdout.readline())
     before = os.environ.get("GDAL_HTTP_MAX_RETRY")
     os.environ["GDAL_HTTP_MAX_RETRY"] = "0"  # a refusal is final: no retry
     try:
-        yield folder, f"http://127.0.0.1:{port}"
+        with http_server(folder, log) as url:
+            yield folder, url
     finally:
         if before is None:
             os.environ.pop("GDAL_HTTP_MAX_RETRY", None)
         else:
             os.environ["GDAL_HTTP_MAX_RETRY"] = before
-        server.terminate()
-        server.wait(10)
 
 
-def _requests(folder: Path) -> list[list[str | None]]:
-    log = folder.parent / f"{folder.name}.log"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+def _requests(folder: Path) -> list[list]:
+    return requests_of(folder.parent / f"{folder.name}.log")
 
 
 def test_paths_are_recognised():
@@ -112,8 +52,10 @@ def test_paths_are_recognised():
     assert gdal_path("/vsicurl/http://h/x.tif") == "/vsicurl/http://h/x.tif"
     assert gdal_path("x.tif") == "x.tif" and not is_remote("x.tif")
     assert redact("see http://u:pw@h/x and https://h/y") == "see http://***@h/x and https://h/y"
-    with pytest.raises(InputError, match=r"'s3://b/x.tif': s3:// URLs are not supported yet"):
-        gdal_path("s3://b/x.tif")
+    assert gdal_path("s3://b/k/x.tif") == "/vsis3/b/k/x.tif" and gdal_path("gs://b/x.tif") == "/vsigs/b/x.tif"
+    assert gdal_path("az://c/x.tif") == "/vsiaz/c/x.tif"
+    with pytest.raises(InputError, match=r"'ftp://h/x.tif': ftp:// URLs are not supported"):
+        gdal_path("ftp://h/x.tif")
 
 
 def test_open_dem_over_http_equals_local(served):
@@ -176,10 +118,3 @@ def test_password_never_shown(served, tmp_path):
     for args in (["info", bad], ["coreg", bad, str(folder / "tba.tif"), "-o", str(tmp_path / "o.tif")]):
         res = CliRunner().invoke(main, args)
         assert res.exit_code == 1 and "s3cret" not in res.output and "***@" in res.output, res.output
-
-
-if __name__ == "__main__":  # the server: python test_http.py FOLDER LOG; prints its port
-    RangeHandler.log = Path(sys.argv[2])
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: RangeHandler(*a, directory=sys.argv[1]))
-    print(httpd.server_address[1], flush=True)
-    httpd.serve_forever()

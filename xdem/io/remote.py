@@ -1,14 +1,29 @@
-"""Remote DEM sources: HTTP(S) URLs and GDAL virtual paths (``/vsicurl/``, ``/vsi...``).
+"""Remote sources: object-store URLs, HTTP(S) URLs and GDAL virtual paths.
 
-``http://`` and ``https://`` URLs are read through GDAL's ``/vsicurl/``; ``/vsi...`` paths
-pass through; object-store URLs (``s3://``, ``gs://``, ``az://``...) are recognised and
-refused with one line (not supported yet); anything else is a local path. Messages never
-show a password: ``user:password@`` is removed from URLs (:func:`redact`).
+One place maps what a user types to what each reader needs:
+
+- rasters are read by GDAL: ``s3://b/k`` -> ``/vsis3/b/k``, ``gs://`` (``gcs://``) -> ``/vsigs/``,
+  ``az://`` (``azure://``, ``abfs://``) -> ``/vsiaz/``, ``http(s)://`` -> ``/vsicurl/http(s)://``,
+  ``/vsi...`` unchanged (:func:`gdal_path`);
+- tables and object operations go through fsspec (s3fs for S3): :func:`fsspec_url` is the
+  inverse mapping and :func:`filesystem` the configured file system.
+
+Configuration comes from the standard environment variables, read by GDAL and botocore alike
+(credentials: environment, profile, instance role; ``AWS_NO_SIGN_REQUEST=YES`` for anonymous
+access; ``AWS_REQUEST_PAYER=requester``). A custom S3 endpoint (MinIO, on-premise, a test
+server) is given once, as botocore's ``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``):
+:func:`configure_gdal` derives GDAL's ``AWS_S3_ENDPOINT``, ``AWS_HTTPS`` and
+``AWS_VIRTUAL_HOSTING`` from it (and :func:`filesystem` the other way round), and sets GDAL's
+cloud options for COGs (:data:`GDAL_CLOUD_OPTIONS`) unless the user set them. Messages never
+show a password: ``user:password@`` is removed from URLs (:func:`redact`), and no credential
+is ever part of a message.
 
 Examples
 --------
->>> gdal_path("https://example.org/dem.tif")
-'/vsicurl/https://example.org/dem.tif'
+>>> gdal_path("https://example.org/dem.tif"), gdal_path("s3://bucket/dems/ref.tif")
+('/vsicurl/https://example.org/dem.tif', '/vsis3/bucket/dems/ref.tif')
+>>> fsspec_url("/vsis3/bucket/dems/ref.tif"), fsspec_url("/vsicurl/https://example.org/dem.tif")
+('s3://bucket/dems/ref.tif', 'https://example.org/dem.tif')
 >>> is_remote("/vsicurl/https://example.org/dem.tif"), is_remote("dem.tif")
 (True, False)
 >>> redact("https://me:secret@example.org/dem.tif")
@@ -19,15 +34,34 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from xdem.errors import InputError
 
-__all__ = ["is_remote", "gdal_path", "redact", "check_remote", "HTTP_OPTIONS"]
+if TYPE_CHECKING:  # annotations only: fsspec is imported when a remote file is used
+    from fsspec import AbstractFileSystem
 
-_HTTP = ("http://", "https://")
-#: Object-store schemes recognised but not read yet (issue 25).
-_LATER = ("s3://", "gs://", "gcs://", "az://", "abfs://", "abfss://", "azure://", "oss://", "swift://", "ftp://")
-#: GDAL options for COGs over HTTP: no directory listing when opening a file.
+__all__ = ["is_remote", "scheme", "gdal_path", "fsspec_url", "redact", "check_remote", "configure_gdal", "filesystem",
+           "credential_source", "GDAL_CLOUD_OPTIONS", "HTTP_OPTIONS"]
+
+#: URL scheme -> GDAL virtual file system.
+_VSI = {"s3": "/vsis3/", "gs": "/vsigs/", "gcs": "/vsigs/", "az": "/vsiaz/", "azure": "/vsiaz/", "abfs": "/vsiaz/",
+        "http": "/vsicurl/", "https": "/vsicurl/"}
+#: GDAL virtual file system -> fsspec scheme.
+_FSSPEC = {"/vsis3/": "s3", "/vsigs/": "gs", "/vsiaz/": "az"}
+#: GDAL options for COGs in object storage and over HTTP, set unless the user set them: no
+#: directory listing when a file is opened, the header read in one request, HTTP/2 multiplexing
+#: over TLS, consecutive ranges merged, and retries of 429/5xx answers with exponential backoff.
+GDAL_CLOUD_OPTIONS = {
+    "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+    "GDAL_INGESTED_BYTES_AT_OPEN": "32768",
+    "GDAL_HTTP_MULTIPLEX": "YES",
+    "GDAL_HTTP_VERSION": "2TLS",
+    "GDAL_HTTP_MERGE_CONSECUTIVE_RANGES": "YES",
+    "GDAL_HTTP_MAX_RETRY": "5",
+    "GDAL_HTTP_RETRY_DELAY": "0.5",
+}
+#: Kept for callers of the first version: the options used when a file is opened to check it.
 HTTP_OPTIONS = {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"}
 
 
@@ -35,10 +69,19 @@ def _text(source: str | os.PathLike[str]) -> str:
     return os.fspath(source)
 
 
+def scheme(source: str | os.PathLike[str]) -> str | None:
+    """The lower-case URL scheme of ``source`` (``"s3"``, ``"https"``...), ``"vsi"`` for a GDAL
+    ``/vsi...`` path, ``None`` for a local path."""
+    text = _text(source)
+    if text.startswith("/vsi"):
+        return "vsi"
+    match = re.match(r"([a-zA-Z][a-zA-Z0-9+.-]*)://", text)
+    return match.group(1).lower() if match else None
+
+
 def is_remote(source: str | os.PathLike[str]) -> bool:
     """Whether ``source`` is a URL (``scheme://``) or a GDAL virtual path (``/vsi...``), not a local path."""
-    text = _text(source)
-    return re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://", text) is not None or text.startswith("/vsi")
+    return scheme(source) is not None
 
 
 def redact(text: str) -> str:
@@ -47,21 +90,118 @@ def redact(text: str) -> str:
 
 
 def gdal_path(source: str | os.PathLike[str]) -> str:
-    """The path GDAL opens for ``source``: ``/vsicurl/<url>`` for an HTTP(S) URL, else unchanged.
+    """The path GDAL opens for ``source`` (see the module docstring); a local path is unchanged.
 
     Raises
     ------
     xdem.errors.InputError
-        ``source`` is an object-store URL (``s3://``...), not supported yet.
+        ``source`` has a scheme GDAL cannot read (``ftp://``...).
     """
     text = _text(source)
-    low = text.lower()
-    if low.startswith(_LATER) or re.match(r"[a-z][a-z0-9+.-]*://", low) and not low.startswith(_HTTP):
-        raise InputError(f"'{redact(text)}': {text.split('://')[0]}:// URLs are not supported yet (issue 25); "
-                         "only local paths, http(s):// URLs and GDAL /vsicurl/ paths are")
-    if low.startswith(_HTTP):
-        return "/vsicurl/" + text
+    kind = scheme(text)
+    if kind is None or kind == "vsi":
+        if kind == "vsi":
+            configure_gdal()
+        return text
+    if kind not in _VSI:
+        raise InputError(f"'{redact(text)}': {kind}:// URLs are not supported; use a local path, s3://, gs://, az://, "
+                         "http(s):// or a GDAL /vsi... path")
+    configure_gdal()
+    rest = text.split("://", 1)[1]
+    return _VSI[kind] + (text if kind in ("http", "https") else rest)
+
+
+def fsspec_url(source: str | os.PathLike[str]) -> str | None:
+    """The fsspec URL of ``source`` (``s3://``, ``gs://``, ``az://``, ``http(s)://``), a local path
+    unchanged, or ``None`` for a GDAL-only virtual path (``/vsizip/``...)."""
+    text = _text(source)
+    kind = scheme(text)
+    if kind is None:
+        return text
+    if kind == "vsi":
+        if text.startswith("/vsicurl/"):
+            return text[len("/vsicurl/"):]
+        for prefix, name in _FSSPEC.items():
+            if text.startswith(prefix):
+                return f"{name}://{text[len(prefix):]}"
+        return None
     return text
+
+
+def _endpoint_url() -> str | None:
+    """The custom S3 endpoint as a URL, from botocore's or GDAL's variables (None: AWS)."""
+    url = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if url:
+        return url.rstrip("/")
+    host = os.environ.get("AWS_S3_ENDPOINT")
+    if host:
+        https = os.environ.get("AWS_HTTPS", "YES").upper() not in ("NO", "FALSE", "OFF", "0")
+        return host if "://" in host else f"{'https' if https else 'http'}://{host}"
+    return None
+
+
+def configure_gdal() -> None:
+    """Set, in ``os.environ`` and only where the user did not, GDAL's cloud options
+    (:data:`GDAL_CLOUD_OPTIONS`) and GDAL's S3 endpoint variables derived from
+    ``AWS_ENDPOINT_URL(_S3)``. GDAL reads its options from the environment at each request, and
+    processes started later (local dask workers) inherit them."""
+    for key, value in GDAL_CLOUD_OPTIONS.items():
+        os.environ.setdefault(key, value)
+    url = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if url and "AWS_S3_ENDPOINT" not in os.environ:
+        match = re.match(r"(https?)://(.+?)/*$", url)
+        if match:
+            os.environ["AWS_S3_ENDPOINT"] = match.group(2)
+            os.environ.setdefault("AWS_HTTPS", "YES" if match.group(1) == "https" else "NO")
+            os.environ.setdefault("AWS_VIRTUAL_HOSTING", "FALSE")  # custom endpoints: path-style
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().upper() in ("YES", "TRUE", "ON", "1")
+
+
+def filesystem(url: str) -> AbstractFileSystem:
+    """The fsspec file system of ``url`` (an fsspec URL, see :func:`fsspec_url`), configured from
+    the environment: for S3, the endpoint (:func:`configure_gdal`'s variables), anonymous access
+    (``AWS_NO_SIGN_REQUEST``) and requester-pays (``AWS_REQUEST_PAYER=requester``)."""
+    import fsspec  # lazy: only remote files need it
+
+    kind = scheme(url) or "file"
+    if kind == "s3":
+        options: dict[str, object] = {"anon": _flag("AWS_NO_SIGN_REQUEST")}
+        endpoint = _endpoint_url()
+        if endpoint:
+            options["endpoint_url"] = endpoint
+        if os.environ.get("AWS_REQUEST_PAYER", "").lower() == "requester":
+            options["requester_pays"] = True
+        return fsspec.filesystem("s3", **options)
+    return fsspec.filesystem(kind)
+
+
+def credential_source() -> str:
+    """Where S3 credentials come from, in words, never the credentials: ``"anonymous
+    (AWS_NO_SIGN_REQUEST)"``, ``"environment variables"``, ``"profile 'NAME'"``, ``"instance
+    role"``... or ``"no credentials found"``."""
+    if _flag("AWS_NO_SIGN_REQUEST"):
+        return "anonymous (AWS_NO_SIGN_REQUEST)"
+    try:
+        import botocore.session  # s3fs's dependency
+    except ImportError:  # pragma: no cover - s3fs is a dependency
+        return "credentials unknown (botocore missing)"
+    session = botocore.session.get_session()
+    try:
+        creds = session.get_credentials()
+    except Exception as exc:  # noqa: BLE001 - a broken profile: say which kind of problem, not its content
+        return f"credentials unreadable ({type(exc).__name__})"
+    if creds is None:
+        return "no credentials found (environment, profile, instance role)"
+    method = getattr(creds, "method", "") or ""
+    names = {"env": "environment variables", "shared-credentials-file": "the shared credentials file",
+             "config-file": "the config file", "iam-role": "instance role", "container-role": "container role",
+             "assume-role": "an assumed role", "sso": "SSO", "web-identity": "web identity"}
+    profile = os.environ.get("AWS_PROFILE")
+    said = names.get(method, method or "unknown source")
+    return f"profile '{profile}' ({said})" if profile and method in ("shared-credentials-file", "config-file") else said
 
 
 def _answer(message: str) -> str:
@@ -76,13 +216,40 @@ _FIXES = {"HTTP 404": "check the URL", "HTTP 403": "check the URL and the access
           "GDAL_HTTP_HEADERS)"}
 
 
+def _store_answer(url: str, label: str) -> None:
+    """Ask the object store for ``url`` (HEAD) and raise one line if it is missing or refused."""
+    fs = filesystem(url)
+    bucket = url.split("://", 1)[1].split("/", 1)[0]
+    try:
+        fs.info(url)
+        return
+    except FileNotFoundError:
+        try:
+            bucket_there = fs.exists(f"{url.split('://')[0]}://{bucket}")
+        except Exception:  # noqa: BLE001 - the bucket question is only for a better message
+            bucket_there = True
+        if not bucket_there:
+            raise InputError(f"{label} not readable: '{redact(url)}' (the bucket '{bucket}' does not exist); "
+                             "check the bucket name and the endpoint (AWS_ENDPOINT_URL)") from None
+        raise InputError(f"{label} not readable: '{redact(url)}' (the store answered 404: no such object); "
+                         "check the URL") from None
+    except PermissionError:
+        raise InputError(f"{label} not readable: '{redact(url)}' (the store answered 403, credentials: "
+                         f"{credential_source()}); check the access rights, or pass --anonymous for a public "
+                         "bucket") from None
+    except OSError as exc:
+        raise InputError(f"{label} not readable: '{redact(url)}' (no answer: {_answer(str(exc))}); check the "
+                         "endpoint and the network") from None
+
+
 def check_remote(source: str | os.PathLike[str], *, label: str = "DEM") -> str:
-    """Ask the server for ``source`` (GDAL opens its header) and return its GDAL path.
+    """Ask the server for ``source`` and return its GDAL path: the object store (HEAD) for an
+    ``s3://`` URL or ``/vsis3/`` path, then GDAL opens its header.
 
     Parameters
     ----------
     source
-        An HTTP(S) URL or a ``/vsi...`` path.
+        A URL or a ``/vsi...`` path.
     label
         What the source is, for the message (``"reference"``...).
 
@@ -90,19 +257,23 @@ def check_remote(source: str | os.PathLike[str], *, label: str = "DEM") -> str:
     ------
     xdem.errors.InputError
         The server refused or does not have it: one line naming the URL (without password) and
-        the server's answer (``HTTP 404``, ``HTTP 403``...).
+        the server's answer (``HTTP 404``, ``403`` with the credential source, a missing bucket,
+        no answer).
     """
     import rasterio  # lazy: xdem.workflows.request is imported by commands that must start fast
     from rasterio.errors import RasterioIOError
 
     path = gdal_path(source)
+    url = fsspec_url(path)
+    if url is not None and scheme(url) == "s3":
+        _store_answer(url, label)
     try:
         with rasterio.Env(**HTTP_OPTIONS), rasterio.open(path):
             pass
     except RasterioIOError as exc:
         answer = _answer(str(exc))
         fix = _FIXES.get(answer, "check the URL and that the server is reachable")
-        url = re.sub(r"^/vsicurl/(?=https?://)", "", _text(source))
+        shown = url if url is not None else _text(source)
         said = f"the server answered {answer}" if answer.startswith("HTTP ") else f"no answer: {answer}"
-        raise InputError(f"{label} not readable: '{redact(url)}' ({said}); {fix}") from None
+        raise InputError(f"{label} not readable: '{redact(shown)}' ({said}); {fix}") from None
     return path
