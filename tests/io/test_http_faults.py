@@ -103,5 +103,5 @@ def test_connection_always_dropped_is_one_line(served, tmp_path):
     lines = [line for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("Error")]  # after the progress lines (stderr)
     assert code == 1 and len(errors) == 1 and errors[0] == lines[-1], output
-    assert f"'{url}/{tba}'" in errors[0] and "the connection failed" in lines[0] and "after 3 attempts" in errors[0]
+    assert f"'{url}/{tba}'" in errors[0] and "the connection failed" in errors[0] and "after 3 attempts" in errors[0]
     assert "Traceback" not in output and not (tmp_path / "a.tif").exists()
