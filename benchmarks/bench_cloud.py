@@ -125,7 +125,10 @@ def format_doc(res: dict) -> str:
         lines.append(f"| {r['name']} | {r['wall_s']:.1f} s | {r['wall_s'] / floor['wall_s']:.1f}x | {r['cpu_s']:.1f} s | "
                      f"{r['cpu_s'] / floor['cpu_s']:.1f}x | {fmt_bytes(r['peak_rss_bytes'])} | {reqs} | {sent} |")
     lines += ["", "The aligned DEMs read over HTTP and from S3 are "
-              f"{'bit for bit equal to' if res['identical'] else 'DIFFERENT from'} the one read locally."]
+              f"{'bit for bit equal to' if res['identical'] else 'DIFFERENT from'} the one read locally. "
+              "A coregistration reads its inputs in two passes (the fit's sample, then the warp and the statistics), "
+              "so over HTTP it fetches more than the files' size where a local run reads the second pass from the page "
+              "cache; GDAL's COG copy fetches its source several times (the overviews are computed from it)."]
     return "\n".join(lines)
 
 
