@@ -9,8 +9,9 @@ GIL while it reads, so a server thread of the test process would never answer.
   JSON line ``[method, path, range, status, bytes]`` and answers by the rules in
   ``<folder>/.faults.json`` (re-read at each request, so a test changes them while it runs):
   ``{"/x.tif": {"status": 403}}`` (always), ``{"/x.tif": {"status": 503, "times": 2}}`` (the
-  first two requests, then normal), ``{"/x.tif": {"drop_after": 1000, "times": 1}}`` (sends
-  the headers and 1000 bytes, then closes the connection).
+  first two requests, then normal), ``{"/x.tif": {"drop_after": 1000, "times": 1}}`` (the
+  first GET gets its headers and 1000 bytes, then the connection is closed); ``"after": n``
+  lets the first ``n`` matching requests through before the rule applies.
 
 Examples
 --------
@@ -163,29 +164,32 @@ class RangeHandler(SimpleHTTPRequestHandler):
             with RangeHandler.log.open("a") as f:
                 f.write(json.dumps([self.command, self.path.split("?")[0], self.headers.get("Range"), status, size]) + "\n")
 
-    def _fault(self, path: str) -> dict[str, int] | None:
+    def _fault(self, path: str, *, body: bool) -> dict[str, int] | None:
+        """The rule for this request, counted once it applies (a drop applies to GETs only)."""
         folder = Path(self.directory)
         try:
             rule = json.loads((folder / ".faults.json").read_text()).get(path)
         except (OSError, ValueError):
             return None
-        if not rule:
+        if not rule or ("drop_after" in rule and not body):
             return None
-        if "times" in rule:
+        if "times" in rule or "after" in rule:
             counts_file = folder / ".faults.count.json"
             try:
                 counts = json.loads(counts_file.read_text())
             except (OSError, ValueError):
                 counts = {}
-            if counts.get(path, 0) >= rule["times"]:
-                return None
-            counts[path] = counts.get(path, 0) + 1
+            seen = counts.get(path, 0)
+            counts[path] = seen + 1
             counts_file.write_text(json.dumps(counts))
+            first = rule.get("after", 0)
+            if seen < first or seen >= first + rule.get("times", 1 << 30):
+                return None
         return rule
 
     def _answer(self, body: bool) -> None:
         path = self.path.split("?")[0]
-        rule = self._fault(path)
+        rule = self._fault(path, body=body)
         if rule and "status" in rule:
             self._record(rule["status"], 0)
             self.send_error(rule["status"])
@@ -195,20 +199,22 @@ class RangeHandler(SimpleHTTPRequestHandler):
             self._record(404, 0)
             self.send_error(404)
             return
-        data = target.read_bytes()
-        total = len(data)
+        total = target.stat().st_size
         wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
+        start, end = 0, total - 1
         if wanted and body:
             start = int(wanted.group(1))
             end = min(int(wanted.group(2) or total - 1), total - 1)
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
-            data = data[start:end + 1]
             status = 206
         else:
             self.send_response(200)
             status = 200
-        self.send_header("Content-Length", str(len(data)))
+        with target.open("rb") as f:  # only the range asked for (large files in the benchmark)
+            f.seek(start)
+            data = f.read(end + 1 - start) if body else b""
+        self.send_header("Content-Length", str(end + 1 - start))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if not body:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections.abc import Hashable, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ import dask.array as da
 import numpy as np
 import psutil
 import rasterio
+import rasterio.windows
 import rioxarray  # noqa: F401  (registers the .rio accessor)
 import xarray as xr
 from rasterio.errors import RasterioIOError
@@ -27,6 +29,10 @@ __all__ = ["open_dem", "open_zarr_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
 
 #: Target side of an in-memory chunk, in pixels, when ``chunks="auto"``.
 DEFAULT_CHUNK_PIXELS = 2048
+#: A chunk of a remote DEM whose read fails (a dropped connection: GDAL retries 5xx answers
+#: itself, not broken transfers) is read again this many times, after 0.5 s, 1 s...
+REMOTE_READ_RETRIES = 2
+REMOTE_RETRY_DELAY_S = 0.5
 
 
 def _round_to_multiple(value: int, base: int, size: int) -> int:
@@ -170,21 +176,37 @@ class _NamedReader:
     inside a dask task becomes one :class:`~xdem.errors.ReadError` naming the file, the window
     and (from GDAL's message) the damaged tile or missing source."""
 
-    def __init__(self, lazy: xr.DataArray, path: Path | str) -> None:
+    def __init__(self, lazy: xr.DataArray, path: Path | str, *, band: int = 1) -> None:
         self.lazy = lazy
         self.path = path
+        self.band = band
         self.shape = lazy.shape
         self.dtype = lazy.dtype
         self.ndim = lazy.ndim
 
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
-        try:
-            return np.asarray(self.lazy[key].values)
-        except Exception as exc:  # noqa: BLE001 - rasterio/GDAL raise many types
-            message = _read_error_message(self.path, self.shape, key, exc)
+        remote_path = isinstance(self.path, str)
+        for attempt in range(1 + (REMOTE_READ_RETRIES if remote_path else 0)):
+            try:
+                if attempt:
+                    return self._read_uncached(key)
+                return np.asarray(self.lazy[key].values)
+            except Exception as exc:  # noqa: BLE001 - rasterio/GDAL raise many types
+                message = _read_error_message(self.path, self.shape, key, exc, attempts=attempt + 1)
+            if remote_path and attempt < REMOTE_READ_RETRIES:
+                time.sleep(REMOTE_RETRY_DELAY_S * 2**attempt)  # GDAL retried 5xx itself; this is a broken transfer
         # raised outside the except block, without cause or context: GDAL's CPLE_* exceptions
         # do not survive pickling, and distributed would then replace ours by a bare Exception
         raise ReadError(message)
+
+    def _read_uncached(self, key: tuple[slice, ...]) -> np.ndarray:
+        """Read ``key`` again from a fresh open of the remote file whose cached bytes GDAL drops
+        (``CPL_VSIL_CURL_NON_CACHED``): a broken transfer may have left a bad block in the cache."""
+        rows, cols = key[-2].indices(self.shape[-2]), key[-1].indices(self.shape[-1])
+        window = rasterio.windows.Window(cols[0], rows[0], cols[1] - cols[0], rows[1] - rows[0])
+        with rasterio.Env(CPL_VSIL_CURL_NON_CACHED=str(self.path)), rasterio.open(self.path) as src:
+            data = src.read(self.band, window=window)
+        return data[None][key[0]] if self.ndim == 3 else data
 
 
 class _RegionReader:
@@ -204,10 +226,11 @@ class _RegionReader:
         return data
 
 
-def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException) -> str:
+def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[slice, ...], exc: BaseException,
+                        *, attempts: int = 1) -> str:
     import re
 
-    path = remote.redact(str(path))
+    shown = remote.redact(remote.fsspec_url(path) or str(path)) if isinstance(path, str) else str(path)
     rows, cols = key[-2].indices(shape[-2]), key[-1].indices(shape[-1])
     detail = " ".join(dict.fromkeys(str(e) for e in (exc.__cause__, exc.__context__, exc) if e is not None))
     where = f"rows {rows[0]}-{rows[1] - 1}, columns {cols[0]}-{cols[1] - 1}"
@@ -216,10 +239,13 @@ def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[sli
         where += f", tile column {tile.group(1)} row {tile.group(2)}"
     missing = re.search(r"([^\s:']+): No such file or directory", detail)
     if missing:
-        return (f"cannot read '{path}' ({where}): its source '{missing.group(1)}' is missing; "
+        return (f"cannot read '{shown}' ({where}): its source '{missing.group(1)}' is missing; "
                 "restore it or rebuild the VRT")
     detail = detail.replace("Read failed. See previous exception for details.", "").strip() or type(exc).__name__
-    return f"cannot read '{path}' ({where}: {detail}); the file is damaged: copy or download it again"
+    if isinstance(path, str):  # remote: a broken transfer looks like a damaged tile to GDAL
+        return (f"cannot read '{shown}' ({where}: {detail}) after {attempts} attempts; the connection failed or the "
+                "file is damaged: check the network and the server, then run again")
+    return f"cannot read '{shown}' ({where}: {detail}); the file is damaged: copy or download it again"
 
 
 def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int]) -> tuple[xr.DataArray, _NamedReader]:
@@ -236,7 +262,7 @@ def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int]) -> tuple[x
     else:
         stat = path.stat()
         token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
-    reader = _NamedReader(lazy, path)
+    reader = _NamedReader(lazy, path, band=band)
     data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False,
                          name=f"open_dem-{_stem(path)}-{token}", meta=np.array((), dtype=lazy.dtype))
     return lazy.copy(data=data), reader
