@@ -12,16 +12,12 @@ import json
 import os
 from pathlib import Path
 
-import geopandas as gpd
 import numpy as np
-import pandas as pd
 import pytest
-import rasterio
 import s3fs
 from click.testing import CliRunner
-from helpers import write_points_at_pixels
+from helpers import write_masks, write_point_files
 from servers import free_port, iam_user, new_bucket, s3_client, s3_server
-from shapely.geometry import box
 
 import xdem
 from xdem.cli import main
@@ -32,29 +28,6 @@ from xdem.points import read_points
 NAMES = ("ref.tif", "tba.tif", "inlier.gpkg", "exclude.tif", "points.csv", "points.parquet", "points.gpkg")
 
 
-def _write_masks(folder: Path) -> None:
-    """``inlier.gpkg``: the left three quarters of REF; ``exclude.tif``: a square on REF's grid."""
-    with rasterio.open(folder / "ref.tif") as src:
-        profile, (left, bottom, right, top) = src.profile, src.bounds
-    gpd.GeoDataFrame(geometry=[box(left, bottom, left + 0.75 * (right - left), top)], crs=profile["crs"]).to_file(
-        folder / "inlier.gpkg")
-    data = np.zeros((profile["height"], profile["width"]), dtype=np.uint8)
-    data[50:150, 250:350] = 1
-    profile.update(dtype="uint8", nodata=None, driver="GTiff", count=1)
-    profile.pop("blockxsize", None), profile.pop("blockysize", None)
-    with rasterio.open(folder / "exclude.tif", "w", **{**profile, "tiled": False}) as dst:
-        dst.write(data, 1)
-
-
-def _write_points(folder: Path) -> str:
-    crs = write_points_at_pixels(folder / "points.csv", folder / "ref.tif", step=20)
-    table = pd.read_csv(folder / "points.csv")
-    table.to_parquet(folder / "points.parquet")
-    gpd.GeoDataFrame({"z": table["z"]}, geometry=gpd.points_from_xy(table["x"], table["y"]), crs=crs).to_file(
-        folder / "points.gpkg")
-    return crs
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     """One S3 server; a bucket holding the example pair as COGs, the masks and the points, and
@@ -63,8 +36,8 @@ def store(tmp_path_factory):
     pair = write_example_pair(tmp_path_factory.mktemp("pair"))
     for name in ("ref", "tba"):
         xdem.write_cog(xdem.open_dem(pair[name]), folder / f"{name}.tif")
-    _write_masks(folder)
-    crs = _write_points(folder)
+    write_masks(folder)
+    crs = write_point_files(folder)
     with s3_server():
         s3fs.S3FileSystem.clear_instance_cache()
         bucket = new_bucket()

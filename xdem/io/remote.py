@@ -231,7 +231,11 @@ def _http_options() -> dict[str, object]:
     text = os.environ.get("GDAL_HTTP_HEADERS", "").strip()
     if text:
         parts = re.split(r"\r?\n", text) if "\n" in text else re.split(r",\s*(?=[A-Za-z0-9_-]+\s*:)", text)
-        headers = dict(tuple(v.strip() for v in part.split(":", 1)) for part in parts if ":" in part)
+        headers: dict[str, str] = {}
+        for part in parts:
+            name, _, value = part.partition(":")
+            if value:
+                headers[name.strip()] = value.strip()
         options["headers"] = headers
     userpwd = os.environ.get("GDAL_HTTP_USERPWD")
     if userpwd and ":" in userpwd:
