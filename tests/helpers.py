@@ -198,7 +198,8 @@ def write_masks(folder: Path) -> None:
 
 def write_point_files(folder: Path) -> str:
     """``points.csv`` (:func:`write_points_at_pixels` of ``folder/ref.tif``, every 20th pixel),
-    the same points as ``points.parquet`` (a plain table) and ``points.gpkg``; returns the CRS."""
+    the same points as ``points.parquet`` (a plain table), ``points.gpkg`` and ``points.las``
+    (no CRS record, millimetre scale); returns the CRS."""
     import geopandas as gpd
     import pandas as pd
 
@@ -207,4 +208,11 @@ def write_point_files(folder: Path) -> str:
     table.to_parquet(folder / "points.parquet")
     gpd.GeoDataFrame({"z": table["z"]}, geometry=gpd.points_from_xy(table["x"], table["y"]), crs=crs).to_file(
         folder / "points.gpkg")
+    import laspy
+
+    header = laspy.LasHeader(point_format=3, version="1.2")
+    header.scales, header.offsets = np.array([0.001] * 3), np.array([table[c].min() for c in ("x", "y", "z")])
+    las = laspy.LasData(header)
+    las.x, las.y, las.z = table["x"].to_numpy(), table["y"].to_numpy(), table["z"].to_numpy()
+    las.write(folder / "points.las")
     return crs

@@ -150,7 +150,7 @@ def test_coreg_with_masks_over_http_equals_local(served_inputs, tmp_path):
                                   xdem.open_dem(tmp_path / "local.tif").values)
 
 
-@pytest.mark.parametrize("name", ["points.csv", "points.parquet", "points.gpkg"])
+@pytest.mark.parametrize("name", ["points.csv", "points.parquet", "points.gpkg", "points.las"])
 def test_points_over_http_equal_local(served_inputs, name):
     folder, url, crs = served_inputs
     local = xdem.points.read_points(folder / name, source_crs=crs)

@@ -25,7 +25,7 @@ from xdem.examples import write_example_pair
 from xdem.io import remote
 from xdem.points import read_points
 
-NAMES = ("ref.tif", "tba.tif", "inlier.gpkg", "exclude.tif", "points.csv", "points.parquet", "points.gpkg")
+NAMES = ("ref.tif", "tba.tif", "inlier.gpkg", "exclude.tif", "points.csv", "points.parquet", "points.gpkg", "points.las")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_open_dem_from_s3_equals_local(store):
         np.testing.assert_array_equal(dem.values, local.values)
 
 
-@pytest.mark.parametrize("name", ["points.csv", "points.parquet", "points.gpkg"])
+@pytest.mark.parametrize("name", ["points.csv", "points.parquet", "points.gpkg", "points.las"])
 def test_read_points_from_s3_equals_local(store, name):
     folder, bucket, crs = store
     local = read_points(folder / name, source_crs=crs)
