@@ -193,3 +193,17 @@ def test_table_over_http_with_gdal_credentials(served_inputs, monkeypatch):
     monkeypatch.setenv("GDAL_HTTP_HEADERS", "X-Test-Token: abc, X-Other: 1")
     assert remote.filesystem(url).kwargs["headers"] == {"X-Test-Token": "abc", "X-Other": "1"}
     assert xdem.points.read_points(f"{url}/points.csv", source_crs=crs).count > 0
+
+
+def test_url_password_never_in_output_or_json(served_inputs, tmp_path):
+    """A run that reads URLs with a password (the server ignores it) shows and records them as
+    ``***@``: the output, the JSON's inputs."""
+    folder, url, _ = served_inputs
+    base = url.replace("http://", "http://user:s3cret@")
+    res = CliRunner().invoke(main, ["coreg", f"{base}/ref.tif", f"{base}/tba.tif", "-o", str(tmp_path / "o.tif"),
+                                    "--inlier-mask", f"{base}/inlier.gpkg", "--json-out", str(tmp_path / "o.json")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "o.json").read_text())
+    hidden = url.replace("http://", "http://***@")
+    assert doc["inputs"]["reference"] == f"{hidden}/ref.tif" and doc["inputs"]["inlier_mask"] == f"{hidden}/inlier.gpkg"
+    assert "s3cret" not in res.output and "s3cret" not in (tmp_path / "o.json").read_text()
