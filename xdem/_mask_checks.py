@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xdem._check_base import Finding
 from xdem.errors import InputError
+from xdem.io import remote
 from xdem.masks import _VECTOR_SUFFIXES, _read_vector
 
 if TYPE_CHECKING:  # annotations only
@@ -73,7 +73,7 @@ def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
     grid (``None``: too large to read)."""
     import rasterio
 
-    if Path(path).suffix.lower() in _VECTOR_SUFFIXES:
+    if remote.suffix(path) in _VECTOR_SUFFIXES:
         gdf = _read_vector(path)
 
         def burn(transform: Any, shape: tuple[int, int], crs: Any) -> np.ndarray:
@@ -125,9 +125,9 @@ def mask_coverage(mask: str | os.PathLike, reference: str | os.PathLike) -> JSON
     """
     import rasterio
 
-    path = os.fspath(mask)
+    path = remote.gdal_path(mask)  # a URL as GDAL reads it (/vsis3/, /vsicurl/...); a local path unchanged
     crs, bounds, burn = _mask_extent(path)
-    with rasterio.open(reference) as src:
+    with rasterio.open(remote.gdal_path(reference)) as src:
         ref_crs, total = src.crs, src.width * src.height
         out: dict[str, Any] = {"covered": 0, "total": total, "mask_bounds": bounds,
                                "mask_crs": None if crs is None else crs.to_string(),
@@ -174,7 +174,7 @@ def mask_findings(reference: str | os.PathLike, *, inlier_mask: str | os.PathLik
         hint = (f"; its coordinates are no degrees although its CRS is {c['mask_crs']}: probably {c['ref_crs']} or "
                 "another projected CRS mis-tagged, set the right one (e.g. ogr2ogr -a_srs EPSG:XXXX)"
                 if c["not_degrees"] else "; check its CRS and that it is the mask of this area")
-        what = (f"the {kind} mask '{os.fspath(mask)}' "
+        what = (f"the {kind} mask '{remote.redact(os.fspath(mask))}' "
                 + (f"covers about {covered}" if c["overlaps"] else "does not overlap REF: it covers 0")
                 + f" of REF's {total} pixels ({where})")
         details = {"covered": covered, "total": total, "mask_bounds": list(c["mask_bounds"]),

@@ -11,11 +11,12 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, OverlapError
+from xdem.io import remote
 from xdem.io.grid import align_pair, block_pixel_offsets, dask_data, get_transform, same_grid
 from xdem.io.open import open_dem
 from xdem.typing import GeoDataFrameLike, MaskLike, PathLike
 
-__all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like"]
+__all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like", "mask_path"]
 
 _VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson", ".json", ".fgb", ".gml", ".kml", ".parquet"}
 
@@ -41,15 +42,42 @@ def _rasterize_block(block: np.ndarray, *, geoms: list, transform, block_info=No
     return burned.astype(bool)
 
 
+def mask_path(mask: str | os.PathLike) -> Path | str:
+    """The path a mask file is read from: a local ``Path`` (checked to exist), or for a URL or
+    ``/vsi...`` path the GDAL path (:func:`xdem.io.remote.gdal_path`; GDAL and pyogrio read
+    it), after the store said it is there (:func:`xdem.io.remote.check_object`).
+
+    Raises
+    ------
+    xdem.errors.InputError
+        The file is missing (one line naming it; for a URL, the store's answer).
+
+    Examples
+    --------
+    >>> import xdem
+    >>> mask_path(xdem.examples.get_path("lidar")).name
+    'lidar_dem.tif'
+    """
+    if remote.is_remote(mask):
+        remote.check_object(mask, label="mask")
+        return remote.gdal_path(mask)
+    path = Path(mask)
+    if not path.exists():
+        raise InputError(f"mask file not found: '{path}'")
+    return path
+
+
 def _read_vector(path: str | os.PathLike) -> Any:
-    """``geopandas.read_file(path)``, any failure (corrupt, truncated, not a vector file) as
-    one :class:`~xdem.errors.InputError` naming the mask."""
+    """``geopandas.read_file(path)`` (a local path or a GDAL ``/vsi...`` path), any failure
+    (corrupt, truncated, not a vector file) as one :class:`~xdem.errors.InputError` naming
+    the mask."""
     import geopandas as gpd
 
     try:
         return gpd.read_file(path)
     except Exception as exc:  # noqa: BLE001 - pyogrio/fiona/GDAL raise many types
-        detail = " ".join(str(exc).split()) or type(exc).__name__
+        detail = remote.redact(" ".join(str(exc).split()) or type(exc).__name__)
+        path = remote.redact(os.fspath(path))
         raise InputError(
             f"cannot read the vector mask '{path}' ({detail}); the file is corrupt, truncated or not a vector "
             "format GDAL reads (GeoPackage, Shapefile, GeoJSON...): export it again"
@@ -105,13 +133,12 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
             raise InputError("exclude=True needs a mask of the areas to exclude")
         return da.ones(data.shape, dtype=bool, chunks=data.chunks)
     if isinstance(mask, (str, os.PathLike)):
-        path = Path(mask)
-        if not path.exists():
-            raise InputError(f"mask file not found: '{path}'")
-        if path.suffix.lower() in _VECTOR_SUFFIXES:
+        path: Path | str = mask_path(mask)
+        said = str(path) if isinstance(path, Path) else remote.redact(os.fspath(mask))
+        if remote.suffix(path) in _VECTOR_SUFFIXES:
             out = rasterize_like(path, dem)
         else:
-            m = open_dem(path)
+            m = open_dem(path if isinstance(path, Path) else os.fspath(mask))
             m = (m.fillna(0) != 0).astype(np.float32)
             try:
                 _, m = align_pair(dem, m, resampling="nearest")
@@ -121,11 +148,11 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
                 mb = tuple(round(v, 3) for v in m.rio.bounds())
                 db = tuple(round(v, 3) for v in dem.rio.bounds())
                 raise OverlapError(
-                    f"the mask '{path}' does not overlap the DEM: mask bounds {mb} in {m.rio.crs}, DEM bounds {db} "
+                    f"the mask '{said}' does not overlap the DEM: mask bounds {mb} in {m.rio.crs}, DEM bounds {db} "
                     f"in {dem.rio.crs}; give a mask covering the reference DEM (and check its CRS)"
                 ) from exc
             if m.shape != dem.shape:
-                raise InputError(f"the raster mask '{path}' does not cover the DEM; give a mask on the reference grid")
+                raise InputError(f"the raster mask '{said}' does not cover the DEM; give a mask on the reference grid")
             out = m.data > 0.5
     elif isinstance(mask, xr.DataArray):
         if mask.shape != dem.shape or (mask.rio.crs is not None and not same_grid(mask, dem)):

@@ -11,6 +11,7 @@ from types import ModuleType
 
 import click
 
+from xdem.cli._cloud import anonymous_option
 from xdem.cli._common import scheduler_option, workers_option
 
 __all__ = ["convert"]
@@ -25,6 +26,7 @@ def _run_module() -> ModuleType:
 @click.command("convert")
 @click.argument("source", type=click.Path())
 @click.argument("output", type=click.Path())
+@anonymous_option
 @click.option("--chunks", type=click.IntRange(min=16), default=None,
               help="Chunk side in pixels: of the reads, and of a Zarr output's store (default: auto).")
 @click.option("--compress", default=None,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from xdem.cli._cloud import anonymous_option
 from xdem.cli._common import scheduler_option, workers_option
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time: __getattr__
@@ -63,6 +64,7 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
 @click.command("coreg")
 @click.argument("ref", type=click.Path())
 @click.argument("tba", type=click.Path())
+@anonymous_option
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Aligned DEM to write, on the grid of TBA unless --grid ref: a Cloud-Optimized GeoTIFF (.tif, .tiff), "
                    "or a Zarr store (.zarr: lock-free writes on clusters, resumable with --resume).")

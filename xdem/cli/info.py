@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from xdem.cli._cloud import anonymous_option
+
 if TYPE_CHECKING:  # the name as the type checker sees it; at run time: __getattr__
     from xdem.cli._info_run import describe
 
@@ -33,6 +35,7 @@ def __getattr__(name: str) -> object:
 
 @click.command("info")
 @click.argument("dem", type=click.Path())
+@anonymous_option
 @click.option("--band", type=click.IntRange(min=1), default=None,
               help="Band to describe (1-based); required for multi-band files.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")

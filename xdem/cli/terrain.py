@@ -12,6 +12,8 @@ from types import ModuleType
 
 import click
 
+from xdem.cli._cloud import anonymous_option
+
 __all__ = ["terrain"]
 
 
@@ -23,6 +25,7 @@ def _run_module() -> ModuleType:
 
 @click.command("terrain")
 @click.argument("dem", type=click.Path(dir_okay=False))
+@anonymous_option
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="Output .tif for one attribute, or a folder (created if missing) receiving <attribute>.tif files.")
 @click.option("-a", "--attribute", "attributes", multiple=True,

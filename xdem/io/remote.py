@@ -41,8 +41,8 @@ from xdem.errors import InputError
 if TYPE_CHECKING:  # annotations only: fsspec is imported when a remote file is used
     from fsspec import AbstractFileSystem
 
-__all__ = ["is_remote", "scheme", "gdal_path", "fsspec_url", "redact", "check_remote", "configure_gdal", "filesystem",
-           "credential_source", "GDAL_CLOUD_OPTIONS", "HTTP_OPTIONS"]
+__all__ = ["is_remote", "scheme", "gdal_path", "fsspec_url", "redact", "check_remote", "check_object", "configure_gdal",
+           "filesystem", "credential_source", "shown", "suffix", "GDAL_CLOUD_OPTIONS", "HTTP_OPTIONS"]
 
 #: URL scheme -> GDAL virtual file system.
 _VSI = {"s3": "/vsis3/", "gs": "/vsigs/", "gcs": "/vsigs/", "az": "/vsiaz/", "azure": "/vsiaz/", "abfs": "/vsiaz/",
@@ -87,6 +87,34 @@ def is_remote(source: str | os.PathLike[str]) -> bool:
 def redact(text: str) -> str:
     """``text`` with the ``user:password@`` (or ``user@``) of any URL in it replaced by ``***@``."""
     return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s'\"]+@", r"\1***@", text)
+
+
+def shown(source: str | os.PathLike[str]) -> str:
+    """How ``source`` is written in messages, the JSON document and the report: a URL or
+    ``/vsi...`` path as given without its password (:func:`redact`), a local path absolute.
+
+    Examples
+    --------
+    >>> shown("s3://bucket/ref.tif"), shown("https://me:pw@example.org/dem.tif")
+    ('s3://bucket/ref.tif', 'https://***@example.org/dem.tif')
+    """
+    text = _text(source)
+    return redact(text) if is_remote(text) else os.path.abspath(text)
+
+
+def suffix(source: str | os.PathLike[str]) -> str:
+    """The lower-case file suffix of a local path or of a URL (its query string ignored).
+
+    Examples
+    --------
+    >>> suffix("https://example.org/points.CSV?token=abc"), suffix("/vsis3/b/mask.gpkg"), suffix("dem.tif")
+    ('.csv', '.gpkg', '.tif')
+    """
+    text = _text(source)
+    if is_remote(text):
+        text = text.split("?", 1)[0].split("#", 1)[0]
+    name = text.rstrip("/").rsplit("/", 1)[-1]
+    return "." + name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
 
 
 def gdal_path(source: str | os.PathLike[str]) -> str:
@@ -144,9 +172,12 @@ def configure_gdal() -> None:
     """Set, in ``os.environ`` and only where the user did not, GDAL's cloud options
     (:data:`GDAL_CLOUD_OPTIONS`) and GDAL's S3 endpoint variables derived from
     ``AWS_ENDPOINT_URL(_S3)``. GDAL reads its options from the environment at each request, and
-    processes started later (local dask workers) inherit them."""
+    processes started later (local dask workers) inherit them. botocore's
+    ``AWS_SHARED_CREDENTIALS_FILE`` becomes GDAL's ``CPL_AWS_CREDENTIALS_FILE`` (GDAL reads
+    ``AWS_PROFILE`` and ``AWS_CONFIG_FILE`` itself), so that both read the same profile."""
     for key, value in GDAL_CLOUD_OPTIONS.items():
         os.environ.setdefault(key, value)
+    _derive("CPL_AWS_CREDENTIALS_FILE", os.environ.get("AWS_SHARED_CREDENTIALS_FILE"))
     url = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if url and "AWS_S3_ENDPOINT" not in os.environ:
         match = re.match(r"(https?)://(.+?)/*$", url)
@@ -154,6 +185,18 @@ def configure_gdal() -> None:
             os.environ["AWS_S3_ENDPOINT"] = match.group(2)
             os.environ.setdefault("AWS_HTTPS", "YES" if match.group(1) == "https" else "NO")
             os.environ.setdefault("AWS_VIRTUAL_HOSTING", "FALSE")  # custom endpoints: path-style
+
+
+#: GDAL variables :func:`configure_gdal` set from botocore's, and the value it set.
+_DERIVED: dict[str, str] = {}
+
+
+def _derive(key: str, value: str | None) -> None:
+    """Set GDAL's ``key`` to botocore's ``value`` unless the user set ``key`` (a value this
+    module set earlier follows ``value`` when it changes)."""
+    if value is None or (key in os.environ and os.environ[key] != _DERIVED.get(key)):
+        return
+    os.environ[key] = _DERIVED[key] = value
 
 
 def _flag(name: str) -> bool:
@@ -175,7 +218,32 @@ def filesystem(url: str) -> AbstractFileSystem:
         if os.environ.get("AWS_REQUEST_PAYER", "").lower() == "requester":
             options["requester_pays"] = True
         return fsspec.filesystem("s3", **options)
+    if kind in ("http", "https"):
+        return fsspec.filesystem("http", **_http_options())
     return fsspec.filesystem(kind)
+
+
+def _http_options() -> dict[str, object]:
+    """fsspec's HTTP options from GDAL's variables, so that a table over HTTP is read with the
+    credentials GDAL uses for rasters: ``GDAL_HTTP_HEADERS`` (``"Name: value"`` lines, or
+    comma-separated) and ``GDAL_HTTP_USERPWD`` (``user:password``, basic authentication)."""
+    options: dict[str, object] = {}
+    text = os.environ.get("GDAL_HTTP_HEADERS", "").strip()
+    if text:
+        parts = re.split(r"\r?\n", text) if "\n" in text else re.split(r",\s*(?=[A-Za-z0-9_-]+\s*:)", text)
+        headers: dict[str, str] = {}
+        for part in parts:
+            name, _, value = part.partition(":")
+            if value:
+                headers[name.strip()] = value.strip()
+        options["headers"] = headers
+    userpwd = os.environ.get("GDAL_HTTP_USERPWD")
+    if userpwd and ":" in userpwd:
+        import aiohttp  # fsspec's HTTP client
+
+        user, password = userpwd.split(":", 1)
+        options["auth"] = aiohttp.BasicAuth(user, password)
+    return options
 
 
 def credential_source() -> str:
@@ -237,9 +305,57 @@ def _store_answer(url: str, label: str) -> None:
         raise InputError(f"{label} not readable: '{redact(url)}' (the store answered 403, credentials: "
                          f"{credential_source()}); check the access rights, or pass --anonymous for a public "
                          "bucket") from None
+    except Exception as exc:  # noqa: BLE001 - OSError, botocore's EndpointConnectionError...: no answer
+        raise InputError(f"{label} not readable: '{redact(url)}' (no answer: {_answer(str(exc))}); check the "
+                         "endpoint (AWS_ENDPOINT_URL) and the network") from None
+
+
+def _http_answer(url: str, label: str) -> None:
+    """Ask the HTTP server for ``url`` (HEAD, else GET without reading the body) and raise one
+    line if it is missing, refused or does not answer."""
+    fs = filesystem(url)
+    try:
+        fs.info(url)
+        return
+    except FileNotFoundError as exc:
+        cause = exc.__cause__
+        status = getattr(cause, "status", None) or (404 if cause is None else None)
+        if status is None:
+            raise InputError(f"{label} not readable: '{redact(url)}' (no answer: {type(cause).__name__}); check "
+                             "the URL and that the server is reachable") from None
+        answer = f"HTTP {status}"
+        fix = _FIXES.get(answer, "check the URL and that the server is reachable")
+        raise InputError(f"{label} not readable: '{redact(url)}' (the server answered {answer}); {fix}") from None
     except OSError as exc:
         raise InputError(f"{label} not readable: '{redact(url)}' (no answer: {_answer(str(exc))}); check the "
-                         "endpoint and the network") from None
+                         "URL and that the server is reachable") from None
+
+
+def check_object(source: str | os.PathLike[str], *, label: str) -> None:
+    """Ask the store or server whether the object ``source`` is there and readable, before any
+    computation, whatever the file is (a vector mask, a table of points...): a HEAD to the
+    object store for ``s3://`` (``/vsis3/``), to the HTTP server for ``http(s)://``
+    (``/vsicurl/``). Other schemes (``gs://``, ``az://``, other ``/vsi...``) are left to the
+    reader's own message.
+
+    Raises
+    ------
+    xdem.errors.InputError
+        One line naming the URL (without password) and the answer: 404 (or a missing bucket),
+        403 with the credential source, no answer.
+
+    Examples
+    --------
+    >>> check_object("/vsizip/archive.zip/mask.gpkg", label="mask")  # GDAL-only: its reader says
+    """
+    url = fsspec_url(gdal_path(source))
+    if url is None:
+        return
+    kind = scheme(url)
+    if kind == "s3":
+        _store_answer(url, label)
+    elif kind in ("http", "https"):
+        _http_answer(url, label)
 
 
 def check_remote(source: str | os.PathLike[str], *, label: str = "DEM") -> str:

@@ -8,17 +8,20 @@ geometries' z, else a column named ``z``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 
 from xdem.errors import CRSError, InputError, ReadError
+from xdem.io import remote
 from xdem.typing import CRSLike, PointsLike
 
 __all__ = ["PointSet", "read_points", "is_points_source", "POINT_SUFFIXES"]
@@ -105,7 +108,7 @@ def is_points_source(source: object) -> bool:
     if isinstance(source, (PointSet, pd.DataFrame)):
         return True
     if isinstance(source, (str, os.PathLike)):
-        return Path(source).suffix.lower() in POINT_SUFFIXES
+        return remote.suffix(source) in POINT_SUFFIXES
     return False
 
 
@@ -156,7 +159,7 @@ def read_points(
     elif isinstance(source, pd.DataFrame):
         points = _from_table(source, x_column, y_column, z_column, source_crs, None)
     elif isinstance(source, (str, os.PathLike)):
-        points = _from_path(Path(source), z_column, source_crs, x_column, y_column)
+        points = _from_path(source, z_column, source_crs, x_column, y_column)
     else:
         raise InputError(f"cannot read points from a {type(source).__name__}: give a GeoDataFrame, a DataFrame "
                          "with x, y, z columns or a file path")
@@ -216,33 +219,62 @@ def _needs(module: str, extra: str, what: str) -> None:
         raise InputError(f"reading {what} needs the optional package {module}: pip install {extra}")
 
 
-def _from_path(path: Path, z_column: str | None, source_crs: Any, x_column: str, y_column: str) -> PointSet:
-    if not path.exists():
-        raise ReadError(f"points file not found: '{path}'")
-    suffix = path.suffix.lower()
+def _from_path(source: str | os.PathLike, z_column: str | None, source_crs: Any, x_column: str,
+               y_column: str) -> PointSet:
+    """A points file: a local path, or a URL / ``/vsi...`` path asked for first
+    (:func:`xdem.io.remote.check_object`), then read by the same reader: tables and LAS/LAZ
+    through fsspec (:func:`xdem.io.remote.filesystem`), vector files through GDAL's virtual
+    file systems (pyogrio)."""
+    text = os.fspath(source)
+    if remote.is_remote(text):
+        remote.check_object(text, label="points file")
+        name, suffix, where = remote.redact(text), remote.suffix(text), remote.gdal_path(text)
+    else:
+        path = Path(text)
+        if not path.exists():
+            raise ReadError(f"points file not found: '{path}'")
+        name, suffix, where = str(path), path.suffix.lower(), text
     try:
-        if suffix in LAS_SUFFIXES:
-            return _from_las(path, z_column, source_crs)
-        if suffix in (".csv", ".txt"):
-            return _from_csv(path, x_column, y_column, z_column, source_crs)
-        if suffix in (".parquet", ".geoparquet", ".pq"):
-            return _from_parquet(path, x_column, y_column, z_column, source_crs)
-        return _from_vector_file(path, z_column, source_crs)
+        if suffix in LAS_SUFFIXES + TABLE_SUFFIXES:
+            with _binary(text) as file:
+                if suffix in LAS_SUFFIXES:
+                    return _from_las(file, name, z_column, source_crs)
+                if suffix in (".csv", ".txt"):
+                    return _from_csv(file, name, x_column, y_column, z_column, source_crs)
+                return _from_parquet(file, name, x_column, y_column, z_column, source_crs)
+        return _from_vector_file(where, name, z_column, source_crs)
     except (InputError, CRSError):
         raise
     except Exception as exc:  # a library's own error, e.g. a corrupt file: one clear line
-        raise ReadError(f"cannot read points from '{path}': {exc}") from exc
+        raise ReadError(f"cannot read points from '{name}': {remote.redact(str(exc))}") from exc
 
 
-def _from_las(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
+@contextlib.contextmanager
+def _binary(text: str) -> Iterator[Path | BinaryIO]:
+    """A local path as it is, or a remote file opened for reading by fsspec."""
+    if not remote.is_remote(text):
+        yield Path(text)
+        return
+    url = remote.fsspec_url(remote.gdal_path(text))
+    if url is None:
+        raise InputError(f"'{remote.redact(text)}': tables and LAS/LAZ files are read from a local path, s3://, "
+                         "gs://, az:// or http(s)://, not from this GDAL virtual path; copy the file out first")
+    try:
+        fs = remote.filesystem(url)
+    except ImportError as exc:
+        raise InputError(f"reading '{remote.redact(text)}' needs an fsspec file system: {exc}") from None
+    with fs.open(url, "rb") as file:
+        yield file
+
+
+def _from_las(path: Path | BinaryIO, name: str, z_column: str | None, source_crs: Any) -> PointSet:
     """A LAS/LAZ file read by chunks of :data:`BATCH_ROWS` points (``laspy``'s chunk
     iterator) straight into preallocated coordinate arrays; LAZ needs a LAZ backend
     (``lazrs``: ``pip install 'laspy[lazrs]'``)."""
     _needs("laspy", "laspy", "LAS/LAZ files")
     import laspy
 
-    name = str(path)
-    if path.suffix.lower() == ".laz" and not laspy.LazBackend.detect_available():
+    if name.split("?")[0].lower().endswith(".laz") and not laspy.LazBackend.detect_available():
         raise InputError(f"reading the LAZ file '{name}' needs a LAZ backend: pip install 'laspy[lazrs]'")
     with laspy.open(path) as reader:
         header = reader.header
@@ -262,7 +294,8 @@ def _from_las(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
     return PointSet(x[:k], y[:k], z[:k], crs=crs, name=name)
 
 
-def _from_parquet(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
+def _from_parquet(path: Path | BinaryIO, name: str, x_column: str, y_column: str, z_column: str | None,
+                  source_crs: Any) -> PointSet:
     """A Parquet table (``x, y, z`` columns) or GeoParquet file (point geometries, WKB or
     GeoArrow-encoded) read by batches of :data:`BATCH_ROWS` rows
     (:meth:`pyarrow.parquet.ParquetFile.iter_batches`, only the needed columns) straight into
@@ -272,7 +305,6 @@ def _from_parquet(path: Path, x_column: str, y_column: str, z_column: str | None
 
     import pyarrow.parquet as pq
 
-    name = str(path)
     what = f"the points '{name}'"
     pf = pq.ParquetFile(path)
     meta = pf.schema_arrow.metadata or {}
@@ -349,10 +381,13 @@ def _point_coords(column: Any, encoding: str, what: str) -> tuple[np.ndarray, np
                      "(use WKB or GeoArrow 'point')")
 
 
-def _from_csv(path: Path, x_column: str, y_column: str, z_column: str | None, source_crs: Any) -> PointSet:
+def _from_csv(path: Path | BinaryIO, name: str, x_column: str, y_column: str, z_column: str | None,
+              source_crs: Any) -> PointSet:
     """A CSV table read in batches of :data:`BATCH_ROWS` rows, only the three columns kept."""
-    name, zc = str(path), z_column or "z"
+    zc = z_column or "z"
     header = pd.read_csv(path, nrows=0).columns
+    if not isinstance(path, Path):
+        path.seek(0)
     for col in (x_column, y_column, zc):
         if col not in header:
             raise InputError(f"the points '{name}' have no column '{col}' (columns: {', '.join(map(str, header))})")
@@ -371,12 +406,11 @@ def _concat(parts: list[PointSet], crs: str, name: str) -> PointSet:
                     np.concatenate([p.z for p in parts]), crs=crs, name=name)
 
 
-def _from_vector_file(path: Path, z_column: str | None, source_crs: Any) -> PointSet:
-    """A vector file read in batches of :data:`BATCH_ROWS` features (pyogrio), only the
-    elevation column with the geometries."""
+def _from_vector_file(path: str, name: str, z_column: str | None, source_crs: Any) -> PointSet:
+    """A vector file (a local path or a GDAL ``/vsi...`` path) read in batches of
+    :data:`BATCH_ROWS` features (pyogrio), only the elevation column with the geometries."""
     import pyogrio
 
-    name = str(path)
     info = pyogrio.read_info(path)
     n = int(info.get("features", -1))
     columns = [z_column] if z_column is not None and z_column in list(info["fields"]) else None

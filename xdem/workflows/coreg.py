@@ -43,6 +43,7 @@ import xarray as xr
 from xdem.checks import check_inputs, input_facts
 from xdem.coreg.base import Coreg
 from xdem.errors import InputError
+from xdem.io import remote
 from xdem.io.atomic import output_journal
 from xdem.io.cog import BlockStats, write_cogs
 from xdem.io.grid import _reproject_like, same_grid
@@ -355,7 +356,7 @@ def document(state: RunState) -> None:
         "input_checks": input_checks_record(sides.checks.to_dict()),
         "report": None if paths.report is None else str(paths.report),
         "inputs": {
-            "reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
+            "reference": remote.shown(r.reference), "to_be_aligned": remote.shown(r.to_be_aligned),
             "inlier_mask": _abspath(state.inlier_mask), "exclude_mask": _abspath(state.exclude_mask),
             "reference_shape": list(ref.shape), "to_be_aligned_shape": list(tba.shape),
             "crs": ref.rio.crs.to_string() if ref.rio.crs else None,
@@ -424,8 +425,8 @@ def _fit_record(model: Coreg, grid: str) -> dict[str, object]:
 
 
 def _abspath(path: str | None) -> str | None:
-    """``path`` made absolute (``None`` stays ``None``)."""
-    return None if path is None else os.path.abspath(path)
+    """``path`` made absolute, a URL as given without password (``None`` stays ``None``)."""
+    return None if path is None else remote.shown(path)
 
 
 def _dh_after(ref: xr.DataArray, aligned: xr.DataArray) -> xr.DataArray:

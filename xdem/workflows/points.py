@@ -39,6 +39,7 @@ from xdem._scale_checks import points_scale_finding
 from xdem.checks import DemCheck, InputChecks, InputCheckWarning, check_dem
 from xdem.coreg._data import prepare_points
 from xdem.errors import InputError
+from xdem.io import remote
 from xdem.io.atomic import move_into_place
 from xdem.io.cog import write_cog
 from xdem.io.grid import dask_data
@@ -238,11 +239,11 @@ def points_document(state: RunState) -> CoregDocument:
         "frame": {"crs": cast("str | None", learned.get("crs_"))},  # xdem.coreg._frames.crs_key
         "output": str(state.paths.output),
         "output_kind": "dem" if ref_is_points else "points",
-        "inputs": {"reference": os.path.abspath(r.reference), "to_be_aligned": os.path.abspath(r.to_be_aligned),
+        "inputs": {"reference": remote.shown(r.reference), "to_be_aligned": remote.shown(r.to_be_aligned),
                    "dem_shape": list(dem.shape), "crs": dem.rio.crs.to_string() if dem.rio.crs else None,
                    "method": r.method, "options": {k: v for k, v in r.options.items() if v is not None},
-                   "inlier_mask": None if state.inlier_mask is None else os.path.abspath(state.inlier_mask),
-                   "exclude_mask": None if state.exclude_mask is None else os.path.abspath(state.exclude_mask)},
+                   "inlier_mask": None if state.inlier_mask is None else remote.shown(state.inlier_mask),
+                   "exclude_mask": None if state.exclude_mask is None else remote.shown(state.exclude_mask)},
         "timing": {"read_s": sides.read_s, "fit_s": t["fit_s"], "write_s": t["write_s"],
                    "total_s": time.perf_counter() - state.t_start},
         "peak_rss_mb": S.peak_rss_mb(),

@@ -28,6 +28,7 @@ from xdem.errors import InputError
 from xdem.io import remote
 from xdem.io.zarr import check_store_path
 from xdem.io.zarr_store import is_zarr_path
+from xdem.points.read import is_points_source
 from xdem.workflows import _summary as S
 from xdem.workflows.document import CoregDocument, SchedulerInfo, Timing
 from xdem.workflows.filters import OutlierFilters
@@ -186,8 +187,9 @@ def check_coreg_paths(
     Raises
     ------
     xdem.errors.InputError
-        An input file is missing, or a remote one (``http(s)://``, ``/vsicurl/``) is refused
-        or missing on its server (one line naming the URL and the server's answer).
+        An input file is missing, or a remote one (``s3://``, ``http(s)://``, ``/vsis3/``,
+        ``/vsicurl/``...: a DEM, a mask or points) is refused or missing on its server (one
+        line naming the URL and the server's answer).
     xdem.errors.OutputError
         An output path is refused (see :func:`xdem.workflows._summary.check_new_output`).
     xdem.errors.XdemError
@@ -205,10 +207,10 @@ def check_coreg_paths(
     inputs: dict[str, str | None] = {k: (None if v is None else os.fspath(v)) for k, v in raw.items()}
     for label, path in inputs.items():
         if path is not None and remote.is_remote(path):
-            if label.endswith("mask"):
-                raise InputError(f"{label} '{remote.redact(path)}': masks over HTTP or object storage are not "
-                                 "supported yet (issue 25); download it first")
-            remote.check_remote(path, label=label)
+            if label.endswith("mask") or is_points_source(path):  # not (always) a raster: the store is asked
+                remote.check_object(path, label=label)
+            else:
+                remote.check_remote(path, label=label)
         elif path is not None and not Path(path).exists():
             raise InputError(f"{label} file not found: '{path}'")
     if is_zarr_path(output):
