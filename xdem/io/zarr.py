@@ -277,7 +277,7 @@ def _write_chunk(block: np.ndarray, *, store: str, variable: str, i: int, j: int
     """One task: write chunk ``(i, j)`` into its own object, then its record (after the chunk).
     Only ``store``'s path or URL travels: the task opens the store from its own environment."""
     arr = zs.open_array(store, variable, mode="r+")
-    arr[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block  # type: ignore[index]
+    arr[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block
     zs.locate(store).write_record(variable, i, j)
     return 1
 
@@ -436,7 +436,7 @@ def _write(data: da.Array, dem: xr.DataArray, store: zs.Store, fp: dict, *, over
             with interrupt.stage(f"the Zarr write of {out}", key="zarr"):
                 _compute(tasks, progress=progress)
                 _finalise(store, fp)
-        except OSError as exc:
+        except store.errors() as exc:
             fix = ("check the bucket's access rights and the endpoint" if store.remote
                    else "check free disk space and permissions")
             raise OutputError(f"cannot write '{out}' ({remote.redact(str(exc))}); {fix}, then resume with "

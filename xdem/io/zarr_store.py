@@ -52,11 +52,13 @@ from xdem.io import atomic, remote
 
 if TYPE_CHECKING:  # annotations only
     from fsspec import AbstractFileSystem
+    from zarr import Array
     from zarr.abc.store import Store as ZarrStore
 
     from xdem.typing import JSONValue
 
-__all__ = ["is_zarr_path", "is_dem_store", "store_status", "locate", "Store", "answered", "open_array", "BOOK", "COMPLETE", "FINGERPRINT"]
+__all__ = ["is_zarr_path", "is_dem_store", "store_status", "locate", "Store", "answered", "open_array", "BOOK", "COMPLETE",
+           "FINGERPRINT"]
 
 #: Folder of xdem's bookkeeping inside a store.
 BOOK = ".xdem"
@@ -271,6 +273,15 @@ class Store:
         else:
             Path(self.url).unlink()
 
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What a failed operation on the store raises: ``OSError`` (s3fs translates the store's
+        answers), and botocore's own errors for an endpoint that does not answer."""
+        if not self.remote:
+            return (OSError,)
+        from botocore.exceptions import BotoCoreError  # s3fs's dependency
+
+        return (OSError, BotoCoreError)
+
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """The writer's lock (:func:`writer_lock`) of a local store; none in object storage."""
         return contextlib.nullcontext() if self.remote else writer_lock(Path(self.url))
@@ -317,7 +328,7 @@ def answered(store: Store, ask: Callable[[], T]) -> T:
     except PermissionError:
         raise OutputError(f"{where}: the store answered 403 (access denied, credentials: {remote.credential_source()}); "
                           "check the access rights to the bucket") from None
-    except OSError as exc:
+    except store.errors() as exc:
         first = remote.redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         raise OutputError(f"{where}: no answer from the store ({first}); check the endpoint (AWS_ENDPOINT_URL) "
                           "and the network") from None
@@ -330,7 +341,7 @@ def store_status(path: str | os.PathLike) -> str:
     return locate(path).status()
 
 
-def open_array(url: str, variable: str, *, mode: str) -> object:
+def open_array(url: str, variable: str, *, mode: str) -> Array:
     """The zarr array ``variable`` of the store at ``url`` (a task opens it itself: only the URL
     travels in the graph, the file system is made from the worker's environment)."""
     import zarr
