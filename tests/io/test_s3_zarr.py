@@ -143,6 +143,9 @@ def test_overwrite_resume_and_refusals_on_s3(bucket: str) -> None:
         write_zarr(dem + 1, url, resume=True)
     assert write_zarr(dem + 1, url, overwrite=True).written == 4
     np.testing.assert_array_equal(xdem.open_dem(url).values, (dem + 1).values)
+    with pytest.raises(OutputError, match="one of the inputs"):
+        write_zarr(xdem.open_dem(url) * 2, url, overwrite=True)  # never written over its own input
+    np.testing.assert_array_equal(xdem.open_dem(url).values, (dem + 1).values)
     s3_client().put_object(Bucket=bucket, Key="notzarr.zarr/readme.txt", Body=b"hello")
     with pytest.raises(OutputError, match="not a Zarr store"):
         write_zarr(dem, f"s3://{bucket}/notzarr.zarr", overwrite=True)  # a prefix that is not a store: never deleted

@@ -514,8 +514,8 @@ def open_zarr_dem(path: Path | str, *, chunks: int | tuple[int, int] | str, band
     block = (int(stored.get("y", arr.shape[0])), int(stored.get("x", arr.shape[1])))
     ck = _normalise_chunks(chunks, (int(arr.shape[0]), int(arr.shape[1])), block)
     arr = arr.copy(data=_lazy_data(store, name, ck))
-    if not store.remote:  # an input never written over: local files only (a URL is not a path)
-        register_source(arr.data, path)
+    # an input is never written over: a store in object storage is known by its GDAL path, as remote COGs
+    register_source(arr.data, remote.gdal_path(store.url) if store.remote else path)
     out = _finish(arr, nodata, name=Path(store.name).stem)
     register_region_reader(out, ZarrRegionReader(store.url, name, out.dtype, _nodata_of(arr, nodata)))
     return out

@@ -276,7 +276,7 @@ def _initialise(data: da.Array, dem: xr.DataArray, store: zs.Store, *, variable:
 def _write_chunk(block: np.ndarray, *, store: str, variable: str, i: int, j: int, row0: int, col0: int) -> int:
     """One task: write chunk ``(i, j)`` into its own object, then its record (after the chunk).
     Only ``store``'s path or URL travels: the task opens the store from its own environment."""
-    arr = zs.open_array(store, variable, mode="r+")
+    arr = zs.open_array(store, variable, mode="r+", zarr_format=3)
     arr[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block
     zs.locate(store).write_record(variable, i, j)
     return 1
@@ -396,6 +396,10 @@ def write_zarr(
     variable = VARIABLE
     sources = find_sources(dem)
     if store.remote:
+        target = Path(remote.gdal_path(store.url))  # how sources know a remote input (xdem.io.open)
+        if any(src == target or target in src.parents for src in sources):
+            raise OutputError(f"'{store.url}' is one of the inputs of the DEM being written, or holds one; write to "
+                              "another path (an input is never replaced, even with overwrite)")
         answered(store, store.status)  # the bucket is there and answers, before any computation
     else:
         _check_path(Path(store.url), sources)

@@ -341,13 +341,15 @@ def store_status(path: str | os.PathLike) -> str:
     return locate(path).status()
 
 
-def open_array(url: str, variable: str, *, mode: str) -> Array:
+def open_array(url: str, variable: str, *, mode: str, zarr_format: int | None = None) -> Array:
     """The zarr array ``variable`` of the store at ``url`` (a task opens it itself: only the URL
-    travels in the graph, the file system is made from the worker's environment)."""
+    travels in the graph, the file system is made from the worker's environment).
+    ``zarr_format=3`` (the stores xdem writes) reads ``zarr.json`` alone: in object storage,
+    without it, zarr also asks for the v2 metadata (3 HEAD and 2 LIST requests more a task)."""
     import zarr
 
     store = locate(url)
-    return zarr.open_array(store.zarr_store(read_only=mode == "r"), path=variable, mode=mode)
+    return zarr.open_array(store.zarr_store(read_only=mode == "r"), path=variable, mode=mode, zarr_format=zarr_format)
 
 
 def _object_record(info: dict) -> dict:
