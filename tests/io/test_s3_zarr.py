@@ -178,6 +178,22 @@ def test_no_answer_from_the_endpoint_is_one_line(s3: str, monkeypatch: pytest.Mo
         s3fs.S3FileSystem.clear_instance_cache()
 
 
+def test_access_denied_is_one_line_with_the_credential_source_and_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "0")  # this server (its own) checks credentials: 403
+    with s3_server():
+        os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET  # s3_server() puts the outer value back at its end
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            with pytest.raises(OutputError, match="answered 403.*credentials: environment variables") as err:
+                write_zarr(_dem(_holes((64, 64))), "s3://somebucket/a.zarr")
+            with pytest.raises(InputError, match="answered 403") as err2:
+                xdem.open_dem("s3://somebucket/a.zarr")
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
+    assert len(str(err.value).splitlines()) == 1
+    _no_secret(str(err.value), str(err2.value))
+
+
 # ---------------------------------------------------------------------------- kill, then resume
 
 

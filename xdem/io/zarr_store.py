@@ -45,7 +45,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from xdem.errors import OutputError
 from xdem.io import atomic, remote
@@ -341,7 +341,7 @@ def store_status(path: str | os.PathLike) -> str:
     return locate(path).status()
 
 
-def open_array(url: str, variable: str, *, mode: str, zarr_format: int | None = None) -> Array:
+def open_array(url: str, variable: str, *, mode: str, zarr_format: Literal[2, 3] | None = None) -> Array:
     """The zarr array ``variable`` of the store at ``url`` (a task opens it itself: only the URL
     travels in the graph, the file system is made from the worker's environment).
     ``zarr_format=3`` (the stores xdem writes) reads ``zarr.json`` alone: in object storage,
