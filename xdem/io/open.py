@@ -18,7 +18,7 @@ import rioxarray  # noqa: F401  (registers the .rio accessor)
 import xarray as xr
 from rasterio.errors import RasterioIOError
 
-from xdem.errors import ChunkSizeError, CRSError, InputError, ReadError
+from xdem.errors import ChunkSizeError, CRSError, InputError, OutputError, ReadError
 from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.grid import dask_data, grid_shape
@@ -409,6 +409,8 @@ def open_dem(
 def _open_dem(source: DEMLike, *, chunks: Any, band: int | None, nodata: float | None,
               allow_incomplete: bool) -> xr.DataArray:
     """:func:`open_dem` with at most one nodata value and no scale."""
+    if isinstance(source, str) and remote.is_remote(source) and zs.is_zarr_path(source):
+        return open_zarr_dem(source, chunks=chunks, band=band, nodata=nodata, allow_incomplete=allow_incomplete)
     if isinstance(source, str) and remote.is_remote(source):
         return _open_path(remote.gdal_path(source), chunks=chunks, band=band, nodata=nodata)
     if isinstance(source, (str, os.PathLike)):
@@ -449,14 +451,14 @@ def _open_dataarray(arr: xr.DataArray, *, chunks: Any, band: int | None, nodata:
 # ---------------------------------------------------------------------------- Zarr stores
 
 
-def _open_dataset(path: Path) -> xr.Dataset:
+def _open_dataset(store: zs.Store) -> xr.Dataset:
     with warnings.catch_warnings():  # non-consolidated stores, and .xdem/ is not a Zarr node
         warnings.filterwarnings("ignore", message=".*consolidated.*")
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy.*")
-        return xr.open_zarr(path, chunks=None, mask_and_scale=False, decode_coords="all")
+        return xr.open_zarr(store.zarr_store(read_only=True), chunks=None, mask_and_scale=False, decode_coords="all")
 
 
-def _dem_variable(ds: xr.Dataset, path: Path) -> str:
+def _dem_variable(ds: xr.Dataset, path: Path | str) -> str:
     names = [str(n) for n, v in ds.data_vars.items() if v.ndim == 2]
     if len(names) != 1:
         found = "none" if not names else ", ".join(names)
@@ -469,44 +471,49 @@ class ZarrRegionReader:
     """Any region of a DEM store's variable, nodata as NaN, as :func:`_finish`
     casts it: a region reader (:func:`xdem.io.sources.register_region_reader`)."""
 
-    def __init__(self, path: Path, variable: str, dtype: np.dtype, nodata: float | None) -> None:
+    def __init__(self, path: Path | str, variable: str, dtype: np.dtype, nodata: float | None) -> None:
         self.path = str(path)
         self.variable = variable
         self.dtype = np.dtype(dtype)
         self.nodata = nodata
 
     def __call__(self, rows: slice, cols: slice) -> np.ndarray:
-        import zarr
-
-        arr = zarr.open_array(self.path, path=self.variable, mode="r")
+        arr = zs.open_array(self.path, self.variable, mode="r")
         data = np.asarray(arr[rows, cols]).astype(self.dtype, copy=False)
         if self.nodata is not None and not np.isnan(self.nodata):
             data = np.where(data == self.dtype.type(self.nodata), self.dtype.type(np.nan), data)
         return data
 
 
-def _lazy_data(path: Path, variable: str, ck: tuple[int, int]) -> Any:
+def _lazy_data(store: zs.Store, variable: str, ck: tuple[int, int]) -> Any:
     """The variable's chunks as a dask array with a name that depends only on the store's path,
-    metadata and completion times and on ``ck`` (so that the same store opened twice, even in
-    two processes, gives the same graph: what a resumed write's fingerprint compares)."""
+    metadata and completion times (ETags in object storage) and on ``ck`` (so that the same
+    store opened twice, even in two processes, gives the same graph: what a resumed write's
+    fingerprint compares)."""
     import dask.base
-    import zarr
 
-    stamps = [(name, (path / name).stat().st_mtime_ns) for name in ("zarr.json", f"{zs.BOOK}/{zs.COMPLETE}")
-              if (path / name).exists()]
-    token = dask.base.tokenize(str(path.resolve()), variable, stamps, ck)
-    arr = zarr.open_array(str(path), path=variable, mode="r")
-    return da.from_array(arr, chunks=ck, lock=False, name=f"open_dem-{path.stem}-{token}",
+    stamps = [(name, stamp) for name in ("zarr.json", f"{zs.BOOK}/{zs.COMPLETE}")
+              if (stamp := store.stamp(*name.split("/"))) is not None]
+    where = store.url if store.remote else str(Path(store.url).resolve())
+    token = dask.base.tokenize(where, variable, stamps, ck)
+    arr = zs.open_array(store.url, variable, mode="r")
+    return da.from_array(arr, chunks=ck, lock=False, name=f"open_dem-{Path(store.name).stem}-{token}",
                          meta=np.array((), dtype=arr.dtype))
 
 
-def open_zarr_dem(path: Path, *, chunks: int | tuple[int, int] | str, band: int | None, nodata: float | None,
+def open_zarr_dem(path: Path | str, *, chunks: int | tuple[int, int] | str, band: int | None, nodata: float | None,
                   allow_incomplete: bool = False) -> xr.DataArray:
-    """Open the DEM of a Zarr store lazily (the :func:`xdem.open_dem` path for stores).
+    """Open the DEM of a Zarr store lazily (the :func:`xdem.open_dem` path for stores): a local
+    path or an ``s3://`` URL.
 
     Chunks are a multiple of the store's chunks (``"auto"``) or as given.
     """
-    status = zs.store_status(path)
+    store = zs.locate(path)
+    path = store.url if store.remote else Path(store.url)
+    try:
+        status = zs.answered(store, store.status)
+    except OutputError as exc:
+        raise InputError(str(exc).replace("output store", "DEM store", 1)) from None
     if status == "missing":
         raise InputError(f"DEM store not found: '{path}'; check the path")
     if status == "other":
@@ -518,7 +525,7 @@ def open_zarr_dem(path: Path, *, chunks: int | tuple[int, int] | str, band: int 
     if band not in (None, 1):
         raise InputError(f"band={band} is out of range for the Zarr store '{path}', which holds one DEM")
     try:
-        ds = _open_dataset(path)
+        ds = _open_dataset(store)
     except Exception as exc:  # zarr raises many types for damaged metadata
         raise InputError(f"cannot read '{path}' as a Zarr store ({type(exc).__name__}: {exc}); is it complete and "
                          "not corrupt?") from exc
@@ -532,8 +539,9 @@ def open_zarr_dem(path: Path, *, chunks: int | tuple[int, int] | str, band: int 
     stored = arr.encoding.get("preferred_chunks", {})
     block = (int(stored.get("y", arr.shape[0])), int(stored.get("x", arr.shape[1])))
     ck = _normalise_chunks(chunks, (int(arr.shape[0]), int(arr.shape[1])), block)
-    arr = arr.copy(data=_lazy_data(path, name, ck))
-    register_source(arr.data, path)
-    out = _finish(arr, nodata, name=path.stem)
-    register_region_reader(out, ZarrRegionReader(path, name, out.dtype, _nodata_of(arr, nodata)))
+    arr = arr.copy(data=_lazy_data(store, name, ck))
+    # an input is never written over: a store in object storage is known by its GDAL path, as remote COGs
+    register_source(arr.data, remote.gdal_path(store.url) if store.remote else path)
+    out = _finish(arr, nodata, name=Path(store.name).stem)
+    register_region_reader(out, ZarrRegionReader(store.url, name, out.dtype, _nodata_of(arr, nodata)))
     return out

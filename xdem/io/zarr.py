@@ -5,7 +5,8 @@
 store chunk that computes the chunk, writes it with :mod:`zarr` straight into its own object
 (no lock: the dask chunks are the store's chunks, so no two tasks touch the same object) and
 then writes the chunk's record. Any scheduler works, ``distributed`` included: workers write
-directly (they must see the store's folder). Last come the consolidated metadata and the
+directly (they must see the store's folder, or reach its bucket: an ``s3://`` store needs no
+shared disk, each task opens the store from the URL and the worker's environment). Last come the consolidated metadata and the
 completion marker. The layout and bookkeeping are described in :mod:`xdem.io.zarr_store`.
 
 Where the store is written (a documented choice): in place, at ``path``. A COG is written to a
@@ -25,7 +26,8 @@ uninterrupted write bit for bit (chunks are compressed deterministically).
 
 Safety, as :func:`xdem.write_cog`: never onto an input (nor a folder holding one), no
 replacement without ``overwrite`` (and only of a Zarr store or a file: a folder that is not a
-Zarr store is never deleted), one writer per store at a time (``.xdem/writer.lock``).
+Zarr store is never deleted), one writer per store at a time (``.xdem/writer.lock``; in object storage, which has no locks,
+two writers of the same store at once are not detected: see :mod:`xdem.io.zarr_store`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import warnings
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -49,12 +50,14 @@ import xarray as xr
 
 from xdem import interrupt
 from xdem.errors import InputError, OutputError
+from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.atomic import check_output_path
 from xdem.io.cog import GDAL_CACHE_MB, _active_client, _prepare_data, one_band
 from xdem.io.jsondoc import jsonable
 from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
+from xdem.io.zarr_store import answered
 
 __all__ = ["write_zarr", "ZarrResult", "COMPRESSORS", "VARIABLE", "check_store_path"]
 
@@ -66,13 +69,14 @@ COMPRESSORS = ("zstd", "blosc", "gzip", "none")
 
 @dataclass(frozen=True)
 class ZarrResult:
-    """What :func:`write_zarr` did: the absolute ``path`` of the store, the number of chunks it
+    """What :func:`write_zarr` did: the absolute ``path`` of the store (its ``s3://`` URL, a
+    ``str``, in object storage), the number of chunks it
     computed and wrote (``written``) and kept from an earlier, interrupted write (``kept``).
 
     Path-like: ``os.fspath(result)`` is the store's path.
     """
 
-    path: Path
+    path: Path | str
     written: int
     kept: int
     fingerprint: dict = field(repr=False, default_factory=dict)
@@ -149,12 +153,13 @@ def _check_path(path: Path, sources: set[Path]) -> None:
 
 
 def check_store_path(path: str | os.PathLike, *, overwrite: bool, resume: bool,
-                     inputs: Iterable[tuple[str, str | os.PathLike]] = ()) -> Path:
+                     inputs: Iterable[tuple[str, str | os.PathLike]] = ()) -> Path | str:
     """The cheap checks of a store to write, before any computation (:func:`write_zarr` makes
-    them again, with the fingerprint): returns the absolute path or raises
-    :class:`~xdem.errors.OutputError` in one line.
+    them again, with the fingerprint): returns the absolute path (the ``s3://`` URL of a store
+    in object storage) or raises :class:`~xdem.errors.OutputError` in one line.
 
-    Refused: a folder that does not exist or is not writable, a path that is one of ``inputs``
+    Refused: a folder that does not exist or is not writable (a bucket that does not exist or
+    refuses access, an endpoint with no answer), a path that is one of ``inputs``
     (``(label, path)`` pairs) or holds one, an existing store or file without ``overwrite`` or
     ``resume`` (with ``resume``: one not written by xdem), a folder that is not a Zarr store.
 
@@ -163,39 +168,55 @@ def check_store_path(path: str | os.PathLike, *, overwrite: bool, resume: bool,
     >>> check_store_path("/tmp/new_store.zarr", overwrite=False, resume=False).name
     'new_store.zarr'
     """
-    p = Path(os.path.abspath(os.fspath(path)))
-    target = p.resolve()
-    for label, src in inputs:
-        s = Path(os.path.abspath(os.fspath(src))).resolve()
-        if s == target or target in s.parents:
-            raise OutputError(f"output store '{p}' is {label}, or holds it; write to another path "
-                              "(an input is never replaced, even with overwrite)")
-    _check_path(p, set())
-    status = zs.store_status(p)
-    if status == "other" and p.is_dir():
-        raise OutputError(f"'{p}' is a folder that is not a Zarr store; it is never replaced: choose another path")
+    store = zs.locate(path)
+    if store.remote:
+        for label, src in inputs:
+            s = zs.locate(src).url if remote.is_remote(os.fspath(src)) else None
+            if s is not None and (s == store.url or s.startswith(store.url + "/")):
+                raise OutputError(f"output store '{store.url}' is {label}, or holds it; write to another path "
+                                  "(an input is never replaced, even with overwrite)")
+        status = answered(store, store.status)
+        shown: Path | str = store.url
+    else:
+        p = Path(store.url)
+        target = p.resolve()
+        for label, src in inputs:
+            if remote.is_remote(os.fspath(src)):
+                continue
+            s_path = Path(os.path.abspath(os.fspath(src))).resolve()
+            if s_path == target or target in s_path.parents:
+                raise OutputError(f"output store '{p}' is {label}, or holds it; write to another path "
+                                  "(an input is never replaced, even with overwrite)")
+        _check_path(p, set())
+        status = zs.store_status(p)
+        shown = p
+    if status == "other" and store.is_folder():
+        raise OutputError(f"'{shown}' is a folder that is not a Zarr store; it is never replaced: choose another path")
     if status == "missing" or overwrite or (resume and status in ("incomplete", "complete")):
-        return p
+        return shown
     if resume:
-        raise OutputError(f"cannot resume '{p}': it is not a store written by xdem; pass --overwrite to replace it")
+        raise OutputError(f"cannot resume '{shown}': it is not a store written by xdem; pass --overwrite to replace it")
     hint = " (an incomplete store: pass --resume to finish it)" if status == "incomplete" else ""
-    raise OutputError(f"output store '{p}' already exists{hint}; pass --overwrite to replace it or choose another path")
+    raise OutputError(f"output store '{shown}' already exists{hint}; pass --overwrite to replace it or choose another path")
 
 
-def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> AbstractSet[tuple[int, int]] | None:
-    """Decide what to do with ``path``: the chunks to keep (a resume, maybe none), an empty
-    frozenset (a fresh write: ``path`` is missing or was cleared) or ``None`` (already complete
+def _prepare_target(store: zs.Store, fp: dict, *, overwrite: bool,
+                    resume: bool) -> AbstractSet[tuple[int, int]] | None:
+    """Decide what to do with ``store``: the chunks to keep (a resume, maybe none), an empty
+    frozenset (a fresh write: the store is missing or was cleared) or ``None`` (already complete
     with this fingerprint)."""
-    status = zs.store_status(path)
+    status = store.status()
+    path = store.url
     if status == "missing":
         return _FRESH
     if resume and status in ("incomplete", "complete"):
-        old = zs.read_json(path / zs.BOOK / zs.FINGERPRINT)
+        old = store.read_json(zs.BOOK, zs.FINGERPRINT)
         if old == fp:
             if status == "complete":
                 return None
-            _drop_partials(path / fp["variable"])
-            return zs.done_chunks(path, fp["variable"])
+            if not store.remote:  # a PUT is atomic: an object store has no half-written chunk files
+                _drop_partials(Path(path) / fp["variable"])
+            return store.done_chunks(fp["variable"])
         if not overwrite:
             prev = old if isinstance(old, dict) else {}
             differ = sorted(k for k in set(fp) | set(prev) if prev.get(k) != fp.get(k))
@@ -210,13 +231,10 @@ def _prepare_target(path: Path, fp: dict, *, overwrite: bool, resume: bool) -> A
                 "complete": "a complete store", "foreign": "a Zarr store", "other": "a file or folder"}[status]
         raise OutputError(f"'{path}' already exists ({what}); pass overwrite=True / --overwrite to replace it or "
                           "choose another path")
-    if status == "other" and path.is_dir():
+    if status == "other" and store.is_folder():
         raise OutputError(f"'{path}' is a folder that is not a Zarr store; it is never deleted, even with overwrite: "
                           "choose another path")
-    if path.is_dir():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
+    store.remove()
     return _FRESH
 
 
@@ -233,18 +251,14 @@ def _drop_partials(variable_dir: Path) -> None:
 _FRESH: frozenset[tuple[int, int]] = frozenset()
 
 
-def _initialise(data: da.Array, dem: xr.DataArray, path: Path, *, variable: str, store_chunks: tuple[int, int],
+def _initialise(data: da.Array, dem: xr.DataArray, store: zs.Store, *, variable: str, store_chunks: tuple[int, int],
                 nodata: float | None, codecs: tuple, fp: dict) -> None:
     """Create the store: bookkeeping first (so it is recognisably incomplete), then metadata
     and coordinates (xarray, ``compute=False``: no chunk is computed)."""
-    try:
-        path.mkdir()
-    except FileExistsError:
-        raise OutputError(f"'{path}' was created by another process while this one was starting to write it; "
-                          "it was left untouched: choose another path") from None
-    interrupt.note_kept(path, f"the unfinished store {path} for --resume (run the same command with --resume to "
-                              "finish it)")
-    zs.start_book(path, fp)
+    store.create()
+    interrupt.note_kept(store.url, f"the unfinished store {store.url} for --resume (run the same command with --resume "
+                                   "to finish it)")
+    store.start_book(fp)
     arr = xr.DataArray(data, dims=("y", "x"), coords={"y": dem["y"].values, "x": dem["x"].values}, name=variable)
     arr = arr.rio.write_crs(dem.rio.crs).rio.write_transform(dem.rio.transform(recalc=False))
     arr.attrs.update({k: v for k, v in dem.attrs.items() if k in ("AREA_OR_POINT", "units", "long_name")})
@@ -256,28 +270,26 @@ def _initialise(data: da.Array, dem: xr.DataArray, path: Path, *, variable: str,
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy.*")
         ds[variable].encoding.update(encoding)  # keeps rioxarray's grid_mapping encoding
-        ds.to_zarr(path, mode="a", compute=False, zarr_format=3, consolidated=False)
+        ds.to_zarr(store.zarr_store(), mode="a", compute=False, zarr_format=3, consolidated=False)
 
 
 def _write_chunk(block: np.ndarray, *, store: str, variable: str, i: int, j: int, row0: int, col0: int) -> int:
-    """One task: write chunk ``(i, j)`` into its own object, then its record (after the chunk)."""
-    import zarr
-
-    arr = zarr.open_array(store, path=variable, mode="r+")
+    """One task: write chunk ``(i, j)`` into its own object, then its record (after the chunk).
+    Only ``store``'s path or URL travels: the task opens the store from its own environment."""
+    arr = zs.open_array(store, variable, mode="r+", zarr_format=3)
     arr[row0 : row0 + block.shape[0], col0 : col0 + block.shape[1]] = block
-    path = Path(store)
-    zs.write_json_atomic(zs.record_path(path, i, j), zs.chunk_record(path, variable, i, j))
+    zs.locate(store).write_record(variable, i, j)
     return 1
 
 
-def _finalise(path: Path, fp: dict) -> None:
+def _finalise(store: zs.Store, fp: dict) -> None:
     import zarr
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*onsolidated metadata.*")
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy.*")
-        zarr.consolidate_metadata(str(path))
-    zs.write_json_atomic(path / zs.BOOK / zs.COMPLETE, fp)
+        zarr.consolidate_metadata(store.zarr_store())
+    store.write_json(fp, zs.BOOK, zs.COMPLETE)
 
 
 def _compute(tasks: list, *, progress: bool) -> None:
@@ -380,29 +392,46 @@ def write_zarr(
     data, _, tag = _prepare_data(dem, nodata)
     store_chunks = _store_chunks(data, chunks)
     data = data.rechunk(store_chunks)
-    out = Path(os.path.abspath(os.fspath(path)))
+    store = zs.locate(path)
     variable = VARIABLE
     sources = find_sources(dem)
-    _check_path(out, sources)
+    if store.remote:
+        target = Path(remote.gdal_path(store.url))  # how sources know a remote input (xdem.io.open)
+        if any(src == target or target in src.parents for src in sources):
+            raise OutputError(f"'{store.url}' is one of the inputs of the DEM being written, or holds one; write to "
+                              "another path (an input is never replaced, even with overwrite)")
+        answered(store, store.status)  # the bucket is there and answers, before any computation
+    else:
+        _check_path(Path(store.url), sources)
     fp = _fingerprint(data, variable=variable, store_chunks=store_chunks, nodata=tag, compressor=str(compressor).lower(),
                       sources=sources, extra=fingerprint)
+    return _write(data, dem, store, fp, overwrite=overwrite, resume=resume, codecs=codecs, nodata=tag, progress=progress)
+
+
+def _write(data: da.Array, dem: xr.DataArray, store: zs.Store, fp: dict, *, overwrite: bool, resume: bool,
+           codecs: tuple, nodata: float | None, progress: bool) -> ZarrResult:
+    """:func:`write_zarr` once its arguments are checked: prepare the store, write the chunks to keep, finish."""
+    out: Path | str = store.url if store.remote else Path(store.url)
+    variable = fp["variable"]
     total = len(data.chunks[0]) * len(data.chunks[1])
+    local_book = not store.remote and (Path(store.url) / zs.BOOK).is_dir()
     with contextlib.ExitStack() as stack:
-        if (out / zs.BOOK).is_dir():  # an xdem store: nobody else may be writing it while it is resumed or replaced
-            stack.enter_context(zs.writer_lock(out))
-        keep = _prepare_target(out, fp, overwrite=overwrite, resume=resume)
+        if local_book:  # an xdem store: nobody else may be writing it while it is resumed or replaced
+            stack.enter_context(store.lock())
+        keep = _prepare_target(store, fp, overwrite=overwrite, resume=resume)
         if keep is None:
             interrupt.note_kept(out, f"the complete store {out} (--resume found it finished)")
             return ZarrResult(path=out, written=0, kept=total, fingerprint=fp)
         if not keep:  # fresh, or a resume with no chunk to keep: its metadata may be half-written, start again
             if keep is not _FRESH:
-                shutil.rmtree(out)
-            _initialise(data, dem, out, variable=variable, store_chunks=store_chunks, nodata=tag, codecs=codecs, fp=fp)
-            stack.enter_context(zs.writer_lock(out))
+                store.remove()
+            _initialise(data, dem, store, variable=variable, store_chunks=tuple(fp["chunks"]), nodata=nodata,
+                        codecs=codecs, fp=fp)
+            stack.enter_context(store.lock())
         blocks = data.to_delayed()
         rows = np.cumsum((0,) + data.chunks[0][:-1])
         cols = np.cumsum((0,) + data.chunks[1][:-1])
-        tasks = [dask.delayed(_write_chunk, pure=True)(blocks[i, j], store=str(out), variable=variable, i=i, j=j,
+        tasks = [dask.delayed(_write_chunk, pure=True)(blocks[i, j], store=store.url, variable=variable, i=i, j=j,
                                                       row0=int(rows[i]), col0=int(cols[j]))
                  for i in range(len(rows)) for j in range(len(cols)) if (i, j) not in keep]
         interrupt.note_kept(out, f"the unfinished store {out} for --resume (run the same command with --resume to "
@@ -410,9 +439,11 @@ def write_zarr(
         try:
             with interrupt.stage(f"the Zarr write of {out}", key="zarr"):
                 _compute(tasks, progress=progress)
-                _finalise(out, fp)
-        except OSError as exc:
-            raise OutputError(f"cannot write '{out}' ({exc}); check free disk space and permissions, then resume with "
+                _finalise(store, fp)
+        except store.errors() as exc:
+            fix = ("check the bucket's access rights and the endpoint" if store.remote
+                   else "check free disk space and permissions")
+            raise OutputError(f"cannot write '{out}' ({remote.redact(str(exc))}); {fix}, then resume with "
                               "resume=True / --resume") from exc
     interrupt.note_kept(out, f"the complete store {out}, written before the signal (--resume finds it finished)")
     return ZarrResult(path=out, written=len(tasks), kept=total - len(tasks), fingerprint=fp)

@@ -199,7 +199,7 @@ def write_points(state: RunState) -> None:
         moved_gdf = model.apply_points(pts.to_geodataframe())
         moved = read_points(moved_gdf).to_crs(dem.rio.crs)
         with state.prog.stage(f"writing {out}"):
-            _write_points(moved_gdf, out, overwrite=r.overwrite)
+            _write_points(moved_gdf, Path(out), overwrite=r.overwrite)  # a points file: a local path
         before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
     state.local, state.before, state.after = local, before, after
 

@@ -155,7 +155,7 @@ class CoregResult:
 
     document: CoregDocument
     json_text: str
-    output: Path
+    output: Path | str
     json_out: Path | None
     report: Path | None
     timings: Timing
@@ -164,9 +164,10 @@ class CoregResult:
 
 @dataclass(frozen=True)
 class CheckedPaths:
-    """Absolute output paths after :func:`check_coreg_paths`, and the report writer."""
+    """Absolute output paths after :func:`check_coreg_paths` (``output``: the URL of a Zarr store
+    in object storage), and the report writer."""
 
-    output: Path
+    output: Path | str
     json_out: Path | None
     report: Path | None
     write_report: Callable[..., object] | None
