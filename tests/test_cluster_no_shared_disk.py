@@ -211,3 +211,70 @@ def test_sigterm_in_block_pass_cancels_and_cleans(cluster, pair, tmp_path):
         time.sleep(0.1)
     assert not spec.scheduler.tasks
     assert _worker_writes(client, folders) == []
+
+
+# ---------------------------------------------------------------------------- workers that cannot see the client's folder
+
+_HIDE = 'mount -t tmpfs xdem-hidden "$1" && shift && exec "$@"'
+
+
+def _can_hide(folder: Path) -> bool:
+    """Whether a process can be given its own mount namespace with an empty tmpfs over ``folder``."""
+    try:
+        return subprocess.run(["unshare", "-m", "sh", "-c", _HIDE, "sh", str(folder), "true"],
+                              capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="module")
+def blind(tmp_path_factory):
+    """A scheduler and two worker processes, each in its own mount namespace where the client's
+    output folder is an empty tmpfs: truly no disk shared for the outputs (inputs stay visible)."""
+    hidden = tmp_path_factory.mktemp("client-only")
+    if not _can_hide(hidden):
+        pytest.skip("needs `unshare -m` and tmpfs mounts (root or user namespaces)")
+    base = tmp_path_factory.mktemp("blind-workers")
+    with distributed.LocalCluster(n_workers=0, dashboard_address=None, silence_logs=40) as lc:
+        procs = []
+        for i in range(2):
+            local = base / f"b{i}"
+            local.mkdir()
+            env = {**os.environ, "TMPDIR": str(local), "NUMBA_CACHE_DIR": str(local / "numba"), "PYTHONPATH": str(ROOT)}
+            procs.append(subprocess.Popen(
+                ["unshare", "-m", "sh", "-c", _HIDE, "sh", str(hidden), sys.executable, "-m", "distributed.cli.dask_worker",
+                 lc.scheduler_address, "--nthreads", "1", "--no-nanny", "--name", f"b{i}", "--local-directory", str(local)],
+                env=env, cwd=local, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        try:
+            with distributed.Client(lc, set_as_default=False) as client:
+                client.wait_for_workers(2, timeout=120)
+                yield client, hidden
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=30)
+
+
+def test_blind_workers_write_cog_equals_threads(blind, pair):
+    client, hidden = blind
+    dem = xdem.open_dem(str(pair["tba"]), chunks=96)
+    (hidden / "witness.txt").write_text("the client sees this file")
+    assert list(client.run(os.listdir, str(hidden)).values()) == [[], []]  # the workers see an empty folder
+    with dask.config.set(scheduler="threads"):
+        want = _read(write_cog(dem - 3, hidden / "threads.tif"))
+    with dask.config.set(scheduler=client):
+        got = write_cog(dem - 3, hidden / "cluster.tif")
+    np.testing.assert_array_equal(_read(got), want)
+    assert sorted(os.listdir(hidden)) == ["cluster.tif", "threads.tif", "witness.txt"]
+
+
+def test_blind_workers_local_zarr_is_one_line(blind, pair):
+    client, hidden = blind
+    dem = xdem.open_dem(str(pair["tba"]), chunks=96)
+    before = sorted(os.listdir(hidden))
+    with dask.config.set(scheduler=client), pytest.raises(xdem.errors.OutputError) as err:
+        xdem.write_zarr(dem, hidden / "out.zarr")
+    text = str(err.value)
+    assert "\n" not in text and "2 of the 2 dask workers" in text and str(hidden) in text and "s3://" in text
+    assert sorted(os.listdir(hidden)) == before  # no store, no probe left

@@ -51,6 +51,7 @@ from xdem import interrupt
 from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.atomic import check_output_path
+from xdem.io.cluster import check_workers_see
 from xdem.io.cog import GDAL_CACHE_MB, _active_client, _prepare_data, one_band
 from xdem.io.jsondoc import jsonable
 from xdem.io.open import auto_chunks
@@ -384,6 +385,7 @@ def write_zarr(
     variable = VARIABLE
     sources = find_sources(dem)
     _check_path(out, sources)
+    check_workers_see(_active_client(data), out.parent, what=f"the Zarr store {out}")  # the tasks write the chunks
     fp = _fingerprint(data, variable=variable, store_chunks=store_chunks, nodata=tag, compressor=str(compressor).lower(),
                       sources=sources, extra=fingerprint)
     total = len(data.chunks[0]) * len(data.chunks[1])
