@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,17 +161,19 @@ def test_cli_coreg_with_tcp_scheduler_workers_write_no_file(cluster, pair, tmp_p
     spec, client, folders = cluster
     args = [str(pair["ref"]), str(pair["tba"]), "--method", "nuthkaab+vshift", "--random-state", "7", "--json"]
 
-    def run(folder: Path, scheduler: str) -> dict:
+    def run(folder: Path, scheduler: str) -> tuple[dict, str]:
         folder.mkdir()
         res = CliRunner().invoke(main, ["coreg", *args, "-o", str(folder / "aligned.tif"), "--dh-out",
                                         str(folder / "dh.tif"), "--stable-mask-out", str(folder / "stable.tif"),
                                         "--scheduler", scheduler])
         assert res.exit_code == 0, res.output
-        return json.loads(res.stdout)
+        return json.loads(res.stdout), res.stderr
 
-    local = run(tmp_path / "threads", "threads")
+    local, _ = run(tmp_path / "threads", "threads")
     transitions = spec.scheduler.transition_counter
-    doc = run(tmp_path / "cluster", spec.scheduler_address)
+    doc, err = run(tmp_path / "cluster", spec.scheduler_address)
+    counts = re.findall(r"^blocks written: (\d+)/(\d+)$", err, re.M)  # the progress: a line per tenth (not a tty)
+    assert counts and counts[-1][0] == counts[-1][1] and len(counts) <= 10
     assert doc["workers"] == 2 and spec.scheduler.transition_counter > transitions + 100  # ran on the cluster
     for name in ("aligned.tif", "dh.tif", "stable.tif"):
         np.testing.assert_array_equal(_read(tmp_path / "cluster" / name), _read(tmp_path / "threads" / name), name)

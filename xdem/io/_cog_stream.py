@@ -106,19 +106,26 @@ def _units(items: Sequence[StreamItem]) -> tuple[list[_Unit], dict]:
 
 
 class _Count:
-    """A count of blocks written on stderr, at most once a second (``distributed.progress``
-    needs every future up front, which a sliding window does not have)."""
+    """A count of the blocks written on stderr (``distributed.progress`` needs every future up
+    front, which a sliding window does not have): redrawn at most once a second on a terminal,
+    else one line at every tenth of the blocks (a log file or a pipe)."""
 
     def __init__(self, total: int, *, show: bool) -> None:
         self.total, self.show, self.done, self.last = total, show, 0, 0.0
+        self.tty = show and sys.stderr.isatty()
 
     def step(self) -> None:
         self.done += 1
-        now = time.monotonic()
-        if self.show and (now - self.last >= 1.0 or self.done == self.total):
-            self.last = now
-            end = "\n" if self.done == self.total else ""
-            print(f"\rblocks written: {self.done}/{self.total}", end=end, file=sys.stderr, flush=True)
+        if not self.show:
+            return
+        text = f"blocks written: {self.done}/{self.total}"
+        if self.tty:
+            now = time.monotonic()
+            if now - self.last >= 1.0 or self.done == self.total:
+                self.last = now
+                print("\r" + text, end="\n" if self.done == self.total else "", file=sys.stderr, flush=True)
+        elif self.done * 10 // self.total != (self.done - 1) * 10 // self.total:
+            print(text, file=sys.stderr, flush=True)
 
 
 def _submitted(client: Any, graph: dict, units: Sequence[_Unit]) -> Iterator[tuple[_Unit, Any]]:
