@@ -5,7 +5,8 @@ Out-of-core coregistration on a ``distributed`` cluster
 Every step of xdem works chunk by chunk on dask arrays, so peak memory depends on the chunk
 size, not on the DEM size: the same code aligns a 400 x 400 DEM or a 20000 x 20000 one.
 Under a :class:`distributed.Client`, the chunks are processed by the cluster's workers and
-:func:`xdem.write_cog` coordinates them with a :class:`distributed.Lock`.
+:func:`xdem.write_cog` has them send the blocks back to this process, which writes them: the
+workers need no disk shared with it.
 
 This example generates a synthetic pair with a known shift with
 :func:`xdem.examples.synthetic.generate_pair` (fractal terrain, computed chunk by chunk and
@@ -90,8 +91,9 @@ assert np.all(np.abs(fitted - expected) < 0.05)
 # Apply and write a COG, with progress
 # ------------------------------------
 # ``apply`` is lazy; :func:`xdem.write_cog` streams the blocks into a tiled temporary
-# GTiff (the workers write their windows under a ``distributed.Lock``; the progress bar is
-# ``distributed.progress``), then GDAL copies it into a Cloud-Optimized GeoTIFF.
+# GTiff (the workers compute the blocks and send them back, a few per worker at a time, and
+# this process writes them; the progress is a count of the blocks written), then GDAL copies
+# it into a Cloud-Optimized GeoTIFF.
 t0 = time.perf_counter()
 aligned_path = xdem.write_cog(nk.apply(tba), folder / "aligned.tif", progress=True).path
 timings["apply + write COG"] = time.perf_counter() - t0

@@ -104,8 +104,9 @@ class _WindowWriter:
     """Target for :func:`dask.array.store`: writes each block into a tiled GTiff window.
 
     Every ``__setitem__`` opens the file in ``r+`` mode under ``lock``, writes the window and
-    closes it (flushing GDAL's cache), so tasks in threads, processes or distributed workers
-    never share a GDAL handle.
+    closes it (flushing GDAL's cache), so tasks in threads or processes of one machine never
+    share a GDAL handle. Not used under ``distributed`` (:mod:`xdem.io._cog_stream`: the
+    client writes the blocks, the workers share no disk with it).
     """
 
     def __init__(self, path: str, shape: tuple[int, int], dtype: np.dtype, lock: Any) -> None:

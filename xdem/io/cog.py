@@ -3,9 +3,12 @@
 GDAL's COG driver can only copy an existing dataset, and ``rioxarray.to_raster(driver="COG")``
 loads the whole array. :func:`write_cog` therefore works in two passes, both bounded in memory:
 
-1. the dask array is stored block by block into a *tiled temporary GTiff* (every task opens the
-   file in ``r+`` mode and writes its window under a lock: a ``distributed.Lock`` under an active
-   ``distributed.Client``, otherwise a lock that holds across threads *and* processes);
+1. the dask array is stored block by block into a *tiled temporary GTiff*: with a local
+   scheduler every task opens the file in ``r+`` mode and writes its window under a lock that
+   holds across threads *and* processes; under an active ``distributed.Client`` the workers
+   compute the blocks and return them, and this process writes them (a bounded sliding window
+   of blocks in flight, :mod:`xdem.io._cog_stream`): no task writes a file, so the workers need
+   no disk shared with the client;
 2. GDAL's COG driver copies the temporary file into a temporary COG (compression, predictor,
    overviews), with ``GDAL_CACHEMAX`` bounded and all CPUs compressing.
 
@@ -46,6 +49,7 @@ from xdem.errors import InputError, OutputError, XdemError
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
@@ -187,32 +191,35 @@ class _Pass1:
     also: Sequence[BlockStats] = ()
 
 
-def _targets(items: Sequence[_Pass1]) -> tuple[list, Any]:
-    """Create every temp GTiff and its lock; the window writers and the client (or None)."""
-    client = _active_client(items[0].data)
-    writers = []
+def _create_temps(items: Sequence[_Pass1]) -> None:
+    """Create every temp GTiff, here (the client process: the file is local to it)."""
     for item in items:
         with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
             with rasterio.open(item.tmp, "w", **item.profile):
-                pass  # create only; blocks are written by the tasks
-        if client is not None:
-            from distributed import Lock
-
-            lock: Any = Lock(name=f"xdem-write-cog-{os.path.basename(item.tmp)}")
-        else:
-            lock = _ProcessLock(item.tmp + ".lock")
-            with open(lock.path, "a"):
-                pass  # created here, once; tasks only open it
-        writers.append(_WindowWriter(item.tmp, item.data.shape, np.dtype(item.profile["dtype"]), lock))
-    return writers, client
+                pass  # create only; the blocks are written by the pass
 
 
 def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     """Pass 1: create the tiled temp GTiffs and store every dask block of every array into
     its own, in ONE compute (a task the arrays share, e.g. a halo pass over one DEM, runs
-    once per block); with ``also``, compute those per-block results in the writing tasks.
-    Returns, per item, per ``also``, a list over the blocks in row-major order."""
-    writers, client = _targets(items)
+    once per block); with ``also``, compute those per-block results in the block's task.
+    Returns, per item, per ``also``, a list over the blocks in row-major order.
+
+    Under a ``distributed.Client`` the workers compute the blocks and the client writes them
+    (:mod:`xdem.io._cog_stream`: no task writes a file); otherwise the tasks write their
+    windows under a lock that holds across threads and processes of this machine."""
+    client = _active_client(items[0].data)
+    _create_temps(items)
+    if client is not None:
+        stream = [StreamItem(it.data, it.tmp, np.dtype(it.profile["dtype"]), tuple((b.func, b.others) for b in it.also))
+                  for it in items]
+        return stream_blocks(stream, client=client, progress=progress, cache_mb=GDAL_CACHE_MB)
+    writers: list[Any] = []  # da.store targets
+    for item in items:
+        lock = _ProcessLock(item.tmp + ".lock")
+        with open(lock.path, "a"):
+            pass  # created here, once; tasks only open it
+        writers.append(_WindowWriter(item.tmp, item.data.shape, np.dtype(item.profile["dtype"]), lock))
     plain = [(it.data, w) for it, w in zip(items, writers) if not it.also]
     stored: list = []
     if plain:  # one store over all of them: optimised together, so shared keys stay shared
@@ -225,18 +232,7 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
             stored.extend(tasks)
         else:
             spans.append(None)
-    if client is not None:
-        from distributed import progress as dprogress
-
-        futures = client.compute(stored)
-        try:
-            if progress:
-                dprogress(futures)
-            results = client.gather(futures)
-        except BaseException:
-            client.cancel(futures)
-            raise
-    elif progress:
+    if progress:
         from dask.diagnostics import ProgressBar
 
         with ProgressBar():
@@ -482,7 +478,8 @@ def write_cog(
 
     Memory stays bounded by a few chunks plus ``GDAL_CACHEMAX`` (256 MB), whatever the DEM
     size. Works with the threaded, synchronous and processes schedulers and under an active
-    ``distributed.Client`` (workers must see ``path``'s folder). The file appears at ``path``
+    ``distributed.Client``: the workers compute the blocks and send them back, this process
+    writes every file (the workers need no disk shared with it, only access to the inputs). The file appears at ``path``
     only once complete and validated; on any error nothing is left behind.
 
     Parameters
@@ -502,7 +499,7 @@ def write_cog(
         Value written for NaN and stored as the nodata tag. ``None`` keeps NaN (tag NaN for
         floats, no tag for integers).
     progress
-        Show a progress bar (dask's, or ``distributed.progress`` under a client) for the
+        Show a progress bar (dask's, or a count of the blocks written under a client) for the
         block-writing pass.
     also
         :class:`BlockStats` to compute from every block in the task that writes it (e.g.

@@ -53,6 +53,7 @@ from xdem.errors import InputError, OutputError
 from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.atomic import check_output_path
+from xdem.io.cluster import check_workers_see
 from xdem.io.cog import GDAL_CACHE_MB, _active_client, _prepare_data, one_band
 from xdem.io.jsondoc import jsonable
 from xdem.io.open import auto_chunks
@@ -403,6 +404,8 @@ def write_zarr(
         answered(store, store.status)  # the bucket is there and answers, before any computation
     else:
         _check_path(Path(store.url), sources)
+        # the tasks write the chunks: under a distributed client its workers must see the folder
+        check_workers_see(_active_client(data), Path(store.url).parent, what=f"the Zarr store {store.url}")
     fp = _fingerprint(data, variable=variable, store_chunks=store_chunks, nodata=tag, compressor=str(compressor).lower(),
                       sources=sources, extra=fingerprint)
     return _write(data, dem, store, fp, overwrite=overwrite, resume=resume, codecs=codecs, nodata=tag, progress=progress)

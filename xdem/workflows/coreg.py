@@ -260,7 +260,7 @@ def write(state: RunState) -> None:
         fused = r.stats == "sampled" and same_grid(ref, tba) and same_grid(ref, aligned)
         items, alsos = _cog_items(state, fused)
         # Local schedulers: the stage's dask progress bar (shown for computes > 1 s) covers the
-        # block-writing pass; distributed: write_cog shows distributed.progress itself.
+        # block-writing pass; distributed: write_cog counts the blocks it has written.
         with prog.stage(f"writing {', '.join(str(i[1]) for i in items)}"
                         + (" (and the statistics of dh)" if fused else "")):
             state.written_also = list(write_cogs(items, overwrite=r.overwrite, progress=show, also=alsos)[0].also)
