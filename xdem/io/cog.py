@@ -20,6 +20,10 @@ reported as one :class:`~xdem.errors.OutputError` saying how much space is neede
 :func:`write_cogs` writes several DataArrays (e.g. terrain attributes sharing one halo pass
 over a DEM) with ONE block-storing compute: a task they share runs once per block. Each then
 gets its own COG copy, validation and atomic move, with the same guarantees.
+
+An output to object storage (``s3://``, ``/vsis3/``) is written the same way into a staging
+folder of the system's temporary folder (``TMPDIR``), then uploaded in one conditional put when
+the run's outputs are final (:mod:`xdem.io.upload`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import xarray as xr
 
 from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
+from xdem.io import remote, upload
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
@@ -133,11 +138,14 @@ def _disk_full(exc: BaseException | None, folder: Path) -> bool:
 
 
 def _disk_full_error(out: Path, *, shape: tuple[int, int], dtype: np.dtype, free_mb: float,
-                     count: int = 1) -> OutputError:
+                     count: int = 1, target: str | None = None) -> OutputError:
     raw = count * shape[0] * shape[1] * dtype.itemsize / 2**20
     what = f"'{out.name}'" if count == 1 else f"'{out.name}' and {count - 1} more files"
+    where = f"'{out.parent}'"
+    if target is not None:  # staged for an upload: the temp folder, which TMPDIR chooses
+        what, where = f"'{target}'", f"the temporary folder '{out.parent.parent}' (set TMPDIR to choose another)"
     return OutputError(
-        f"no space left on the disk of '{out.parent}' while writing {what}: up to {raw * 2.4:.0f} MB are needed "
+        f"no space left on the disk of {where} while writing {what}: up to {raw * 2.4:.0f} MB are needed "
         f"at once (a temporary GTiff of up to {raw:.0f} MB, plus the COG with its overviews, up to {raw * 1.4:.0f} MB "
         f"for incompressible data) and {free_mb:.0f} MB were free; free some space or write to another folder "
         "(nothing was left behind)"
@@ -322,7 +330,7 @@ class CogResult:
     ('lidar_copy.tif', True, ())
     """
 
-    path: Path
+    path: Path | str  # a str: the s3:// URL of an output uploaded to object storage
     also: tuple = ()
 
     def __fspath__(self) -> str:
@@ -335,7 +343,8 @@ class CogResult:
         if isinstance(other, CogResult):
             return self.path == other.path and self.also == other.also
         if isinstance(other, (str, os.PathLike)):
-            return self.path == Path(os.fspath(other))
+            return os.fspath(self.path) == os.fspath(other) if isinstance(self.path, str) else \
+                self.path == Path(os.fspath(other))
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -353,6 +362,7 @@ class _Plan:
     profile: dict
     shape: tuple[int, int]
     units: str | None = None
+    target: str | None = None  # the s3:// URL ``out`` (its local staging) is uploaded to
 
 
 def _checked_options(compress: str, blocksize: int) -> str:
@@ -378,7 +388,13 @@ def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, 
           nodata: float | None, who: str = "write_cog") -> _Plan:
     """Check one output and prepare what pass 1 stores (nothing is computed or written)."""
     dem = one_band(dem, who)
-    out = _check_output(dem, Path(path), overwrite=overwrite)
+    target = None
+    if remote.is_remote(path):  # staged locally (TMPDIR), uploaded when the outputs are final
+        target = upload.check_output_url(path, overwrite=overwrite, inputs=[("an input of the DEM", s) for s in
+                                                                            find_sources(dem)])
+        out = Path(upload.stage_output(target, overwrite=overwrite).local)
+    else:
+        out = _check_output(dem, Path(path), overwrite=overwrite)
     data, dtype, tag = _prepare_data(dem, nodata)
     predictor = None if compress in ("none", "packbits") else (3 if dtype.kind == "f" else 2)
     profile: dict[str, Any] = {
@@ -396,7 +412,7 @@ def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, 
     }
     units = dem.attrs.get("units")
     return _Plan(out=out, data=data, dtype=dtype, predictor=predictor, profile=profile, shape=tuple(dem.shape),
-                 units=units if isinstance(units, str) and units else None)
+                 units=units if isinstance(units, str) and units else None, target=target)
 
 
 def _tag_units(tmp: str, units: str | None) -> None:
@@ -418,8 +434,8 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
 
     def full_error(plan: _Plan, exc: BaseException | None) -> OutputError:
         n = sum(1 for p in plans if p.out.parent == plan.out.parent)
-        err = _disk_full_error(plan.out, shape=plan.shape, dtype=plan.dtype, free_mb=free_mb[plan.out.parent], count=n)
-        return err
+        return _disk_full_error(plan.out, shape=plan.shape, dtype=plan.dtype, free_mb=free_mb[plan.out.parent], count=n,
+                                target=plan.target)
 
     with contextlib.ExitStack() as stack:
         prefixes = {f: stack.enter_context(_temp_files(f, "")) for f in folders}
@@ -464,7 +480,7 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         with output_journal():  # several outputs: a failed move removes those already moved
             for plan, (_, tmp_cog) in zip(plans, tmps):
                 move_into_place(tmp_cog, plan.out, overwrite=overwrite)
-    return [CogResult(path=plan.out, also=tuple(x)) for plan, x in zip(plans, extra)]
+    return [CogResult(path=plan.target or plan.out, also=tuple(x)) for plan, x in zip(plans, extra)]
 
 
 def write_cog(
@@ -535,9 +551,10 @@ def write_cog(
     'lidar_plus_one.tif'
     """
     compress = _checked_options(compress, blocksize)
-    plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
-    (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
-                       also=[also])
+    with output_journal():  # an output to object storage: staged, uploaded when the (outermost) journal ends
+        plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
+        (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
+                           also=[also])
     return result
 
 
@@ -600,13 +617,22 @@ def write_cogs(
         raise InputError("write_cogs needs at least one (array, path) pair")
     if also is not None and len(also) != len(items):
         raise InputError(f"write_cogs: also has {len(also)} entries for {len(items)} items; give one per item")
+    with output_journal():  # outputs to object storage: staged, uploaded when the (outermost) journal ends
+        return _write_all(items, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata,
+                          progress=progress, also=also)
+
+
+def _write_all(items: list, *, overwrite: bool, compress: str, blocksize: int, nodata: float | None, progress: bool,
+               also: Sequence[Sequence[BlockStats]] | None) -> list[CogResult]:
+    """:func:`write_cogs` once its options are checked."""
     plans = [_plan(item[0], item[1], overwrite=overwrite, compress=compress, blocksize=blocksize,
                    nodata=item[2] if len(item) > 2 else nodata, who="write_cogs") for item in items]
-    seen: dict[Path, int] = {}
+    seen: dict[Path | str, int] = {}
     for i, plan in enumerate(plans):
-        if plan.out in seen:
-            raise OutputError(f"'{plan.out}' is given for outputs {seen[plan.out]} and {i}; give each output its own path")
-        seen[plan.out] = i
+        name = plan.target or plan.out
+        if name in seen:
+            raise OutputError(f"'{name}' is given for outputs {seen[name]} and {i}; give each output its own path")
+        seen[name] = i
     sources = {src for item in items for src in find_sources(item[0])}
     for plan in plans:  # an output must not be an input of ANY of the arrays
         if plan.out.resolve() in sources:
