@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 import rasterio
 import s3fs
-
 from servers import new_bucket, s3_client, s3_server
 
 import xdem
@@ -258,3 +257,17 @@ def test_outputs_to_other_schemes_or_without_a_key_are_one_line():
         upload.object_url("gs://bucket/out.tif")
     with pytest.raises(OutputError, match="names no object"):
         upload.object_url("s3://bucket/")
+
+
+def test_terrain_attributes_uploaded_under_a_prefix_equal_to_the_local_run(server, pair, tmp_path):
+    bucket = new_bucket()
+    done = _xdem(["terrain", pair["ref"], "-o", f"s3://{bucket}/attrs/"], tmp=tmp_path / "t")
+    assert done.returncode == 0, done.stderr
+    local = _xdem(["terrain", pair["ref"], "-o", str(tmp_path / "attrs")], tmp=tmp_path / "t")
+    assert local.returncode == 0, local.stderr
+    assert sorted(_keys(bucket)) == ["attrs/aspect.tif", "attrs/hillshade.tif", "attrs/slope.tif"]
+    for key in _keys(bucket):
+        assert _get(bucket, key) == (tmp_path / key).read_bytes(), key
+    assert not Path("s3:").exists() and list((tmp_path / "t").iterdir()) == []
+    again = _xdem(["terrain", pair["ref"], "-o", f"s3://{bucket}/attrs/"], tmp=tmp_path / "t")
+    assert again.returncode == 1 and "already exists; pass --overwrite" in again.stderr.strip().splitlines()[-1]
