@@ -7,6 +7,7 @@ planted secret nowhere in what a run prints or writes."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -16,11 +17,12 @@ import sys
 import time
 from pathlib import Path
 
+import boto3
 import numpy as np
 import pytest
 import rasterio
 import s3fs
-from servers import new_bucket, s3_client, s3_server
+from servers import _wait_http, free_port, new_bucket, s3_client, s3_env, s3_server
 
 import xdem
 from xdem.errors import OutputError, XdemError
@@ -271,3 +273,57 @@ def test_terrain_attributes_uploaded_under_a_prefix_equal_to_the_local_run(serve
     assert not Path("s3:").exists() and list((tmp_path / "t").iterdir()) == []
     again = _xdem(["terrain", pair["ref"], "-o", f"s3://{bucket}/attrs/"], tmp=tmp_path / "t")
     assert again.returncode == 1 and "already exists; pass --overwrite" in again.stderr.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def write_denied():
+    """A second moto server that checks credentials (IAM): a bucket, and a user allowed
+    everything in S3 but PutObject. Yields (its environment for that user, the bucket)."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "4"},  # the 4 set-up calls below
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_http(f"{endpoint}/moto-api/", proc)
+        env = s3_env(endpoint)
+        keys = {"aws_access_key_id": env["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"]}
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", **keys).create_bucket(Bucket="denied-bucket")
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1", **keys)
+        iam.create_user(UserName="reader")
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"},
+                                                         {"Effect": "Deny", "Action": ["s3:PutObject"], "Resource": "*"}]}
+        iam.put_user_policy(UserName="reader", PolicyName="no-put", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        env.update(AWS_ACCESS_KEY_ID=key["AccessKeyId"], AWS_SECRET_ACCESS_KEY=key["SecretAccessKey"])
+        yield env, "denied-bucket"
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+
+
+def test_upload_refused_with_403_after_the_run_is_one_line_and_leaves_nothing(write_denied, pair, tmp_path):
+    env, bucket = write_denied
+    done = _xdem(["coreg", pair["ref"], pair["tba"], "-o", f"s3://{bucket}/aligned.tif", "--json-out",
+                  f"s3://{bucket}/run.json"], tmp=tmp_path / "t", **env)
+    assert done.returncode == 1
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"Error: cannot upload output 's3://{bucket}/aligned.tif' (the store answered 403, "
+                           "credentials: environment variables)"), done.stderr
+    assert env["AWS_SECRET_ACCESS_KEY"] not in done.stderr + done.stdout and "Traceback" not in done.stderr
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+    assert client.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert list((tmp_path / "t").iterdir()) == []
+
+
+def test_unknown_credentials_are_a_403_before_any_computation(write_denied, pair, tmp_path):
+    env, bucket = write_denied
+    env = {**env, "AWS_ACCESS_KEY_ID": "AKIAUNKNOWN000000000", "AWS_SECRET_ACCESS_KEY": PLANTED_SECRET}
+    done = _xdem(["coreg", pair["ref"], pair["tba"], "-o", f"s3://{bucket}/aligned.tif"], tmp=tmp_path / "t", **env)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "(the store answered 403, credentials: environment variables)" in lines[0], done.stderr
+    assert PLANTED_SECRET not in done.stderr + done.stdout
