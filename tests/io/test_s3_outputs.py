@@ -327,3 +327,12 @@ def test_unknown_credentials_are_a_403_before_any_computation(write_denied, pair
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "(the store answered 403, credentials: environment variables)" in lines[0], done.stderr
     assert PLANTED_SECRET not in done.stderr + done.stdout
+
+
+def test_xdem_report_to_object_storage(runs, pair, tmp_path):
+    bucket = runs["bucket"]
+    done = _xdem(["report", pair["ref"], pair["tba"], "-o", f"s3://{bucket}/alone/report.html"], tmp=tmp_path / "t")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == f"s3://{bucket}/alone/report.html"
+    assert _get(bucket, "alone/report.html").startswith(b"<!DOCTYPE html>")
+    assert list((tmp_path / "t").iterdir()) == []
