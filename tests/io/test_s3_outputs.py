@@ -336,3 +336,13 @@ def test_xdem_report_to_object_storage(runs, pair, tmp_path):
     assert done.stdout.strip().splitlines()[-1] == f"s3://{bucket}/alone/report.html"
     assert _get(bucket, "alone/report.html").startswith(b"<!DOCTYPE html>")
     assert list((tmp_path / "t").iterdir()) == []
+
+
+def test_unwritable_tmpdir_is_one_line_naming_tmpdir(server, pair, tmp_path):
+    bucket = new_bucket()
+    done = _xdem(["coreg", pair["ref"], pair["tba"], "-o", f"s3://{bucket}/aligned.tif"], tmp=tmp_path,
+                 TMPDIR=str(tmp_path / "missing"))
+    assert done.returncode == 1
+    line = done.stderr.strip().splitlines()[-1]
+    assert f"TMPDIR '{tmp_path / 'missing'}' is not a writable folder" in line, done.stderr
+    assert "fitting" not in done.stderr and _keys(bucket) == {}

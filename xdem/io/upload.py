@@ -127,14 +127,16 @@ def check_output_url(path: str | os.PathLike[str], *, overwrite: bool, what: str
     """The guard of an output to object storage, before any computation: returns its
     ``s3://`` URL, or raises one line.
 
-    Refused: another scheme, no key, one of ``inputs`` (``(label, path)``), an existing object
-    without ``overwrite``, a missing bucket, a 403 (with the credential source), no answer.
+    Refused: another scheme, no key, a ``TMPDIR`` that is not a writable folder (the staging
+    goes there), one of ``inputs`` (``(label, path)``), an existing object without
+    ``overwrite``, a missing bucket, a 403 (with the credential source), no answer.
 
     Raises
     ------
     xdem.errors.OutputError
     """
     url = object_url(path, what=what)
+    _temp_folder(url, what)  # where it will be staged
     for label, src in inputs:
         if remote.is_remote(src) and remote.fsspec_url(os.fspath(src)) == url:
             raise OutputError(f"{what} '{url}' is {label}; write to another key (an input is never replaced, even "
@@ -232,16 +234,30 @@ class StagedUpload:
         self._temps.close()
 
 
+def _temp_folder(url: str, what: str) -> str:
+    """The system's temporary folder; ``TMPDIR`` if set (Python would silently fall back to
+    ``/tmp`` for a ``TMPDIR`` that is missing or not writable: refused instead)."""
+    asked = os.environ.get("TMPDIR")
+    if asked and not (os.path.isdir(asked) and os.access(asked, os.W_OK | os.X_OK)):
+        raise OutputError(f"cannot stage {what} '{url}': TMPDIR '{asked}' is not a writable folder; create it, or set "
+                          "TMPDIR to a writable folder with free space")
+    return tempfile.gettempdir()
+
+
 def stage_output(url: str, *, overwrite: bool, what: str = "output") -> StagedUpload:
     """A staging file for ``url`` (named like the key's last part, in a staging folder of the
     system's temporary folder, ``TMPDIR``), deferred for upload (:func:`xdem.io.atomic.defer`)
     in the current output journal: the caller writes it, the journal uploads it. Call it
     inside :func:`xdem.io.atomic.output_journal` (outside one it would be uploaded at once)."""
     temps = contextlib.ExitStack()
-    prefix = temps.enter_context(owned_temps(tempfile.gettempdir()))
     try:
+        prefix = temps.enter_context(owned_temps(_temp_folder(url, what)))
         folder = prefix + "stage"
         os.mkdir(folder, 0o700)
+    except OSError as exc:
+        temps.close()
+        raise OutputError(f"cannot stage {what} '{url}' in the temporary folder '{tempfile.gettempdir()}' ({exc}); "
+                          "set TMPDIR to a writable folder with free space") from exc
     except BaseException:
         temps.close()
         raise
