@@ -35,7 +35,8 @@ progress callback), or at the end of that stage if it has fewer events. A test w
 stop, sends its signal, then SIGCONT: the signal arrives at a known moment whatever the load.
 Keys: ``filters``, ``fit``, ``write``, ``blocks`` (the block writes of a COG), ``copy`` (GDAL's
 COG copy, paused inside its progress callback), ``stats``, ``verdict``, ``report``, ``zarr``
-(the chunk writes of a Zarr store), ``run`` (the whole command).
+(the chunk writes of a Zarr store), ``upload`` (an upload to object storage: event ``n`` after its
+part ``n``, see :mod:`xdem.io.upload`), ``run`` (the whole command).
 
 Examples
 --------

@@ -18,7 +18,9 @@ script's background job) keeps ignoring it; SIGTERM still stops it.
 
 Every command runs in one :func:`xdem.io.atomic.output_journal`: when it fails (any exit but
 0), the outputs it had already moved into place are removed again, so a failed run leaves
-nothing new behind.
+nothing new behind. Outputs to object storage are staged locally and uploaded as the command's
+last step (:func:`xdem.io.atomic.publish_deferred`, still interruptible by a signal); a failure
+after that deletes the objects uploaded again.
 
 The group is lazy: ``xdem --help`` lists the sub-commands from :data:`COMMANDS` (name, module,
 one-line help) without importing their modules, and ``xdem --version`` or a usage error
@@ -99,13 +101,14 @@ class _XdemGroup(click.Group):
         if args and args[0] not in self.list_commands(ctx):  # a usage error, before the imports below
             self.resolve_command(ctx, args)
         # deliberately here: `xdem --help`, `--version` and usage errors import nothing of xdem.io
-        from xdem.io.atomic import output_journal
+        from xdem.io.atomic import output_journal, publish_deferred
 
         with interrupt.handling() as run:
             try:
                 with output_journal():  # outermost: whatever raises inside undoes the outputs
                     with interrupt.armed(), interrupt.stage(_command_name(ctx), key="run"):
                         result = super().invoke(ctx)
+                        publish_deferred()  # outputs to object storage: uploaded last, still interruptible
                         interrupt.checkpoint()  # a signal whose exception was swallowed still ends the run
                     if run.signals:  # came as the command ended, before its outputs were final: undone
                         raise Interrupted.of(run.signals[0])

@@ -7,9 +7,11 @@ import click
 
 from xdem.cli._common import check_scheduler, use_scheduler
 from xdem.errors import InputError
+from xdem.io import remote
 from xdem.io.atomic import check_output_path
 from xdem.io.cog import write_cog
 from xdem.io.open import open_dem
+from xdem.io.upload import check_output_url
 from xdem.io.zarr import check_store_path, write_zarr
 from xdem.io.zarr_store import is_zarr_path
 
@@ -25,6 +27,8 @@ def run_convert(source: str, *, output: str, chunks: int | None, compress: str |
         raise InputError(f"--resume applies to Zarr outputs (*.zarr), not '{output}'; a COG is written in one go")
     if to_zarr:  # cheap checks first: nothing is read or computed for an output that cannot be written
         check_store_path(output, overwrite=overwrite, resume=resume, inputs=[("SOURCE", source)])
+    elif remote.is_remote(output):  # staged in TMPDIR, uploaded in one conditional put at the end
+        check_output_url(output, overwrite=overwrite, inputs=[("SOURCE", source)], overwrite_hint="--overwrite")
     else:
         check_output_path(output, overwrite=overwrite, inputs=[("SOURCE", source)], what="output",
                           overwrite_hint="--overwrite")
@@ -33,7 +37,7 @@ def run_convert(source: str, *, output: str, chunks: int | None, compress: str |
         if to_zarr:
             result = write_zarr(dem, output, overwrite=overwrite, resume=resume, compressor=compress or "zstd",
                                 nodata=nodata, progress=progress, chunks=chunks)
-            path = result.path
+            path: object = result.path
         else:
             path = write_cog(dem, output, overwrite=overwrite, compress=compress or "deflate", nodata=nodata,
                              progress=progress).path

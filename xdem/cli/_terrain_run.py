@@ -11,8 +11,10 @@ import numpy as np
 import xarray as xr
 
 from xdem.errors import InputError, OutputError
+from xdem.io import remote
 from xdem.io.cog import write_cogs
 from xdem.io.open import open_dem
+from xdem.io.upload import check_output_url
 from xdem.terrain.attributes import _canonical, get_terrain_attribute
 from xdem.terrain.options import TerrainOptions
 
@@ -77,10 +79,28 @@ def _targets(names: list[str], output: Path) -> list[Path]:
     return [output / f"{name}.tif" for name in names]
 
 
+def _remote_targets(names: list[str], output: str, *, overwrite: bool) -> list[str]:
+    """The ``s3://`` outputs: ``output`` itself for one attribute given as a .tif key, otherwise
+    ``output/<attribute>.tif`` (a prefix); each asked of the store before any computation."""
+    single = len(names) == 1 and output.lower().endswith(_SUFFIXES)
+    if not single and output.lower().endswith(_SUFFIXES):
+        raise click.BadParameter(f"{len(names)} attributes need an output prefix (one <attribute>.tif each), not the "
+                                 f"object '{output}'", param_hint="'-o' / '--output'")
+    urls = [output] if single else [f"{output.rstrip('/')}/{name}.tif" for name in names]
+    return [check_output_url(url, overwrite=overwrite, overwrite_hint="--overwrite") for url in urls]
+
+
 def run_terrain(dem: str, *, output: str, attributes: tuple[str, ...], method: str, slope_units: str, azimuth: float,
                 altitude: float, z_factor: float, tri_algorithm: str, window_size: int, chunks: int | None,
                 overwrite: bool, progress: bool) -> None:
     """The run of ``xdem terrain`` (its options, parsed): compute the attributes and write their COGs."""
+    opts = TerrainOptions(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
+                          tri_algorithm=tri_algorithm, window_size=window_size)
+    if remote.is_remote(output):  # staged in TMPDIR, uploaded at the end in one conditional put each
+        names = _split_attributes(attributes or DEFAULT_ATTRIBUTES)
+        urls = _remote_targets(names, output, overwrite=overwrite)
+        _write(dem, names, urls, chunks=chunks, overwrite=overwrite, progress=progress, opts=opts)
+        return
     out = Path(output)
     if not attributes and out.suffix.lower() in _SUFFIXES and not out.is_dir():
         raise click.BadParameter(
@@ -91,12 +111,15 @@ def run_terrain(dem: str, *, output: str, attributes: tuple[str, ...], method: s
     existing = [str(t) for t in targets if t.exists()]
     if existing and not overwrite:
         raise OutputError(f"output exists: {', '.join(existing)}; pass --overwrite to replace it")
-    source = open_dem(dem, chunks=chunks if chunks else "auto")
-    opts = TerrainOptions(method=method, slope_units=slope_units, azimuth=azimuth, altitude=altitude, z_factor=z_factor,
-                          tri_algorithm=tri_algorithm, window_size=window_size)
-    # one map_overlap graph for all attributes (validates them all before writing)
-    attrs = get_terrain_attribute(source, names, **opts.kwargs())
     targets[0].parent.mkdir(parents=True, exist_ok=True)
+    _write(dem, names, targets, chunks=chunks, overwrite=overwrite, progress=progress, opts=opts)
+
+
+def _write(dem: str, names: list[str], targets: list[Path] | list[str], *, chunks: int | None, overwrite: bool,
+           progress: bool, opts: TerrainOptions) -> None:
+    """Compute the attributes (one map_overlap graph for all, validated before writing) and write them."""
+    source = open_dem(dem, chunks=chunks if chunks else "auto")
+    attrs = get_terrain_attribute(source, names, **opts.kwargs())
     items: list = [(as_byte(a), t, HILLSHADE_NODATA) if n == "hillshade" else (a, t)
                    for n, a, t in zip(names, attrs, targets)]
     for written in write_cogs(items, overwrite=overwrite, progress=progress):

@@ -77,7 +77,8 @@ def report(
     from xdem.report import write_report
 
     summary = _load_summary(json_summary)
-    with interrupt.stage(f"the report {os.path.abspath(output)}", key="report"):
+    shown = output if "://" in output else os.path.abspath(output)  # an s3:// report is staged, uploaded at the end
+    with interrupt.stage(f"the report {shown}", key="report"):
         out = write_report(
             output, ref=ref, tba=tba, aligned=aligned, summary=summary, overwrite=overwrite,
             max_pixels=max_pixels, subsample=subsample, random_state=random_state,

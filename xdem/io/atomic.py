@@ -21,6 +21,9 @@ replaces a file it was not told to replace.
   block; if the block fails, those files are removed again (only if they are still the files
   this process wrote) and a file replaced with ``overwrite`` is restored from a hard-link
   backup. The CLI runs every command in one journal: an exit 1 leaves nothing new behind.
+  Outputs to object storage are *deferred* (:class:`Deferred`, see :mod:`xdem.io.upload`):
+  staged locally, published as late as possible (:func:`publish_deferred`, or when the
+  outermost journal ends well) and deleted again if the run fails after publishing them.
 """
 
 from __future__ import annotations
@@ -28,18 +31,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from xdem import interrupt
 from xdem.errors import OutputError
 
 __all__ = ["check_output_path",
            "TEMP_PREFIX", "owned_temps", "remove_stale_temps", "move_into_place", "default_file_mode",
-           "write_text_atomic", "output_journal",
-           "OutputJournal"]
+           "write_text_atomic", "output_journal", "defer", "publish_deferred", "staged_file",
+           "OutputJournal", "Deferred"]
 
 #: Prefix of every temporary file xdem writes next to an output.
 TEMP_PREFIX = ".xdem-tmp-"
@@ -82,7 +87,10 @@ def _remove_set(folder: Path, prefix: str) -> list[Path]:
     for leftover in folder.glob(prefix + "*"):
         if leftover != owner:
             with contextlib.suppress(OSError):
-                leftover.unlink()
+                if leftover.is_dir() and not leftover.is_symlink():  # a staging folder (xdem.io.upload)
+                    shutil.rmtree(leftover)
+                else:
+                    leftover.unlink()
                 removed.append(leftover)
     with contextlib.suppress(OSError):
         owner.unlink()
@@ -197,11 +205,39 @@ def _exists_error(path: Path) -> OutputError:
     )
 
 
+class Deferred(Protocol):
+    """An output published at the end of the run (an upload to object storage, staged locally)."""
+
+    url: str
+    local: str
+
+    def publish(self) -> None:
+        """Put the output in place (one conditional upload)."""
+
+    def undo(self) -> None:
+        """Remove the published output again, if it is still the one this run wrote."""
+
+    def discard(self) -> None:
+        """Remove the local staging (after :meth:`publish`, or instead of it)."""
+
+
 class OutputJournal:
-    """The files put in place by :func:`move_into_place` while the journal is active."""
+    """The files put in place by :func:`move_into_place` while the journal is active, and the
+    deferred outputs (:class:`Deferred`) waiting for publication or published."""
 
     def __init__(self) -> None:
         self.moved: list[tuple[Path, tuple[int, int], Path | None]] = []  # path, (dev, ino), backup
+        self.deferred: list[Deferred] = []
+        self.published: list[Deferred] = []
+
+    def publish(self) -> None:
+        """Publish the deferred outputs, in order (each one's staging removed once it is published)."""
+        while self.deferred:
+            item = self.deferred[0]
+            item.publish()
+            self.deferred.pop(0)
+            self.published.append(item)
+            item.discard()
 
     def backup(self, path: Path) -> Path | None:
         """Hard link to the existing ``path`` before it is replaced (``None`` if impossible)."""
@@ -219,7 +255,8 @@ class OutputJournal:
         self.moved.append((path, (st.st_dev, st.st_ino), backup))
 
     def commit(self) -> None:
-        """Keep the new files; drop the backups."""
+        """Keep the new files and published objects; drop the backups."""
+        self.published.clear()
         for _, _, backup in self.moved:
             if backup is not None:
                 with contextlib.suppress(OSError):
@@ -227,7 +264,15 @@ class OutputJournal:
         self.moved.clear()
 
     def rollback(self) -> None:
-        """Remove the files written (if still ours) and restore the replaced ones."""
+        """Remove the objects published and the files written (if still ours), restore the
+        replaced files, and drop the staging of the deferred outputs."""
+        for item in reversed(self.published):
+            with contextlib.suppress(Exception):  # the clean-up goes on (the run's line says what failed)
+                item.undo()
+        for item in self.deferred:
+            item.discard()
+        self.published.clear()
+        self.deferred.clear()
         for path, ident, backup in reversed(self.moved):
             try:
                 st = os.stat(path)
@@ -271,9 +316,18 @@ def output_journal() -> Iterator[OutputJournal]:
     def keep() -> None:  # inside another journal, that one decides (a later failure undoes these too)
         if parent is not None:
             parent.moved.extend(journal.moved)
+            parent.deferred.extend(journal.deferred)
+            parent.published.extend(journal.published)
             journal.moved.clear()
-        else:
-            journal.commit()
+            journal.deferred.clear()
+            journal.published.clear()
+            return
+        try:
+            journal.publish()  # the outermost journal: the deferred outputs last of all
+        except BaseException:
+            journal.rollback()
+            raise
+        journal.commit()
 
     try:
         yield journal
@@ -289,6 +343,38 @@ def output_journal() -> Iterator[OutputJournal]:
         keep()
     finally:
         _JOURNALS.remove(journal)
+
+
+def defer(item: Deferred) -> None:
+    """Publish ``item`` when the run's outputs are final (:func:`publish_deferred`, or the end of
+    the outermost :func:`output_journal`); a failure before removes its staging, one after
+    removes it from its store (:meth:`Deferred.undo`). Outside a journal it is published now."""
+    if not _JOURNALS:
+        try:
+            item.publish()
+        finally:
+            item.discard()
+        return
+    _JOURNALS[-1].deferred.append(item)
+
+
+def publish_deferred() -> None:
+    """Publish the deferred outputs of the innermost journal now (the CLI calls it as the last
+    step of a command, where a signal still interrupts the upload); a later failure of the
+    journal removes them again."""
+    if _JOURNALS:
+        _JOURNALS[-1].publish()
+
+
+def staged_file(url: str | os.PathLike) -> str | None:
+    """The local staging of the deferred output ``url`` (to read it back before it is
+    published: the statistics and report of a run), or ``None``."""
+    text = os.fspath(url)
+    for journal in reversed(_JOURNALS):
+        for item in journal.deferred:
+            if item.url == text:
+                return item.local
+    return None
 
 
 def default_file_mode() -> int:

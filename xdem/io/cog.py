@@ -23,6 +23,10 @@ reported as one :class:`~xdem.errors.OutputError` saying how much space is neede
 :func:`write_cogs` writes several DataArrays (e.g. terrain attributes sharing one halo pass
 over a DEM) with ONE block-storing compute: a task they share runs once per block. Each then
 gets its own COG copy, validation and atomic move, with the same guarantees.
+
+An output to object storage (``s3://``, ``/vsis3/``) is written the same way into a staging
+folder of the system's temporary folder (``TMPDIR``), then uploaded in one conditional put when
+the run's outputs are final (:mod:`xdem.io.upload`).
 """
 
 from __future__ import annotations
@@ -46,9 +50,11 @@ import xarray as xr
 
 from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
+from xdem.io import remote, upload
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io._cog_result import CogResult, _disk_full, _disk_full_error
 from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
@@ -117,35 +123,6 @@ def _temp_files(folder: Path, name: str) -> contextlib.AbstractContextManager[st
     """A temp prefix in ``folder`` owned by this process (:func:`xdem.io.atomic.owned_temps`):
     every file with that prefix is removed on exit, stale temps of dead writers first."""
     return owned_temps(folder)
-
-
-def _disk_full(exc: BaseException | None, folder: Path) -> bool:
-    """Whether a write failure was a full disk: ENOSPC anywhere in the exception chain (GDAL
-    often only says "Write failed"/"Seek error"), or under 1 MiB left in ``folder``."""
-    seen = set()
-    io_error = exc is None or isinstance(exc, OSError) or type(exc).__module__.startswith("rasterio")
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    if not io_error:  # e.g. an error of the DEM's own graph: not the disk, however full
-        return False
-    with contextlib.suppress(OSError):
-        return shutil.disk_usage(folder).free < 2**20
-    return False
-
-
-def _disk_full_error(out: Path, *, shape: tuple[int, int], dtype: np.dtype, free_mb: float,
-                     count: int = 1) -> OutputError:
-    raw = count * shape[0] * shape[1] * dtype.itemsize / 2**20
-    what = f"'{out.name}'" if count == 1 else f"'{out.name}' and {count - 1} more files"
-    return OutputError(
-        f"no space left on the disk of '{out.parent}' while writing {what}: up to {raw * 2.4:.0f} MB are needed "
-        f"at once (a temporary GTiff of up to {raw:.0f} MB, plus the COG with its overviews, up to {raw * 1.4:.0f} MB "
-        f"for incompressible data) and {free_mb:.0f} MB were free; free some space or write to another folder "
-        "(nothing was left behind)"
-    )
 
 
 # ---------------------------------------------------------------------------- passes
@@ -300,44 +277,6 @@ def _validate(out: str) -> None:
         raise OutputError(f"GDAL produced an invalid COG ({'; '.join(errors)}); please report this with your GDAL version")
 
 
-@dataclass(frozen=True, eq=False)
-class CogResult:
-    """What :func:`write_cog` wrote: the absolute ``path`` and, for each of its ``also``, the
-    per-block results (blocks in row-major order).
-
-    Path-like: ``os.fspath(result)`` and ``str(result)`` give the path and ``result == path``
-    compares paths, so ``rasterio.open(result)`` works; the ``Path`` itself is ``result.path``
-    (e.g. ``result.path.name``).
-
-    Examples
-    --------
-    >>> import os, xdem
-    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"))
-    >>> result = xdem.write_cog(dem, "/tmp/lidar_copy.tif", overwrite=True)
-    >>> result.path.name, os.fspath(result) == str(result.path), result.also
-    ('lidar_copy.tif', True, ())
-    """
-
-    path: Path
-    also: tuple = ()
-
-    def __fspath__(self) -> str:
-        return os.fspath(self.path)
-
-    def __str__(self) -> str:
-        return str(self.path)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, CogResult):
-            return self.path == other.path and self.also == other.also
-        if isinstance(other, (str, os.PathLike)):
-            return self.path == Path(os.fspath(other))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.path)
-
-
 @dataclass(frozen=True)
 class _Plan:
     """One output of :func:`_write`: checked path, data to store and GTiff options."""
@@ -349,6 +288,7 @@ class _Plan:
     profile: dict
     shape: tuple[int, int]
     units: str | None = None
+    target: str | None = None  # the s3:// URL ``out`` (its local staging) is uploaded to
 
 
 def _checked_options(compress: str, blocksize: int) -> str:
@@ -374,7 +314,13 @@ def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, 
           nodata: float | None, who: str = "write_cog") -> _Plan:
     """Check one output and prepare what pass 1 stores (nothing is computed or written)."""
     dem = one_band(dem, who)
-    out = _check_output(dem, Path(path), overwrite=overwrite)
+    target = None
+    if remote.is_remote(path):  # staged locally (TMPDIR), uploaded when the outputs are final
+        target = upload.check_output_url(path, overwrite=overwrite, inputs=[("an input of the DEM", s) for s in
+                                                                            find_sources(dem)])
+        out = Path(upload.stage_output(target, overwrite=overwrite).local)
+    else:
+        out = _check_output(dem, Path(path), overwrite=overwrite)
     data, dtype, tag = _prepare_data(dem, nodata)
     predictor = None if compress in ("none", "packbits") else (3 if dtype.kind == "f" else 2)
     profile: dict[str, Any] = {
@@ -392,7 +338,7 @@ def _plan(dem: Any, path: str | os.PathLike, *, overwrite: bool, compress: str, 
     }
     units = dem.attrs.get("units")
     return _Plan(out=out, data=data, dtype=dtype, predictor=predictor, profile=profile, shape=tuple(dem.shape),
-                 units=units if isinstance(units, str) and units else None)
+                 units=units if isinstance(units, str) and units else None, target=target)
 
 
 def _tag_units(tmp: str, units: str | None) -> None:
@@ -414,8 +360,8 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
 
     def full_error(plan: _Plan, exc: BaseException | None) -> OutputError:
         n = sum(1 for p in plans if p.out.parent == plan.out.parent)
-        err = _disk_full_error(plan.out, shape=plan.shape, dtype=plan.dtype, free_mb=free_mb[plan.out.parent], count=n)
-        return err
+        return _disk_full_error(plan.out, shape=plan.shape, dtype=plan.dtype, free_mb=free_mb[plan.out.parent], count=n,
+                                target=plan.target)
 
     with contextlib.ExitStack() as stack:
         prefixes = {f: stack.enter_context(_temp_files(f, "")) for f in folders}
@@ -460,7 +406,7 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         with output_journal():  # several outputs: a failed move removes those already moved
             for plan, (_, tmp_cog) in zip(plans, tmps):
                 move_into_place(tmp_cog, plan.out, overwrite=overwrite)
-    return [CogResult(path=plan.out, also=tuple(x)) for plan, x in zip(plans, extra)]
+    return [CogResult(path=plan.target or plan.out, also=tuple(x)) for plan, x in zip(plans, extra)]
 
 
 def write_cog(
@@ -532,9 +478,10 @@ def write_cog(
     'lidar_plus_one.tif'
     """
     compress = _checked_options(compress, blocksize)
-    plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
-    (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
-                       also=[also])
+    with output_journal():  # an output to object storage: staged, uploaded when the (outermost) journal ends
+        plan = _plan(dem, path, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata)
+        (result,) = _write([plan], overwrite=overwrite, compress=compress, blocksize=blocksize, progress=progress,
+                           also=[also])
     return result
 
 
@@ -597,13 +544,22 @@ def write_cogs(
         raise InputError("write_cogs needs at least one (array, path) pair")
     if also is not None and len(also) != len(items):
         raise InputError(f"write_cogs: also has {len(also)} entries for {len(items)} items; give one per item")
+    with output_journal():  # outputs to object storage: staged, uploaded when the (outermost) journal ends
+        return _write_all(items, overwrite=overwrite, compress=compress, blocksize=blocksize, nodata=nodata,
+                          progress=progress, also=also)
+
+
+def _write_all(items: list, *, overwrite: bool, compress: str, blocksize: int, nodata: float | None, progress: bool,
+               also: Sequence[Sequence[BlockStats]] | None) -> list[CogResult]:
+    """:func:`write_cogs` once its options are checked."""
     plans = [_plan(item[0], item[1], overwrite=overwrite, compress=compress, blocksize=blocksize,
                    nodata=item[2] if len(item) > 2 else nodata, who="write_cogs") for item in items]
-    seen: dict[Path, int] = {}
+    seen: dict[Path | str, int] = {}
     for i, plan in enumerate(plans):
-        if plan.out in seen:
-            raise OutputError(f"'{plan.out}' is given for outputs {seen[plan.out]} and {i}; give each output its own path")
-        seen[plan.out] = i
+        name = plan.target or plan.out
+        if name in seen:
+            raise OutputError(f"'{name}' is given for outputs {seen[name]} and {i}; give each output its own path")
+        seen[name] = i
     sources = {src for item in items for src in find_sources(item[0])}
     for plan in plans:  # an output must not be an input of ANY of the arrays
         if plan.out.resolve() in sources:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xdem.errors import InputError
+from xdem.io import remote, upload
 from xdem.io.atomic import check_output_path, write_text_atomic
 from xdem.io.sources import find_sources
 from xdem.report import figures  # noqa: F401  (fail early if matplotlib is broken)
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # annotations only
 __all__ = ["write_report"]
 
 
-def _check_target(path: Path, overwrite: bool, inputs: list[Any]) -> None:
+def _check_target(path: Path | str, overwrite: bool, inputs: list[Any]) -> None:
     """The report's path through the one output guard; ``inputs`` are DEM-likes (paths, or
     lazy DEMs whose source files are found in their graphs)."""
     sources: list[tuple[str, str | os.PathLike[str]]] = []
@@ -35,11 +36,18 @@ def _check_target(path: Path, overwrite: bool, inputs: list[Any]) -> None:
             continue
         found = [src] if isinstance(src, (str, os.PathLike)) else list(find_sources(src))
         sources += [("one of the input DEMs", f) for f in found]
+    if remote.is_remote(path):
+        upload.check_output_url(path, overwrite=overwrite, what="report", overwrite_hint="overwrite=True (--overwrite)",
+                                inputs=sources)
+        return
     check_output_path(path, overwrite=overwrite, what="report", overwrite_hint="overwrite=True (--overwrite)",
                       inputs=sources)
 
 
-def _write_atomic(path: Path, text: str, overwrite: bool) -> None:
+def _write_atomic(path: Path | str, text: str, overwrite: bool) -> None:
+    if isinstance(path, str):  # object storage: staged, one conditional put when the run's outputs are final
+        upload.stage_text(path, text, overwrite=overwrite, what="report")
+        return
     write_text_atomic(path, text, overwrite=overwrite)  # never replaces a file that appeared meanwhile
 
 
@@ -65,7 +73,7 @@ def write_report(
     exclude_mask: MaskLike = None,
     on_final_block: Callable[[], None] | None = None,
     exact_stats: bool = False,
-) -> Path:
+) -> Path | str:
     """Write a self-contained HTML report of a DEM pair before (and after) coregistration.
 
     Everything is computed out of core with memory bounded by the chunk size, in ONE pass over
@@ -139,7 +147,7 @@ def write_report(
         ``path`` exists (without ``overwrite``), is a folder, is an input, or its folder is missing.
     """
     t0 = time.perf_counter()
-    out = Path(path)
+    out: Path | str = upload.object_url(path, what="report") if remote.is_remote(path) else Path(path)
     _check_target(out, overwrite, [ref, tba, aligned])
     if summary is not None and not isinstance(summary, dict):
         raise InputError(f"summary must be a dict (the JSON of xdem coreg --json-out), got {type(summary).__name__}")

@@ -26,6 +26,7 @@ import xarray as xr
 
 from xdem.checks import InputChecks
 from xdem.coreg.base import Coreg
+from xdem.io.atomic import staged_file
 from xdem.io.open import open_dem
 from xdem.points import PointSet
 from xdem.workflows._summary import SampleFinisher, StatsFinisher
@@ -156,7 +157,8 @@ class RunState:
         return {"inlier_mask": self.inlier_mask, "exclude_mask": self.exclude_mask}
 
     def output_dem(self) -> xr.DataArray:
-        """The written output DEM, opened on first use and then reused (statistics, verdict, report)."""
+        """The written output DEM, opened on first use and then reused (statistics, verdict, report);
+        an output to object storage is read from its local staging until it is uploaded."""
         if self._output is None:
-            self._output = open_dem(self.paths.output, chunks=self.chunks)
+            self._output = open_dem(staged_file(self.paths.output) or self.paths.output, chunks=self.chunks)
         return self._output

@@ -32,6 +32,7 @@ from xdem.coreg._matrix import matrix_about
 from xdem.coreg._transform import merged_transform, steps_of
 from xdem.coreg.base import Coreg
 from xdem.errors import XdemError
+from xdem.io import remote, upload
 from xdem.io.atomic import check_output_path, write_text_atomic
 from xdem.io.cog import BlockStats
 from xdem.io.grid import align_pair, dask_data
@@ -306,9 +307,12 @@ def report_writer() -> Callable[..., object]:
 def dump_json(doc: object, *, path: str | os.PathLike[str] | None = None, overwrite: bool = True) -> str:
     """Strict JSON text of ``doc`` (via :func:`jsonable`); also written atomically to ``path``
     (:func:`xdem.io.atomic.write_text_atomic`: without ``overwrite``, a file that appeared at
-    ``path`` meanwhile is never replaced)."""
+    ``path`` meanwhile is never replaced). An ``s3://`` path is staged and uploaded when the
+    run's outputs are final (:func:`xdem.io.upload.stage_text`)."""
     text = json.dumps(jsonable(doc), indent=2, allow_nan=False)
-    if path is not None:
+    if path is not None and remote.is_remote(path):
+        upload.stage_text(path, text + "\n", overwrite=overwrite, what="--json-out file")
+    elif path is not None:
         write_text_atomic(path, text + "\n", overwrite=overwrite)
     return text
 
@@ -327,15 +331,21 @@ def peak_rss_mb(*, children: bool = False) -> float | None:
     return round(kb * scale, 1)
 
 
-def check_new_output(path: str | os.PathLike[str], *, overwrite: bool, inputs: dict[str, str | None], what: str) -> Path:
+def check_new_output(path: str | os.PathLike[str], *, overwrite: bool, inputs: dict[str, str | None],
+                     what: str) -> Path | str:
     """Refuse an output path that is an input, exists without ``overwrite``, or has no folder
-    (:func:`xdem.io.atomic.check_output_path`, with the CLI's ``--overwrite`` hint).
+    (:func:`xdem.io.atomic.check_output_path`, with the CLI's ``--overwrite`` hint); an
+    ``s3://`` (``/vsis3/``) output is asked of its store (:func:`xdem.io.upload.check_output_url`).
 
-    Cheap checks meant to run before any computation. Returns the absolute path.
+    Cheap checks meant to run before any computation. Returns the absolute path, or the URL.
 
     Raises
     ------
     xdem.errors.OutputError
     """
+    if remote.is_remote(path):
+        return upload.check_output_url(path, overwrite=overwrite, what=what, overwrite_hint="--overwrite",
+                                       inputs=[(f"the same object as the {label}", src) for label, src in inputs.items()
+                                               if src])
     return check_output_path(path, overwrite=overwrite, what=what, overwrite_hint="--overwrite",
                              inputs=[(f"the same file as the {label}", src) for label, src in inputs.items() if src])

@@ -267,8 +267,10 @@ def write(state: RunState) -> None:
     state.timing["write_s"] = time.perf_counter() - t0
 
 
-def _cog_items(state: RunState, fused: bool) -> tuple[
-        list[tuple[xr.DataArray, Path | str] | tuple[xr.DataArray, Path | str, None]], list[list[BlockStats]]]:
+_CogItem = tuple[xr.DataArray, Path | str] | tuple[xr.DataArray, Path | str, None]
+
+
+def _cog_items(state: RunState, fused: bool) -> tuple[list[_CogItem], list[list[BlockStats]]]:
     """What :func:`xdem.io.cog.write_cogs` writes in one pass (the aligned DEM, ``dh_out``,
     ``stable_mask_out``) and computes in it (the fused statistics and verdict sample)."""
     r, paths, (ref, tba), aligned = state.request, state.paths, _pair(state), state.aligned
@@ -282,7 +284,7 @@ def _cog_items(state: RunState, fused: bool) -> tuple[
         also = [block_stats, S.verdict_while_writing(ref, aligned, **masks, random_state=r.random_state,
                                                      finishers=finishers)]
         state.finish_verdict = finishers[0]
-    items: list[tuple[xr.DataArray, Path | str] | tuple[xr.DataArray, Path | str, None]] = [(aligned, paths.output)]
+    items: list[_CogItem] = [(aligned, paths.output)]
     alsos = [also]
     if paths.dh_out is not None:
         items.append((_dh_after(ref, aligned), paths.dh_out))

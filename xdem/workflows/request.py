@@ -146,7 +146,7 @@ class CoregResult:
     json_text
         ``document`` as the strict JSON text written to ``json_out`` and printed by ``--json``.
     output, json_out, report
-        Absolute paths written (``None`` when not asked for).
+        Absolute paths written, ``s3://`` URLs of outputs uploaded (``None`` when not asked for).
     timings
         Seconds per stage: ``fit_s``, ``write_s``, ``stats_s``, ``verdict_s``, ``report_s``, ``total_s``.
     coreg
@@ -156,23 +156,23 @@ class CoregResult:
     document: CoregDocument
     json_text: str
     output: Path | str
-    json_out: Path | None
-    report: Path | None
+    json_out: Path | str | None
+    report: Path | str | None
     timings: Timing
     coreg: Coreg
 
 
 @dataclass(frozen=True)
 class CheckedPaths:
-    """Absolute output paths after :func:`check_coreg_paths` (``output``: the URL of a Zarr store
-    in object storage), and the report writer."""
+    """Absolute output paths (``s3://`` URLs for outputs to object storage) after
+    :func:`check_coreg_paths`, and the report writer."""
 
     output: Path | str
-    json_out: Path | None
-    report: Path | None
+    json_out: Path | str | None
+    report: Path | str | None
     write_report: Callable[..., object] | None
-    dh_out: Path | None = None
-    stable_mask_out: Path | None = None
+    dh_out: Path | str | None = None
+    stable_mask_out: Path | str | None = None
 
 
 def check_coreg_paths(
@@ -219,7 +219,7 @@ def check_coreg_paths(
             raise InputError(f"--dh-out and --stable-mask-out are written in the same pass as a COG output; with the "
                              f"Zarr store '{output}' write the aligned DEM first, then e.g. a dh COG from it")
 
-        out = check_store_path(output, overwrite=overwrite, resume=resume,
+        out: Path | str = check_store_path(output, overwrite=overwrite, resume=resume,
                                inputs=[(f"the {k}", v) for k, v in inputs.items() if v is not None])
     else:
         if resume:
@@ -231,7 +231,7 @@ def check_coreg_paths(
     if json_out:
         json_path = S.check_new_output(json_out, overwrite=overwrite, inputs=taken, what="--json-out file")
         taken["--json-out file"] = str(json_path)
-    extra: dict[str, Path | None] = {}
+    extra: dict[str, Path | str | None] = {}
     for what, wanted in (("--dh-out file", dh_out), ("--stable-mask-out file", stable_mask_out)):
         extra[what] = None
         if wanted:
