@@ -261,6 +261,29 @@ def test_outputs_to_other_schemes_or_without_a_key_are_one_line():
         upload.object_url("s3://bucket/")
 
 
+def test_moved_points_uploaded_equal_to_the_local_run(server, pair, tmp_path):
+    import geopandas as gpd
+    from helpers import write_points_at_pixels
+
+    points = tmp_path / "points.csv"
+    crs = write_points_at_pixels(points, pair["tba"], step=20)  # the points to align: TBA's surface
+    bucket = new_bucket()
+    args = ["coreg", str(pair["ref"]), str(points), "--points-crs", crs, "-o"]
+    local = _xdem([*args, str(tmp_path / "moved.gpkg"), "--json"], tmp=tmp_path / "t1")
+    remote_run = _xdem([*args, f"s3://{bucket}/moved.gpkg", "--json"], tmp=tmp_path / "t2")
+    assert local.returncode == 0 and remote_run.returncode == 0, remote_run.stderr
+    assert json.loads(remote_run.stdout)["steps"] == json.loads(local.stdout)["steps"]
+    (tmp_path / "got.gpkg").write_bytes(_get(bucket, "moved.gpkg"))
+    got, want = gpd.read_file(tmp_path / "got.gpkg"), gpd.read_file(tmp_path / "moved.gpkg")
+    assert len(got) == len(want) > 100 and got.crs == want.crs
+    np.testing.assert_array_equal(got.geometry.x, want.geometry.x)
+    np.testing.assert_array_equal(got.geometry.z if got.has_z.all() else got["z"], want.geometry.z if want.has_z.all()
+                                  else want["z"])
+    assert os.listdir(tmp_path / "t2") == []  # the staging is gone
+    again = _xdem([*args, f"s3://{bucket}/moved.gpkg"], tmp=tmp_path / "t3")
+    assert again.returncode == 1 and "already exists" in again.stderr and "--overwrite" in again.stderr
+
+
 def test_terrain_attributes_uploaded_under_a_prefix_equal_to_the_local_run(server, pair, tmp_path):
     bucket = new_bucket()
     done = _xdem(["terrain", pair["ref"], "-o", f"s3://{bucket}/attrs/"], tmp=tmp_path / "t")

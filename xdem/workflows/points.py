@@ -39,7 +39,7 @@ from xdem._scale_checks import points_scale_finding
 from xdem.checks import DemCheck, InputChecks, InputCheckWarning, check_dem
 from xdem.coreg._data import prepare_points
 from xdem.errors import InputError
-from xdem.io import remote
+from xdem.io import remote, upload
 from xdem.io.atomic import move_into_place
 from xdem.io.cog import write_cog
 from xdem.io.grid import dask_data
@@ -131,9 +131,6 @@ def points_side(request: CoregRequest) -> PointsSide | None:
     out_is_points = is_points_source(r.output)
     if out_is_points and Path(r.output).suffix.lower() not in POINT_OUTPUTS:
         raise InputError(f"points are written as one of {', '.join(POINT_OUTPUTS)}, not '{Path(r.output).suffix}'")
-    if out_is_points and remote.is_remote(r.output):
-        raise InputError(f"points outputs to object storage are not supported yet (issue 25): '{r.output}'; write "
-                         "them to a local file, then copy it")
     if ref_is_points == out_is_points:
         want = "a DEM (.tif)" if ref_is_points else "a points file (e.g. .gpkg)"
         raise InputError(f"the output must be {want}: the {'DEM' if ref_is_points else 'points'} to align is what "
@@ -201,9 +198,12 @@ def write_points(state: RunState) -> None:
         before_dem = _dem_at(dem, local)
         moved_gdf = model.apply_points(pts.to_geodataframe())
         moved = read_points(moved_gdf).to_crs(dem.rio.crs)
-        assert isinstance(out, Path)  # points outputs are local (refused above otherwise)
         with state.prog.stage(f"writing {out}"):
-            _write_points(moved_gdf, Path(out), overwrite=r.overwrite)  # a points file: a local path
+            if isinstance(out, Path):
+                _write_points(moved_gdf, out, overwrite=r.overwrite)
+            else:  # object storage: staged in TMPDIR, uploaded when the run's outputs are final
+                staged = upload.stage_output(out, overwrite=r.overwrite, what="output")
+                _write_points(moved_gdf, Path(staged.local), overwrite=True)
         before, after = local.z - before_dem, moved.z - _dem_at(dem, moved)
     state.local, state.before, state.after = local, before, after
 
