@@ -60,6 +60,19 @@ def test_paths_are_recognised():
         gdal_path("ftp://h/x.tif")
 
 
+@pytest.mark.parametrize(("url", "names"), [("gs://some-bucket/x.tif", "GS_SECRET_ACCESS_KEY"),
+                                             ("az://container/x.tif", "AZURE_STORAGE_ACCOUNT")])
+def test_google_and_azure_without_credentials_are_one_line(url, names, monkeypatch):
+    for var in ("GS_SECRET_ACCESS_KEY", "GS_ACCESS_KEY_ID", "GOOGLE_APPLICATION_CREDENTIALS", "GS_NO_SIGN_REQUEST",
+                "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_CONNECTION_STRING", "AZURE_NO_SIGN_REQUEST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CPL_GS_CREDENTIALS_FILE", os.devnull)  # not a developer's ~/.boto
+    res = CliRunner().invoke(main, ["info", url])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 1 and len(lines) == 1, res.output
+    assert f"'{url}' (no credentials: " in lines[0] and names in lines[0] and "NO_SIGN_REQUEST" in lines[0]
+
+
 def test_open_dem_over_http_equals_local(served):
     folder, url = served
     local = xdem.open_dem(folder / "ref.tif")

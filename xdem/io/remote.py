@@ -391,5 +391,8 @@ def check_remote(source: str | os.PathLike[str], *, label: str = "DEM") -> str:
         fix = _FIXES.get(answer, "check the URL and that the server is reachable")
         shown = url if url is not None else _text(source)
         said = f"the server answered {answer}" if answer.startswith("HTTP ") else f"no answer: {answer}"
+        if "configuration option" in answer or "Azure CLI configuration" in answer:  # GDAL found no credentials
+            said, fix = (f"no credentials: {answer}", "set the credentials GDAL names, or its *_NO_SIGN_REQUEST=YES "
+                         "(--anonymous for S3) for a public container")
         raise InputError(f"{label} not readable: '{redact(shown)}' ({said}); {fix}") from None
     return path
