@@ -167,6 +167,9 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
         out = da.from_array(mask.astype(bool), chunks=data.chunks)
     elif type(mask).__name__ == "GeoDataFrame":
         out = rasterize_like(mask, dem)
+    elif hasattr(mask, "to_xarray") and type(mask).__name__ in ("DEM", "Raster", "Mask"):  # xdem.DEM, geoutils
+        m = mask.to_xarray()
+        return inlier_mask_like(m.squeeze("band", drop=True) if "band" in m.dims else m, dem, exclude=exclude)
     else:
         raise InputError(
             f"cannot use a {type(mask).__name__} as inlier mask; pass a boolean DataArray, a raster or vector path, "
