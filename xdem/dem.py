@@ -63,8 +63,6 @@ __all__ = ["DEM", "returns_dem_for_dem"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-#: What arithmetic and comparisons accept as the other operand.
-Operand = "DEM | xr.DataArray | np.ndarray | float | int"
 
 
 def _source_nodata(source: object) -> float | None:
@@ -140,7 +138,6 @@ class DEM:
         --------
         >>> import numpy as np, xdem
         >>> from affine import Affine
-from odc.geo import resxy_
         >>> dem = xdem.DEM.from_array(np.ones((3, 4)), Affine(2, 0, 0, 0, -2, 6), "EPSG:32633", nodata=-9999)
         >>> dem.bounds
         BoundingBox(left=0.0, bottom=0.0, right=8.0, top=6.0)
