@@ -253,3 +253,19 @@ def test_upstream_style_snippets_run_unchanged(pair):
     stable = slope < 40
     dh = (aligned - dem_2009)[stable.data.filled(False)]
     assert float(np.ma.median(np.ma.abs(dh))) < 0.05
+
+
+def test_dem_coregister_3d_refuses_a_non_coregistration_in_one_line(pair):
+    folder, _ = pair
+    with pytest.raises(InputError, match="coreg_method must be a coregistration"):
+        xdem.DEM(folder / "tba.tif").coregister_3d(xdem.DEM(folder / "ref.tif"), "nuthkaab")
+
+
+def test_dem_copy_shares_the_grid_and_never_changes_the_original(holed):
+    dem = xdem.DEM(holed[0])
+    before = dem.data.copy()
+    twice = dem.copy(new_array=dem.data * 2)
+    np.testing.assert_allclose(twice.data.filled(np.nan), before.filled(np.nan) * 2, rtol=1e-6)
+    assert twice.transform == dem.transform and twice.nodata == dem.nodata
+    np.testing.assert_array_equal(dem.data.filled(np.nan), before.filled(np.nan))
+    np.testing.assert_array_equal(twice.data.mask, before.mask)

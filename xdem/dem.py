@@ -305,10 +305,15 @@ class DEM:
 
     def coregister_3d(self, reference_elev: DEM | xr.DataArray | str | os.PathLike[str], coreg_method: _Coreg,
                       inlier_mask: object | None = None, bias_vars: dict[str, object] | None = None,
-                      **kwargs: object) -> DEM:
+                      random_state: int | None = None, **kwargs: object) -> DEM:
         """Align this DEM (the one to be aligned) onto ``reference_elev`` with ``coreg_method``
-        (fitted here: ``coreg_method.fit(reference_elev, self, ...)``), as upstream; returns
-        the aligned DEM, lazy. ``kwargs`` go to ``fit``."""
+        (fitted here: ``coreg_method.fit(reference_elev, self, ...)``, then ``apply(self)``), as
+        upstream; returns the aligned DEM, lazy. ``random_state`` and ``kwargs`` go to ``fit``."""
+        if not (callable(getattr(coreg_method, "fit", None)) and callable(getattr(coreg_method, "apply", None))):
+            raise InputError("coreg_method must be a coregistration, e.g. xdem.coreg.NuthKaab(); "
+                             f"got a {type(coreg_method).__name__}")
+        if random_state is not None:
+            kwargs["random_state"] = random_state
         coreg_method.fit(reference_elev, self, inlier_mask=inlier_mask, bias_vars=bias_vars, **kwargs)
         out = coreg_method.apply(self)
         if isinstance(out, DEM):
@@ -316,6 +321,16 @@ class DEM:
         if isinstance(out, xr.DataArray):
             return self._like(out)
         raise InputError(f"{type(coreg_method).__name__}.apply gave a {type(out).__name__}, not a DEM")
+
+    def copy(self, new_array: np.ndarray | None = None) -> DEM:
+        """A DEM on the same grid: sharing this one's lazy data, or holding ``new_array``
+        (same shape; masked values become nodata). Nothing of this DEM is changed."""
+        if new_array is None:
+            return self._like(self._da)
+        values = np.ma.filled(np.ma.asarray(new_array).astype(np.result_type(new_array.dtype, np.float32)), np.nan)
+        if values.squeeze().shape != self.shape:
+            raise InputError(f"new_array has shape {np.shape(new_array)} but the DEM has {self.shape}")
+        return self._like(self._da.copy(data=da.from_array(values.squeeze(), chunks=self._da.data.chunks)))
 
     def _like(self, arr: xr.DataArray) -> DEM:
         return DEM._wrap(arr, self._nodata, self._vcrs)
