@@ -31,16 +31,18 @@ from xdem._version import __version__
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from xdem import coreg, errors, examples, spatialstats, terrain
+    from xdem.dem import DEM
     from xdem.io import open_dem, write_cog, write_zarr
     from xdem.io.grid import align_pair
 
-__all__ = ["__version__", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
+__all__ = ["__version__", "DEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
            "spatialstats"]
 
 #: Sub-packages imported on first access of ``xdem.<name>``.
 _SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain"})
 #: Functions imported on first access: name -> the module that defines it.
-_FUNCTIONS = {"open_dem": "xdem.io", "write_cog": "xdem.io", "write_zarr": "xdem.io", "align_pair": "xdem.io.grid"}
+_FUNCTIONS = {"open_dem": "xdem.io", "write_cog": "xdem.io", "write_zarr": "xdem.io", "align_pair": "xdem.io.grid",
+              "DEM": "xdem.dem"}
 
 
 def __getattr__(name: str) -> object:

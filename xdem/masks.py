@@ -167,6 +167,10 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
         out = da.from_array(mask.astype(bool), chunks=data.chunks)
     elif type(mask).__name__ == "GeoDataFrame":
         out = rasterize_like(mask, dem)
+    elif type(mask).__name__ in ("Mask", "Raster") and hasattr(mask, "transform"):  # geoutils: its to_xarray
+        return _geoutils_mask(mask, dem, exclude=exclude)  # fails on boolean rasters, read its .data
+    elif type(mask).__name__ == "DEM" and hasattr(mask, "to_xarray"):  # an xdem.DEM (a comparison of DEMs)
+        return inlier_mask_like(mask.to_xarray(), dem, exclude=exclude)
     else:
         raise InputError(
             f"cannot use a {type(mask).__name__} as inlier mask; pass a boolean DataArray, a raster or vector path, "
@@ -174,6 +178,14 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
         )
     out = out.rechunk(data.chunks)
     return ~out if exclude else out
+
+
+def _geoutils_mask(mask: Any, dem: xr.DataArray, *, exclude: bool) -> da.Array:
+    """A geoutils Mask (or boolean Raster) on ``dem``'s grid: non-zero and not masked = True."""
+    if tuple(mask.transform) != tuple(get_transform(dem)):
+        raise InputError("the geoutils mask is not on the reference grid; build it on the reference DEM's grid")
+    values = np.ma.filled(np.ma.asarray(mask.data), 0).squeeze() != 0
+    return inlier_mask_like(values, dem, exclude=exclude)
 
 
 def stable_mask_like(dem: xr.DataArray, *, inlier_mask: MaskLike = None, exclude_mask: MaskLike = None) -> da.Array:

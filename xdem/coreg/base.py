@@ -28,6 +28,7 @@ from xdem.coreg._describe import fitted_motion, history_lines, horizontal_unit, 
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.coreg._points import apply_to_points
 from xdem.coreg.capabilities import Capabilities
+from xdem.dem import returns_dem_for_dem
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
@@ -235,6 +236,7 @@ class Coreg:
         self.crs_ = crs_key(data.dem.rio.crs)
         return self
 
+    @returns_dem_for_dem
     def apply(
         self, dem: DEMLike, *, bias_vars: BiasVars | None = None, resample: bool = True, grid: DEMLike | None = None
     ) -> xr.DataArray:

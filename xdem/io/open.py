@@ -420,7 +420,7 @@ def _open_dem(source: DEMLike, *, chunks: Any, band: int | None, nodata: float |
         return _open_path(Path(source), chunks=chunks, band=band, nodata=nodata)
     if isinstance(source, xr.DataArray):
         return _open_dataarray(source, chunks=chunks, band=band, nodata=nodata)
-    if type(source).__name__ == "Raster" and hasattr(source, "to_xarray"):
+    if type(source).__name__ in ("Raster", "DEM") and hasattr(source, "to_xarray"):  # geoutils' and xdem.DEM
         return _open_dataarray(source.to_xarray(), chunks=chunks, band=band, nodata=nodata)
     raise InputError(
         f"cannot open a DEM from a {type(source).__name__}; pass a file path, an xarray.DataArray or a geoutils.Raster"
