@@ -175,5 +175,10 @@ def plot_2d_binning(
     main.set_ylabel(label_var_name_2 or var_name_2)
     top.set_xscale(scale_var_1)
     right.set_yscale(scale_var_2)
-    ax.figure.colorbar(mesh, ax=right, label=label_statistic or statistic_name)
+    top.set_xlim(edges1[0], edges1[-1])
+    right.set_ylim(edges2[0], edges2[-1])
+    top.tick_params(labelbottom=False)  # the main grid's axes label them
+    right.tick_params(labelleft=False)
+    cax = ax.inset_axes((0.75, 0.85, 0.25, 0.05))
+    ax.figure.colorbar(mesh, cax=cax, orientation="horizontal", label=label_statistic or statistic_name)
     _save(ax, out_fname)
