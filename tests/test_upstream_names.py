@@ -141,6 +141,10 @@ def test_upstream_only_options_and_bad_inputs_give_one_clear_line():
         xdem.terrain.profile_curvature(z, resolution=1)  # upstream's geometric formula: not here
     with pytest.raises(InputError, match="resolution"):
         xdem.terrain.slope(z)
+    with pytest.raises(InputError, match="square pixels"):
+        xdem.terrain.slope(z, resolution=(2.0, 1.0))  # upstream refuses them too (aspect takes no resolution)
+    with pytest.raises(InputError, match="too small"):
+        xdem.terrain.slope(np.ones((1, 5)), resolution=1)
     with pytest.raises(InputError, match="differs"):
         xdem.terrain.slope(georef(z), resolution=3)
     with pytest.raises(InputError, match="curv_method"):

@@ -32,6 +32,7 @@ from typing import overload
 
 import numpy as np
 import xarray as xr
+from affine import Affine
 
 from xdem.errors import InputError
 from xdem.io.grid import signed_resolution
@@ -46,6 +47,7 @@ UPSTREAM_ONLY = ("tangential_curvature", "flowline_curvature", "min_curvature", 
 #: Upstream 0.2.3 computes these with Minár et al. (2020)'s formulas, ours with Zevenbergen & Thorne's.
 GEOMETRIC_CURVATURES = ("profile_curvature", "planform_curvature", "maximum_curvature")
 _NEEDS_RESOLUTION = ("slope", "hillshade", "curvature")
+_WINDOWED = ("terrain_ruggedness_index", "topographic_position_index", "roughness")  # no surface fit
 _FIRST_COLUMN_X = 0.5  # a numpy array is put on a grid whose first pixel centre is at (0.5 res, -0.5 res)
 
 
@@ -81,6 +83,9 @@ def _resolution(resolution: float | tuple[float, float] | None, names: Sequence[
         rx, ry = (float(r) for r in resolution)
     if not (np.isfinite(rx) and np.isfinite(ry) and rx > 0 and ry > 0):
         raise InputError(f"'resolution' must be positive and finite, got {resolution!r}")
+    if rx != ry and set(names) - set(_WINDOWED):  # as upstream; a DataArray of non-square pixels works
+        raise InputError(f"a numpy DEM array needs square pixels (resolution {resolution!r} given), as in upstream "
+                         "xdem; for other pixels pass a georeferenced DataArray")
     return float(rx), float(ry)
 
 
@@ -93,7 +98,7 @@ def as_dataarray(arr: np.ndarray, res: tuple[float, float]) -> xr.DataArray:
     ny, nx = data.shape
     out = xr.DataArray(data, dims=("y", "x"), coords={"y": -(np.arange(ny) + 0.5) * ry,
                                                       "x": (np.arange(nx) + _FIRST_COLUMN_X) * rx})
-    return out.rio.write_crs("EPSG:3857")
+    return out.rio.write_crs("EPSG:3857").rio.write_transform(Affine(rx, 0.0, 0.0, 0.0, -ry, 0.0))
 
 
 def _check_resolution(dem: DEMLike, resolution: float | tuple[float, float] | None) -> None:
