@@ -54,6 +54,7 @@ LAZY_FOR_THE_START = {
     ("xdem.workflows", "xdem.workflows.coreg"),  # the lazy package: `import xdem.workflows` without the run's stack
     ("xdem.workflows.points", "xdem.report.points"),  # matplotlib only when a points report is asked
     ("xdem.workflows._summary", "xdem.report"),  # the optional report module, only when a report is asked
+    ("xdem.spatialstats", "xdem.spatialstats.plots"),  # matplotlib only when a binning plot is asked
 }
 
 

@@ -17,12 +17,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from xdem.examples._files import DEFAULT_SHIFT, available, get_path
+from xdem.examples._files import (
+    DEFAULT_SHIFT,
+    UPSTREAM_EXAMPLES,
+    available,
+    download_longyearbyen_examples,
+    get_all_data,
+    get_path,
+    get_path_test,
+)
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time: __getattr__
     from xdem.examples.pair import example_pair, write_example_pair
 
-__all__ = ["get_path", "available", "example_pair", "write_example_pair", "DEFAULT_SHIFT"]
+__all__ = ["get_path", "available", "example_pair", "write_example_pair", "DEFAULT_SHIFT", "UPSTREAM_EXAMPLES",
+           "get_all_data", "get_path_test", "download_longyearbyen_examples"]
 
 
 def __getattr__(name: str) -> object:

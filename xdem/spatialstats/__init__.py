@@ -1,5 +1,7 @@
 """Spatial statistics of elevation differences (dh = tba - ref), out of core.
 
+* GlacioHack/xdem 0.2.3's names: :func:`nmad` (with ``nfact``), :func:`nd_binning` (upstream's
+  table layout), :func:`plot_1d_binning`, :func:`plot_2d_binning`.
 * Robust summaries: :func:`nmad`, :func:`median` (exact, from :mod:`xdem.stats`) and
   :func:`robust_summary` (adds mean, std, RMSE and percentiles; exact).
 * Binned statistics of dh against one or two variables (slope, aspect, elevation,
@@ -27,6 +29,11 @@ Examples
 >>> se = xdem.spatialstats.standard_error_of_mean(0.3, area=1e4, params=params)
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from xdem.spatialstats.binned import (
     DEFAULT_STATISTICS,
     SLOPE_CLASSES,
@@ -39,6 +46,7 @@ from xdem.spatialstats.uncertainty import (
     neff_circular_approx_theoretical,
     standard_error_of_mean,
 )
+from xdem.spatialstats.upstream import nd_binning, nmad
 from xdem.spatialstats.variogram import (
     ESTIMATORS,
     MAX_VARIOGRAM_POINTS,
@@ -48,7 +56,10 @@ from xdem.spatialstats.variogram import (
     model_function,
     sample_empirical_variogram,
 )
-from xdem.stats import median, nmad
+from xdem.stats import median
+
+if TYPE_CHECKING:  # at run time: __getattr__ (matplotlib is imported on first use of a plot)
+    from xdem.spatialstats.plots import plot_1d_binning, plot_2d_binning
 
 __all__ = [
     "nmad",
@@ -68,4 +79,19 @@ __all__ = [
     "ESTIMATORS",
     "MIN_VARIOGRAM_POINTS",
     "MAX_VARIOGRAM_POINTS",
+    "nd_binning",
+    "plot_1d_binning",
+    "plot_2d_binning",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("plot_1d_binning", "plot_2d_binning"):
+        value = getattr(importlib.import_module("xdem.spatialstats.plots"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -5,6 +5,10 @@ Public functions (lazy, same grid as the DEM): :func:`slope`, :func:`aspect`,
 :func:`maximum_curvature`, :func:`terrain_ruggedness_index`, :func:`topographic_position_index`,
 :func:`roughness`, and :func:`get_terrain_attribute` for several in one pass.
 
+The same names take GlacioHack/xdem 0.2.3's arguments (``method="Horn"``, ``degrees=``,
+``resolution=`` for numpy arrays, which give numpy arrays with upstream's conventions): see
+:mod:`xdem.terrain.upstream`; upstream-only attributes (``rugosity``...) raise one line (issue 27).
+
 NumPy kernels on one padded block (for other modules): :mod:`xdem.terrain.kernels`, e.g.
 :func:`xdem.terrain.kernels.slope_aspect_kernel`.
 
@@ -16,22 +20,29 @@ Examples
 """
 
 from xdem.terrain import kernels
-from xdem.terrain.attributes import (
-    ATTRIBUTES,
+from xdem.terrain.attributes import ATTRIBUTES
+from xdem.terrain.kernels import slope_aspect_kernel
+from xdem.terrain.options import TerrainOptions
+from xdem.terrain.upstream import get_terrain_attribute
+from xdem.terrain.upstream_functions import (
     aspect,
     curvature,
-    get_terrain_attribute,
+    flowline_curvature,
+    fractal_roughness,
     hillshade,
+    max_curvature,
     maximum_curvature,
+    min_curvature,
     planform_curvature,
     profile_curvature,
     roughness,
+    rugosity,
     slope,
+    tangential_curvature,
     terrain_ruggedness_index,
+    texture_shading,
     topographic_position_index,
 )
-from xdem.terrain.kernels import slope_aspect_kernel
-from xdem.terrain.options import TerrainOptions
 
 __all__ = [
     "ATTRIBUTES",
@@ -49,4 +60,11 @@ __all__ = [
     "terrain_ruggedness_index",
     "topographic_position_index",
     "roughness",
+    "max_curvature",
+    "rugosity",
+    "fractal_roughness",
+    "tangential_curvature",
+    "flowline_curvature",
+    "min_curvature",
+    "texture_shading",
 ]
