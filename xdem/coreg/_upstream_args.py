@@ -27,7 +27,7 @@ from xdem.errors import InputError
 if TYPE_CHECKING:
     from xdem.coreg.base import Coreg
 
-__all__ = ["array_dem", "wrap_inputs", "array_result", "meta_view", "fit_overrides", "pick"]
+__all__ = ["array_dem", "wrap_inputs", "array_result", "meta_view", "overrides", "pick"]
 
 #: Upstream's ``inputs`` sections and the hyper-parameters of ours that fill them.
 _INPUT_KEYS: dict[str, tuple[str, ...]] = {
@@ -38,6 +38,10 @@ _INPUT_KEYS: dict[str, tuple[str, ...]] = {
     "specific": ("terrain_attribute", "angle", "poly_order"),
     "affine": ("initial_shift", "vshift_reduc_func"),
 }
+
+
+#: Upstream's (scipy's) resampling names and ours (rasterio's are the same in both).
+_RESAMPLING = {"linear": "bilinear"}
 
 
 def array_dem(values: np.ndarray, transform: object, crs: object, what: str) -> xr.DataArray:
@@ -108,23 +112,29 @@ def pick(upstream: object, ours: object, names: str) -> object:
 
 
 @contextmanager
-def fit_overrides(coreg: Coreg, subsample: float | int | None, random_state: int | None) -> Iterator[None]:
-    """Upstream's ``fit(subsample=..., random_state=...)``: those hyper-parameters for this fit
-    only (upstream overrides the instance's, warning when it set a non-default one); the
-    estimator's parameters are restored afterwards."""
-    given = {k: v for k, v in (("subsample", subsample), ("random_state", random_state)) if v is not None}
+def overrides(coreg: Coreg, **given: object) -> Iterator[None]:
+    """Upstream's ``fit(subsample=..., random_state=...)`` and ``apply(resampling=...)``: those
+    hyper-parameters for this call only (upstream overrides the instance's, warning when a
+    non-default ``subsample`` was set); the estimator's parameters are restored afterwards.
+    A name the estimator does not have is an :class:`~xdem.errors.InputError`."""
+    given = {k: v for k, v in given.items() if v is not None}
+    names = coreg.get_params(deep=False)
+    if "resampling" in given:
+        given["resampling"] = _RESAMPLING.get(str(given["resampling"]), given["resampling"])
+        if "resampling" not in names and given["resampling"] == coreg.resampling:
+            del given["resampling"]  # the method's fixed interpolation, asked for: nothing to change
+    missing = [k for k in given if k not in names]
+    if missing:
+        raise InputError(f"{type(coreg).__name__} has no {missing[0]} parameter to set in this call")
     if not given:
         yield
         return
-    names = coreg.get_params(deep=False)
-    missing = [k for k in given if k not in names]
-    if missing:
-        raise InputError(f"{type(coreg).__name__} has no {missing[0]} to override in fit()")
     before = {k: names[k] for k in given}
-    defaults = {k: inspect.signature(type(coreg).__init__).parameters[k].default for k in given}
-    if "subsample" in given and before["subsample"] != defaults["subsample"]:
-        warnings.warn("subsample passed to fit() overrides the non-default subsample given at instantiation; give it "
-                      "in only one place to silence this warning", UserWarning, stacklevel=4)
+    if "subsample" in given:
+        default = inspect.signature(type(coreg).__init__).parameters["subsample"].default
+        if before["subsample"] != default:
+            warnings.warn("subsample passed to fit() overrides the non-default subsample given at instantiation; give "
+                          "it in only one place to silence this warning", UserWarning, stacklevel=4)
     coreg.set_params(**given)
     try:
         yield

@@ -28,7 +28,7 @@ from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepar
 from xdem.coreg._describe import fitted_motion, history_lines, horizontal_unit, unit_of
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.coreg._points import apply_to_points
-from xdem.coreg._upstream_args import array_dem, array_result, fit_overrides, meta_view, pick, wrap_inputs
+from xdem.coreg._upstream_args import array_dem, array_result, meta_view, overrides, pick, wrap_inputs
 from xdem.coreg.capabilities import Capabilities
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
@@ -242,7 +242,7 @@ class Coreg:
             raise InputError("fit needs two DEMs: fit(reference_elev, to_be_aligned_elev)")
         r, t, mask, bv = wrap_inputs(r, t, inlier_mask, bias_vars, transform, crs)
         zc = cast("str | None", pick(z_name, z_column, "z_name/z_column"))
-        with fit_overrides(self, subsample, random_state):
+        with overrides(self, subsample=subsample, random_state=random_state):
             if is_points_source(r) or is_points_source(t):
                 pdata = prepare_points(r, t, inlier_mask=mask, exclude_mask=exclude_mask, z_column=zc,
                                        outlier_nmad=outlier_nmad, bias_vars=bv)
@@ -281,21 +281,21 @@ class Coreg:
     @overload
     def apply(
         self, elev: np.ndarray, bias_vars: BiasVars | dict[str, np.ndarray] | None = None, resample: bool = True,
-        transform: Affine | None = None, crs: CRSLike | None = None, *, grid: DEMLike | None = None,
-        dem: DEMLike | None = None,
+        resampling: str | None = None, transform: Affine | None = None, crs: CRSLike | None = None, *,
+        grid: DEMLike | None = None, dem: DEMLike | None = None,
     ) -> tuple[np.ndarray, Affine]: ...
 
     @overload
     def apply(
         self, elev: DEMLike | None = None, bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
-        resample: bool = True, transform: Affine | None = None, crs: CRSLike | None = None, *,
-        grid: DEMLike | None = None, dem: DEMLike | None = None,
+        resample: bool = True, resampling: str | None = None, transform: Affine | None = None,
+        crs: CRSLike | None = None, *, grid: DEMLike | None = None, dem: DEMLike | None = None,
     ) -> xr.DataArray: ...
 
     def apply(
         self, elev: DEMLike | np.ndarray | None = None, bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
-        resample: bool = True, transform: Affine | None = None, crs: CRSLike | None = None, *,
-        grid: DEMLike | None = None, dem: DEMLike | None = None,
+        resample: bool = True, resampling: str | None = None, transform: Affine | None = None,
+        crs: CRSLike | None = None, *, grid: DEMLike | None = None, dem: DEMLike | None = None,
     ) -> xr.DataArray | tuple[np.ndarray, Affine]:
         """Apply the fitted correction to ``elev``; lazy, computes nothing (but for arrays).
 
@@ -318,6 +318,9 @@ class Coreg:
             elevations only (``Deramp``, the bias corrections) never resample, so both values
             give the same result; a method that must resample (``NuthKaabDeramp``) raises
             :class:`~xdem.errors.InputError` for ``False``.
+        resampling
+            For this call, instead of the method's ``resampling`` hyper-parameter (upstream's
+            ``"linear"`` is our ``"bilinear"``); methods without one raise for any value.
         transform, crs
             Georeferencing of an array ``elev`` (upstream's).
         grid
@@ -329,14 +332,14 @@ class Coreg:
         given = pick(elev, dem, "elev/dem")
         if given is None:
             raise InputError("apply needs a DEM: apply(elev)")
-        if isinstance(given, np.ndarray):
-            if bias_vars is not None:
-                bias_vars = {k: array_dem(v, transform, crs, f"bias_vars['{k}']") if isinstance(v, np.ndarray) else v
-                             for k, v in bias_vars.items()}
-            out = self._apply_dem(array_dem(given, transform, crs, "elev"), cast("BiasVars | None", bias_vars),
-                                  resample, grid)
-            return array_result(out, given)
-        return self._apply_dem(cast(DEMLike, given), cast("BiasVars | None", bias_vars), resample, grid)
+        if bias_vars is not None:
+            bias_vars = {k: array_dem(v, transform, crs, f"bias_vars['{k}']") if isinstance(v, np.ndarray) else v
+                         for k, v in bias_vars.items()}
+        bv = cast("BiasVars | None", bias_vars)
+        with overrides(self, resampling=resampling):
+            if isinstance(given, np.ndarray):
+                return array_result(self._apply_dem(array_dem(given, transform, crs, "elev"), bv, resample, grid), given)
+            return self._apply_dem(cast(DEMLike, given), bv, resample, grid)
 
     def _apply_dem(self, dem: DEMLike, bias_vars: BiasVars | None, resample: bool,
                    grid: DEMLike | None) -> xr.DataArray:
@@ -406,6 +409,7 @@ class Coreg:
         area_or_point: Literal["Area", "Point"] | None = None,
         z_name: str | None = None,
         resample: bool = True,
+        resampling: str | None = None,
         random_state: int | None = None,
         *,
         ref: DEMLike | None = None,
@@ -421,7 +425,7 @@ class Coreg:
                  area_or_point, z_name, random_state, ref=ref, tba=tba, exclude_mask=exclude_mask,
                  z_column=z_column, outlier_nmad=outlier_nmad)
         target = pick(to_be_aligned_elev, tba, "to_be_aligned_elev/tba")
-        return self.apply(cast("DEMLike | np.ndarray", target), bias_vars, resample, transform, crs)
+        return self.apply(cast("DEMLike | np.ndarray", target), bias_vars, resample, resampling, transform, crs)
 
     def __add__(self, other: Coreg) -> Coreg:
         if not isinstance(other, Coreg):
