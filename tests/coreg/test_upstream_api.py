@@ -283,3 +283,24 @@ def test_apply_resampling_for_this_call_only(pair, native):
     assert isinstance(vs.apply(dem, resampling="bilinear"), xr.DataArray)
     with pytest.raises(InputError, match="has no resampling parameter"):
         vs.apply(dem, resampling="cubic")
+
+
+def test_icp_upstream_method_spelling(pair):
+    ref, tba, _ = pair
+    up = xdem.coreg.ICP(method="point-to-point", subsample=5000, random_state=2).fit(ref, tba)
+    ours = xdem.coreg.ICP(method="point_to_point", subsample=5000, random_state=2).fit(ref, tba)
+    np.testing.assert_array_equal(up.to_matrix(), ours.to_matrix())
+    with pytest.raises(InputError, match="method must be one of"):
+        xdem.coreg.ICP(method="point-to-line").fit(ref, tba)
+
+
+def test_blockwise_upstream_parameters(pair):
+    ref, tba, _ = pair
+    ours = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size=200).fit(ref, tba)
+    up = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size_fit=200).fit(ref, tba)
+    assert up.tiles_["row0"] == ours.tiles_["row0"] and max(ours.tiles_["row1"]) == 400 and 200 in ours.tiles_["row0"]
+    np.testing.assert_array_equal(up.tiles_["dx"], ours.tiles_["dx"])
+    with pytest.warns(UserWarning, match="parent_path=...\\) is upstream's and not used here"):
+        xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000), block_size_fit=200, parent_path="tiles").fit(ref, tba)
+    with pytest.raises(InputError, match="block_size_fit=200 is upstream's name of block_size=300"):
+        xdem.coreg.BlockwiseCoreg(NuthKaab(), block_size=300, block_size_fit=200).fit(ref, tba)
