@@ -418,7 +418,7 @@ def run_folder(pair_folder, tmp_path_factory):
 # second block) or need a DEM larger than the example pair (docs/blockwise.md: 1024-pixel tiles)
 RUNNABLE = [("README.md", [0, 1]), ("docs/quickstart.rst", [0, 1]), ("docs/biascorr.md", [0]),
             ("docs/spatialstats.md", [0]), ("docs/report.md", [0]),
-            ("docs/cli.md", [0]), ("docs/migrating.md", [0])]
+            ("docs/cli.md", [0]), ("docs/migrating.md", [0, 1])]
 
 
 @pytest.mark.filterwarnings("ignore::xdem.errors.EmptyBinWarning")  # bins of a small pair

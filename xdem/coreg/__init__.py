@@ -24,6 +24,12 @@ from xdem.coreg.nuthkaab_deramp import NuthKaabDeramp
 from xdem.coreg.pipeline import CoregPipeline
 from xdem.coreg.rigid import RigidCoreg, RigidTransform
 from xdem.coreg.spec import describe_methods, from_spec
+from xdem.coreg.upstream import (
+    apply_matrix,
+    invert_matrix,
+    matrix_from_translations_rotations,
+    translations_rotations_from_matrix,
+)
 
 __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline", "METHODS", "coreg_from_dict", "shift_dem",
            "clone"]
@@ -31,3 +37,4 @@ __all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDer
             "LZD"]
 __all__ += ["DhMinimize", "BlockwiseCoreg", "from_spec", "describe_methods", "merged_transform"]
 __all__ += ["Capabilities"]
+__all__ += ["apply_matrix", "invert_matrix", "matrix_from_translations_rotations", "translations_rotations_from_matrix"]

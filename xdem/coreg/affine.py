@@ -8,6 +8,7 @@ the geotransform and keeps the data exact).
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
@@ -56,6 +57,11 @@ class AffineCoreg(Coreg):
         """``(shift_x, shift_y, shift_z)`` to apply to the to-be-aligned DEM."""
         self._check_fitted()
         return (float(self.shift_x_), float(self.shift_y_), float(self.shift_z_))
+
+    def to_rotations(self, degrees: bool = True) -> tuple[float, float, float]:
+        """``(0, 0, 0)``: a translation does not rotate (upstream's ``to_rotations`` of it)."""
+        self._check_fitted()
+        return (0.0, 0.0, 0.0)
 
     def to_matrix(self, *, centre: Sequence[float] | Literal["centroid"] | None = None) -> np.ndarray:
         """4 x 4 affine matrix of the translation (numpy). A translation's matrix is the same
@@ -241,6 +247,10 @@ class NuthKaab(AffineCoreg):
         to-be-aligned DEM is first brought onto the reference grid, cropped to where both
         exist: the shifted positions must fall inside that overlap (true for DEMs on one
         grid; a DEM whose geotransform is off by that much is better fixed there).
+    offset_threshold
+        Upstream's name of ``tolerance`` (pixels, as upstream): used when given.
+    bin_sizes
+        Upstream's name of ``bin_count`` (an integer): used when given.
     on_divergence
         ``"raise"`` (default): a diverging fit, or one stopped unconverged with an unusable
         result, raises :class:`~xdem.errors.ConvergenceError`.
@@ -292,6 +302,8 @@ class NuthKaab(AffineCoreg):
         terrain_method: str = "horn",
         initial_shift: tuple[float, ...] | None = None,
         on_divergence: str = "raise",
+        offset_threshold: float | None = None,
+        bin_sizes: int | None = None,
     ) -> None:
         self.initial_shift = initial_shift
         self.on_divergence = on_divergence
@@ -304,11 +316,31 @@ class NuthKaab(AffineCoreg):
         self.vshift_reduc_func = vshift_reduc_func
         self.resampling = resampling
         self.terrain_method = terrain_method
+        self.offset_threshold = offset_threshold
+        self.bin_sizes = bin_sizes
+
+    def _upstream(self, ours: str, theirs: str) -> int | float:
+        """The value of our hyper-parameter ``ours`` or of upstream's name of it, ``theirs``."""
+        mine, given = getattr(self, ours), getattr(self, theirs)
+        if given is None:
+            return mine  # type: ignore[no-any-return]
+        default = inspect.signature(type(self).__init__).parameters[ours].default
+        if mine != default and mine != given:
+            raise InputError(f"{theirs}={given} is upstream's name of {ours}={mine}: give only one of them")
+        return given  # type: ignore[no-any-return]
+
+    @property
+    def _tolerance(self) -> float:
+        return float(self._upstream("tolerance", "offset_threshold"))
+
+    @property
+    def _bin_count(self) -> int:
+        return int(self._upstream("bin_count", "bin_sizes"))
 
     def _check_params(self) -> None:
-        check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self.tolerance)
-        if int(self.bin_count) < 3:
-            raise InputError(f"bin_count must be >= 3, got {self.bin_count}")
+        check_iteration_params(resampling=self.resampling, max_iterations=self.max_iterations, tolerance=self._tolerance)
+        if self._bin_count < 3:
+            raise InputError(f"bin_count must be >= 3, got {self._bin_count}")
         check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
 
     def _fit(self, data: FitData) -> None:
@@ -373,9 +405,9 @@ class NuthKaab(AffineCoreg):
                     f"Nuth & Kääb: only {n_fit} sampled pixels remain valid at shift ({sx:.3f}, {sy:.3f}) "
                     f"(need {self._min_points}); the DEMs barely overlap or the shift is too large"
                 )
-            east, north, n_bins = _nuth_kaab_step(dh[ok], tan_slope[ok], asp[ok], n_bins=int(self.bin_count),
+            east, north, n_bins = _nuth_kaab_step(dh[ok], tan_slope[ok], asp[ok], n_bins=self._bin_count,
                                                   min_bin_count=10)
-            if not np.isfinite(east) or n_bins < max(3, int(self.bin_count) // 8):
+            if not np.isfinite(east) or n_bins < max(3, self._bin_count // 8):
                 return None  # too few aspect directions
             return -east, -north
 
@@ -384,7 +416,7 @@ class NuthKaab(AffineCoreg):
         if constrained:
             run = iterate_shift(
                 step, what="Nuth & Kääb", start=start, resolution=(dx, dy), shape=shape,
-                max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
+                max_iterations=int(self.max_iterations), tolerance=self._tolerance,
                 on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(evaluate, ref, a, b),
             )
         if not run.constrained:

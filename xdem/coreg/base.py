@@ -15,18 +15,20 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, cast, overload
 
 import geopandas as gpd
 import numpy as np
 import xarray as xr
+from affine import Affine
 
 from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
 from xdem.coreg._describe import fitted_motion, history_lines, horizontal_unit, unit_of
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.coreg._points import apply_to_points
+from xdem.coreg._upstream_args import array_dem, array_result, meta_view, overrides, pick, wrap_inputs
 from xdem.coreg.capabilities import Capabilities
 from xdem.dem import returns_dem_for_dem
 from xdem.errors import InputError, NotFittedError
@@ -34,7 +36,7 @@ from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable
 from xdem.kernels.robust import nmad
 from xdem.points.read import is_points_source
-from xdem.typing import BiasVars, DEMLike, JSONDict, MaskLike, Params, PointBiasVars, PointsLike
+from xdem.typing import BiasVars, CRSLike, DEMLike, JSONDict, MaskLike, Params, PointBiasVars, PointsLike
 from xdem.warp import FrameOp, Grid, crs_key
 
 __all__ = ["Coreg", "Capabilities", "FitData", "PointFitData", "prepare_pair", "as_dem", "register", "coreg_from_dict",
@@ -172,48 +174,89 @@ class Coreg:
     # --- public API ----------------------------------------------------------------------
     def fit(
         self,
-        ref: DEMLike | PointsLike,
-        tba: DEMLike | PointsLike,
+        reference_elev: DEMLike | PointsLike | np.ndarray | None = None,
+        to_be_aligned_elev: DEMLike | PointsLike | np.ndarray | None = None,
+        inlier_mask: MaskLike | np.ndarray = None,
+        bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
+        weights: np.ndarray | None = None,
+        subsample: float | int | None = None,
+        transform: Affine | None = None,
+        crs: CRSLike | None = None,
+        area_or_point: Literal["Area", "Point"] | None = None,
+        z_name: str | None = None,
+        random_state: int | None = None,
         *,
-        inlier_mask: MaskLike = None,
+        ref: DEMLike | PointsLike | None = None,
+        tba: DEMLike | PointsLike | None = None,
         exclude_mask: MaskLike = None,
-        bias_vars: BiasVars | None = None,
         z_column: str | None = None,
         outlier_nmad: float | None = 4.0,
     ) -> Coreg:
         """Estimate the correction that brings ``tba`` onto ``ref``; returns ``self``.
 
+        The arguments are upstream xdem 0.2.3's, in its order (``fit(ref_dem, tba_dem, mask)``
+        runs unchanged); ``ref=``/``tba=`` and ``z_column=`` are the same as
+        ``reference_elev=``/``to_be_aligned_elev=`` and ``z_name=``.
+
         Parameters
         ----------
-        ref, tba
-            Reference and to-be-aligned DEMs: paths, DataArrays (numpy or dask) or
-            geoutils Rasters. ``tba`` is brought onto ``ref``'s grid lazily if needed.
-            Either one may instead be points (a GeoDataFrame or a points file, see
-            :func:`xdem.points.read_points`), for the methods that fit on points
-            (:class:`~xdem.coreg.VerticalShift`, :class:`~xdem.coreg.NuthKaab`): the DEM is
-            evaluated at the points out of core, see :doc:`/points`.
+        reference_elev, to_be_aligned_elev
+            Reference and to-be-aligned DEMs: paths, DataArrays (numpy or dask), geoutils
+            Rasters, or 2-D (masked) numpy arrays on one grid with ``transform``/``crs``.
+            ``tba`` is brought onto ``ref``'s grid lazily if needed. Either one may instead
+            be points (a GeoDataFrame or a points file, see :func:`xdem.points.read_points`),
+            for the methods that fit on points (:class:`~xdem.coreg.VerticalShift`,
+            :class:`~xdem.coreg.NuthKaab`): the DEM is evaluated at the points out of core.
         inlier_mask
-            Stable terrain to USE: boolean DataArray (True = use), raster path (non-zero =
-            use), vector file or GeoDataFrame (inside polygons = use).
-        exclude_mask
-            Unstable terrain to EXCLUDE (e.g. glacier outlines), same types.
+            Stable terrain to USE: boolean DataArray or array (True = use), raster path
+            (non-zero = use), vector file or GeoDataFrame (inside polygons = use).
         bias_vars
-            Name -> DEM-like variables, for bias corrections that need them (with points: on
-            the DEM's grid, interpolated at the points).
-        z_column
+            Name -> DEM-like variables (or arrays on the DEMs' grid), for bias corrections.
+        weights
+            Not implemented (upstream 0.2.3 neither): anything but ``None`` raises.
+        subsample, random_state
+            For this fit only, instead of the estimator's hyper-parameters (as upstream; a
+            warning when the estimator had a non-default ``subsample``).
+        transform, crs
+            Georeferencing of array inputs (upstream's).
+        area_or_point
+            Pixel interpretation of array inputs: both are accepted; shifts do not depend on it
+            (both DEMs are read the same way).
+        z_name, z_column
             Points only: the column holding their elevation (default: the geometries' z, else
             a column ``z``).
+        ref, tba
+            Our names of the two DEMs (keywords).
+        exclude_mask
+            Unstable terrain to EXCLUDE (e.g. glacier outlines), same types as ``inlier_mask``.
         outlier_nmad
             Points only: reject points whose ``dh`` is more than this many NMADs from the
             median, iterated (``None``: keep every point); counted in ``n_outliers_``.
         """
-        if is_points_source(ref) or is_points_source(tba):
-            pdata = prepare_points(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, z_column=z_column,
-                                   outlier_nmad=outlier_nmad, bias_vars=bias_vars)
-            return self.fit_points_prepared(pdata)
-        data = prepare_pair(cast(DEMLike, ref), cast(DEMLike, tba), inlier_mask=inlier_mask, exclude_mask=exclude_mask,
-                            bias_vars=bias_vars)
-        return self.fit_prepared(data)
+        if weights is not None:
+            raise InputError("weights are not implemented (nor in upstream xdem 0.2.3): leave weights=None")
+        if area_or_point not in (None, "Area", "Point"):
+            raise InputError(f"area_or_point must be 'Area', 'Point' or None, got {area_or_point!r}")
+        r = pick(reference_elev, ref, "reference_elev/ref")
+        t = pick(to_be_aligned_elev, tba, "to_be_aligned_elev/tba")
+        if r is None or t is None:
+            raise InputError("fit needs two DEMs: fit(reference_elev, to_be_aligned_elev)")
+        r, t, mask, bv = wrap_inputs(r, t, inlier_mask, bias_vars, transform, crs)
+        zc = cast("str | None", pick(z_name, z_column, "z_name/z_column"))
+        with overrides(self, subsample=subsample, random_state=random_state):
+            if is_points_source(r) or is_points_source(t):
+                pdata = prepare_points(r, t, inlier_mask=mask, exclude_mask=exclude_mask, z_column=zc,
+                                       outlier_nmad=outlier_nmad, bias_vars=bv)
+                return self.fit_points_prepared(pdata)
+            data = prepare_pair(r, t, inlier_mask=mask, exclude_mask=exclude_mask, bias_vars=bv)
+            return self.fit_prepared(data)
+
+    @property
+    def meta(self) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
+        """Upstream xdem's ``meta`` layout (``meta["inputs"]["iterative"]["max_iterations"]``,
+        ``meta["outputs"]["affine"]["shift_x"]``...): a read-only view of the hyper-parameters
+        and learned attributes, built on each access."""
+        return meta_view(self)
 
     def fit_prepared(self, data: FitData) -> Coreg:
         """Fit on an already prepared :class:`FitData` (used by pipelines)."""
@@ -236,33 +279,72 @@ class Coreg:
         self.crs_ = crs_key(data.dem.rio.crs)
         return self
 
+    @overload
+    def apply(
+        self, elev: np.ndarray, bias_vars: BiasVars | dict[str, np.ndarray] | None = None, resample: bool = True,
+        resampling: str | None = None, transform: Affine | None = None, crs: CRSLike | None = None, *,
+        grid: DEMLike | None = None, dem: DEMLike | None = None,
+    ) -> tuple[np.ndarray, Affine]: ...
+
+    @overload
+    def apply(
+        self, elev: DEMLike | None = None, bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
+        resample: bool = True, resampling: str | None = None, transform: Affine | None = None,
+        crs: CRSLike | None = None, *, grid: DEMLike | None = None, dem: DEMLike | None = None,
+    ) -> xr.DataArray: ...
+
     @returns_dem_for_dem
     def apply(
-        self, dem: DEMLike, *, bias_vars: BiasVars | None = None, resample: bool = True, grid: DEMLike | None = None
-    ) -> xr.DataArray:
-        """Apply the fitted correction to ``dem``; lazy, computes nothing.
+        self, elev: DEMLike | np.ndarray | None = None, bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
+        resample: bool = True, resampling: str | None = None, transform: Affine | None = None,
+        crs: CRSLike | None = None, *, grid: DEMLike | None = None, dem: DEMLike | None = None,
+    ) -> xr.DataArray | tuple[np.ndarray, Affine]:
+        """Apply the fitted correction to ``elev``; lazy, computes nothing (but for arrays).
 
         The correction is defined in the reference's CRS and units (``crs_``, the *frame*):
-        the result is ``dem``'s points moved by it in that CRS, then resampled. A ``dem`` in
+        the result is ``elev``'s points moved by it in that CRS, then resampled. A DEM in
         another CRS (rotated grid axes, feet, degrees) is moved pixel by pixel through the
         frame (:mod:`xdem.warp`, one resampling), not along its own axes.
 
         Parameters
         ----------
-        dem
-            The DEM to correct (any ``open_dem`` input), in any CRS.
+        elev
+            The DEM to correct (any ``open_dem`` input), in any CRS; or, as upstream, a 2-D
+            (masked) numpy array with ``transform``/``crs``: then the result is upstream's
+            ``(array, transform)``, computed.
         bias_vars
-            Bias variables on ``dem``'s grid, for methods that need them.
+            Bias variables on ``elev``'s grid, for methods that need them.
         resample
             Translations: ``False`` returns the exact data on a translated grid instead of
-            resampling onto the input grid (``dem`` in the frame's CRS only). Corrections of
+            resampling onto the input grid (``elev`` in the frame's CRS only). Corrections of
             elevations only (``Deramp``, the bias corrections) never resample, so both values
             give the same result; a method that must resample (``NuthKaabDeramp``) raises
             :class:`~xdem.errors.InputError` for ``False``.
+        resampling
+            For this call, instead of the method's ``resampling`` hyper-parameter (upstream's
+            ``"linear"`` is our ``"bilinear"``); methods without one raise for any value.
+        transform, crs
+            Georeferencing of an array ``elev`` (upstream's).
         grid
-            Output grid: ``None`` (default) keeps ``dem``'s grid and CRS; a DEM-like
+            Output grid: ``None`` (default) keeps ``elev``'s grid and CRS; a DEM-like
             (e.g. the reference) gives the output on that grid and CRS.
+        dem
+            Our former name of ``elev`` (keyword).
         """
+        given = pick(elev, dem, "elev/dem")
+        if given is None:
+            raise InputError("apply needs a DEM: apply(elev)")
+        if bias_vars is not None:
+            bias_vars = {k: array_dem(v, transform, crs, f"bias_vars['{k}']") if isinstance(v, np.ndarray) else v
+                         for k, v in bias_vars.items()}
+        bv = cast("BiasVars | None", bias_vars)
+        with overrides(self, resampling=resampling):
+            if isinstance(given, np.ndarray):
+                return array_result(self._apply_dem(array_dem(given, transform, crs, "elev"), bv, resample, grid), given)
+            return self._apply_dem(cast(DEMLike, given), bv, resample, grid)
+
+    def _apply_dem(self, dem: DEMLike, bias_vars: BiasVars | None, resample: bool,
+                   grid: DEMLike | None) -> xr.DataArray:
         self._check_fitted()
         if isinstance(dem, gpd.GeoDataFrame):
             raise InputError("these are points, not a DEM: move them with .apply_points(points)")
@@ -318,20 +400,34 @@ class Coreg:
 
     def fit_and_apply(
         self,
-        ref: DEMLike,
-        tba: DEMLike,
+        reference_elev: DEMLike | np.ndarray | None = None,
+        to_be_aligned_elev: DEMLike | np.ndarray | None = None,
+        inlier_mask: MaskLike | np.ndarray = None,
+        bias_vars: BiasVars | dict[str, np.ndarray] | None = None,
+        weights: np.ndarray | None = None,
+        subsample: float | int | None = None,
+        transform: Affine | None = None,
+        crs: CRSLike | None = None,
+        area_or_point: Literal["Area", "Point"] | None = None,
+        z_name: str | None = None,
+        resample: bool = True,
+        resampling: str | None = None,
+        random_state: int | None = None,
         *,
-        inlier_mask: MaskLike = None,
+        ref: DEMLike | None = None,
+        tba: DEMLike | None = None,
         exclude_mask: MaskLike = None,
-        bias_vars: BiasVars | None = None,
         z_column: str | None = None,
         outlier_nmad: float | None = 4.0,
-    ) -> xr.DataArray:
-        """``fit(ref, tba, ...)`` then ``apply(tba)``; the result is lazy. The keywords are
-        :meth:`fit`'s (``bias_vars`` is given to both)."""
-        self.fit(ref, tba, inlier_mask=inlier_mask, exclude_mask=exclude_mask, bias_vars=bias_vars, z_column=z_column,
-                 outlier_nmad=outlier_nmad)
-        return self.apply(tba, bias_vars=bias_vars)
+    ) -> xr.DataArray | tuple[np.ndarray, Affine]:
+        """:meth:`fit` then :meth:`apply` of the to-be-aligned DEM (upstream's arguments, in its
+        order, and ours as keywords; ``bias_vars``, ``transform``, ``crs`` are given to both);
+        lazy, but for arrays: upstream's ``(array, transform)``."""
+        self.fit(reference_elev, to_be_aligned_elev, inlier_mask, bias_vars, weights, subsample, transform, crs,
+                 area_or_point, z_name, random_state, ref=ref, tba=tba, exclude_mask=exclude_mask,
+                 z_column=z_column, outlier_nmad=outlier_nmad)
+        target = pick(to_be_aligned_elev, tba, "to_be_aligned_elev/tba")
+        return self.apply(cast("DEMLike | np.ndarray", target), bias_vars, resample, resampling, transform, crs)
 
     def __add__(self, other: Coreg) -> Coreg:
         if not isinstance(other, Coreg):

@@ -28,7 +28,7 @@ Bins with fewer than ``min_bin_count`` values are left empty (NaN) with an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import dask.array as da
@@ -192,6 +192,9 @@ class BiasCorr(Coreg):
         Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
     random_state
         Seed of the reproducible subsample.
+    bias_var_names
+        Upstream's names of the bias variables: when given, the keys of ``bias_vars`` in
+        ``fit`` must be these (otherwise an :class:`~xdem.errors.InputError`, as upstream).
 
     Learned attributes
     ------------------
@@ -231,7 +234,9 @@ class BiasCorr(Coreg):
         min_bin_count: int = 10,
         subsample: float | int = 500_000,
         random_state: int | None = None,
+        bias_var_names: Sequence[str] | None = None,
     ) -> None:
+        self.bias_var_names = bias_var_names
         self.fit_or_bin = fit_or_bin
         self.fit_func = fit_func
         self.bin_sizes = bin_sizes
@@ -241,6 +246,13 @@ class BiasCorr(Coreg):
         self.subsample = subsample
         self.random_state = random_state
 
+    def _check_names(self, given: list[str]) -> None:
+        """Upstream's ``bias_var_names``: the keys of ``bias_vars`` must be those names."""
+        names = vars(self).get("bias_var_names")
+        if names is not None and sorted(given) != sorted(names):
+            raise InputError(f"the keys of bias_vars ({', '.join(sorted(given))}) are not the bias_var_names given to "
+                             f"{type(self).__name__} ({', '.join(sorted(names))})")
+
     # --- hooks for subclasses -----------------------------------------------------------------
     def _func(self) -> str | Callable[..., np.ndarray]:
         return self.fit_func
@@ -249,6 +261,7 @@ class BiasCorr(Coreg):
         """Lazy variables on the reference grid, gathered at the sampled pixels."""
         if not 1 <= len(data.bias_vars) <= 3:
             raise InputError(f"{type(self).__name__} takes 1 to 3 bias variables, got {len(data.bias_vars)}")
+        self._check_names(list(data.bias_vars))
         return {k: _on_grid(v, data.ref, k, "the reference").data for k, v in data.bias_vars.items()}
 
     def _derived_sample(self, data: FitData, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
@@ -261,6 +274,7 @@ class BiasCorr(Coreg):
         gridded ``bias_vars`` interpolated bilinearly at the points (one pass each)."""
         if not 1 <= len(data.bias_vars) <= 3:
             raise InputError(f"{type(self).__name__} takes 1 to 3 bias variables, got {len(data.bias_vars)}")
+        self._check_names(list(data.bias_vars))
         return {k: _at_points(dask_data(v), prow, pcol) for k, v in data.bias_vars.items()}, len(data.bias_vars)
 
     def _values_at_points(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, crs: str,

@@ -165,6 +165,11 @@ class BlockwiseCoreg(Coreg):
         Rounds of (fit tiles, fit field) on the DEM warped so far (``>= 1``).
     resampling
         ``"bilinear"`` or ``"cubic"``: interpolation of ``apply`` (and of later iterations).
+    block_size_fit
+        Upstream's name of ``block_size`` (pixels in both): used when given.
+    block_size_apply, mp_config, parent_path
+        Upstream's; accepted with a warning at ``fit``: the field is applied continuously, dask
+        runs the tiles, and nothing is written per tile.
 
     Learned attributes
     ------------------
@@ -208,7 +213,15 @@ class BlockwiseCoreg(Coreg):
         degree: int = 2,
         n_iterations: int = 2,
         resampling: str = "bilinear",
+        block_size_fit: int | None = None,
+        block_size_apply: int | None = None,
+        mp_config: object | None = None,
+        parent_path: str | None = None,
     ) -> None:
+        self.block_size_fit = block_size_fit
+        self.block_size_apply = block_size_apply
+        self.mp_config = mp_config
+        self.parent_path = parent_path
         self.step = step
         self.block_size = block_size
         self.min_valid = min_valid
@@ -275,14 +288,33 @@ class BlockwiseCoreg(Coreg):
         if self.resampling not in RESAMPLINGS:
             raise InputError(f"resampling must be one of {RESAMPLINGS}, got {self.resampling!r}")
 
+    @property
+    def _block(self) -> int:
+        """``block_size``, or upstream's ``block_size_fit`` when given (warning about upstream's
+        parameters that have nothing to do here)."""
+        unused = {"block_size_apply": "the fitted field is applied continuously, chunk by chunk, not per tile",
+                  "mp_config": "dask runs the tiles in parallel (choose a dask scheduler or a distributed.Client)",
+                  "parent_path": "no tile is written to disk"}
+        for name, why in unused.items():
+            if getattr(self, name) is not None:
+                warnings.warn(f"BlockwiseCoreg({name}=...) is upstream's and not used here: {why}", UserWarning,
+                              stacklevel=4)
+        if self.block_size_fit is None:
+            return int(self.block_size)
+        if self.block_size != 1000 and self.block_size != self.block_size_fit:
+            raise InputError(f"block_size_fit={self.block_size_fit} is upstream's name of block_size="
+                             f"{self.block_size}: give only one of them")
+        return int(self.block_size_fit)
+
     # --- fit --------------------------------------------------------------------------------
     def _fit(self, data: FitData) -> None:
         self._check_params()
+        block = self._block
         template = self._template()
         frame = crs_key(data.ref.rio.crs)
         grid = Grid.of(data.ref)
-        rows = tile_edges(grid.shape[0], int(self.block_size))
-        cols = tile_edges(grid.shape[1], int(self.block_size))
+        rows = tile_edges(grid.shape[0], block)
+        cols = tile_edges(grid.shape[1], block)
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
         fit_round = self._sampled_rounds(template, data, tiles, frame) if samples_route(template) else \
             self._lazy_rounds(template, data, tiles, frame)
@@ -401,7 +433,7 @@ class BlockwiseCoreg(Coreg):
     def _fit_field(self, records: list[dict[str, Any]], grid: Grid) -> ThinPlateField:
         """Reject outliers among the fitted tiles, weight the kept ones, fit the field."""
         res = abs(grid.transform.a)
-        spacing = float(self.block_size) * res
+        spacing = float(self.block_size if self.block_size_fit is None else self.block_size_fit) * res
         centre = grid.centres(np.array([grid.shape[0] / 2.0 - 0.5]), np.array([grid.shape[1] / 2.0 - 0.5]))
         centre_xy = (float(centre[0][0]), float(centre[1][0]))
         ok = [r for r in records if r["status"] == "used"]

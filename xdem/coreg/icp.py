@@ -200,7 +200,8 @@ class ICP(RigidCoreg):
     Parameters
     ----------
     method
-        ``"point_to_plane"`` or ``"point_to_point"``.
+        ``"point_to_plane"`` or ``"point_to_point"`` (upstream's ``"point-to-plane"`` and
+        ``"point-to-point"`` are the same).
     max_iterations
         Maximum number of iterations; stopping there emits a
         :class:`~xdem.errors.ConvergenceWarning` (``converged_ = False``).
@@ -272,9 +273,14 @@ class ICP(RigidCoreg):
         self.initial_shift = initial_shift
         self.resampling = resampling
 
+    @property
+    def _method(self) -> str:
+        """``method`` with upstream's spelling accepted (``"point-to-plane"``, ``"point-to-point"``)."""
+        return str(self.method).replace("-", "_")
+
     def _check_params(self) -> tuple[float, float, float | None]:
         """Validate the hyper-parameters; returns the start ``(dx, dy, dz or None)``."""
-        if self.method not in METHODS_ICP:
+        if self._method not in METHODS_ICP:
             raise InputError(f"method must be one of {', '.join(METHODS_ICP)}, got {self.method!r}")
         check_resampling(self.resampling)
         if isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, (int, np.integer)) \
@@ -413,7 +419,7 @@ class ICP(RigidCoreg):
                 raise NotEnoughDataError(f"ICP: only {count} source points match the reference at iteration "
                                          f"{iterations} (need {self._min_points}); the DEMs barely overlap or are "
                                          "too far apart: give initial_shift=(dx, dy)")
-            if self.method == "point_to_plane":
+            if self._method == "point_to_plane":
                 d_rot, d_shift, rank = point_to_plane_step(q[ok], surf[ok], normals[ok], centre)
                 flat = flat or rank < 6
             else:
@@ -424,7 +430,7 @@ class ICP(RigidCoreg):
             if step < float(self.tolerance):
                 converged = True
                 break
-            if self.method == "point_to_point":
+            if self._method == "point_to_point":
                 current = np.concatenate([Rotation.from_matrix(d_rot).as_rotvec() * spread, d_shift])
                 factor = acceleration(previous, current)
                 previous = None if factor else current  # after a jump, two fresh steps before the next one

@@ -99,6 +99,11 @@ class CoregPipeline(Coreg):
         self._steps = list(steps)
 
     @property
+    def pipeline(self) -> list[Coreg]:
+        """Upstream xdem's name of :attr:`steps` (the same list)."""
+        return self._steps
+
+    @property
     def capabilities(self) -> Capabilities:
         """The steps' capabilities combined (:meth:`~xdem.coreg.Capabilities.combine`): e.g.
         affine only when every step is."""
