@@ -35,7 +35,8 @@ from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-__all__ = ["free_port", "s3_server", "s3_env", "iam_user", "new_bucket", "s3_client", "http_server", "requests_of", "set_faults"]
+__all__ = ["free_port", "environ", "s3_server", "s3_env", "iam_user",
+           "new_bucket", "s3_client", "http_server", "requests_of", "set_faults"]
 
 #: Credentials of the test server (moto accepts any); never real ones.
 TEST_KEY_ID = "testing-key-id"
@@ -81,7 +82,8 @@ def s3_env(endpoint: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` for the block, then as it was."""
     before = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
@@ -95,14 +97,20 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def s3_server(*, auth_after: int | None = None) -> Iterator[str]:
+def s3_server(*, auth_after: int | None = None, secret: str = TEST_SECRET) -> Iterator[str]:
     """Start moto's S3 server on 127.0.0.1 and set :func:`s3_env` in ``os.environ`` for the block;
     yields the endpoint URL (``http://127.0.0.1:PORT``).
 
     ``auth_after=N``: the server authenticates and authorises every request after the first N
     AWS actions (moto's ``INITIAL_NO_AUTH_ACTION_COUNT``): keys must then be an IAM user's
     (:func:`iam_user` makes one in 3 actions), anything else is answered 403. Default: never
-    (any key is accepted)."""
+    (any key is accepted).
+
+    ``secret``: the ``AWS_SECRET_ACCESS_KEY`` set for the block (a test plants a recognisable one
+    to check that it appears nowhere); s3fs's cached file systems are dropped on entry and exit,
+    so that none keeps the other credentials."""
+    import s3fs
+
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
@@ -112,8 +120,12 @@ def s3_server(*, auth_after: int | None = None) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         _wait_http(f"{endpoint}/moto-api/", proc)
-        with _environ(s3_env(endpoint)):
-            yield endpoint
+        with environ({**s3_env(endpoint), "AWS_SECRET_ACCESS_KEY": secret}):
+            s3fs.S3FileSystem.clear_instance_cache()
+            try:
+                yield endpoint
+            finally:
+                s3fs.S3FileSystem.clear_instance_cache()
     finally:
         proc.terminate()
         proc.wait(10)

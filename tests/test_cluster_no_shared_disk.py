@@ -13,6 +13,7 @@ and after.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dask
@@ -85,11 +87,14 @@ def _files(*folders: Path) -> set[str]:
     return {str(p) for f in folders for p in f.rglob("*") if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+@contextlib.contextmanager
+def own_folder_cluster(base: Path) -> Iterator[tuple]:
+    """A scheduler and two single-threaded ``Nanny`` workers, each with its own
+    ``local_directory``, ``TMPDIR`` and (through :class:`WriteAudit`) working directory under
+    ``base``, the audit installed: yields ``(cluster, client, [(local, tmp) per worker])``. The
+    workers inherit ``os.environ`` as it is now (e.g. a test S3 server's variables)."""
     import warnings
 
-    base = tmp_path_factory.mktemp("workers")
     folders = []
     workers = {}
     for i in range(2):
@@ -108,6 +113,12 @@ def cluster(tmp_path_factory):
         client.wait_for_workers(2)
         client.register_plugin(WriteAudit())
         yield spec, client, folders
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with own_folder_cluster(tmp_path_factory.mktemp("workers")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

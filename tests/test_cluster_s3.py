@@ -9,14 +9,13 @@ scheduler bit for bit, and the workers write no file (the audit of
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
 from servers import new_bucket, s3_client, s3_server
-from test_cluster_no_shared_disk import ROOT, WriteAudit, _worker_tmp_files, _worker_writes
+from test_cluster_no_shared_disk import _worker_tmp_files, _worker_writes, own_folder_cluster
 
 import xdem
 from xdem.cli import main
@@ -41,23 +40,9 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster(store, tmp_path_factory):
-    base = tmp_path_factory.mktemp("s3-workers")
-    folders, workers = [], {}
-    for i in range(2):
-        local, tmp = base / f"w{i}-local", base / f"w{i}-tmp"
-        local.mkdir(), tmp.mkdir()
-        folders.append((local, tmp))
-        env = {"TMPDIR": str(tmp), "NUMBA_CACHE_DIR": str(local / "numba"), "PYTHONPATH": str(ROOT)}
-        workers[f"w{i}"] = {"cls": distributed.Nanny, "options": {
-            "nthreads": 1, "local_directory": str(local), "env": env, "silence_logs": 40}}
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Port .* is already in use")
-        spec = distributed.SpecCluster(workers=workers, silence_logs=40,
-                                       scheduler={"cls": distributed.Scheduler, "options": {"dashboard": False}})
-    with spec, distributed.Client(spec, set_as_default=False) as client:
-        client.wait_for_workers(2)
-        client.register_plugin(WriteAudit())
-        yield spec, client, folders
+    """Workers with their own folders, started once the S3 server's environment is set."""
+    with own_folder_cluster(tmp_path_factory.mktemp("s3-workers")) as running:
+        yield running
 
 
 def _coreg(inputs: list[str], output: str, scheduler: str) -> dict:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers import write_masks, write_point_files
-from servers import http_server, requests_of, set_faults
+from servers import environ, http_server, requests_of, set_faults
 
 import xdem
 from xdem.cli import main
@@ -33,16 +33,8 @@ def served(tmp_path_factory):
         xdem.write_cog(xdem.open_dem(pair[name]), folder / f"{name}.tif")
     set_faults(folder, {"/forbidden.tif": {"status": 403}})
     log = folder.parent / f"{folder.name}.log"
-    before = os.environ.get("GDAL_HTTP_MAX_RETRY")
-    os.environ["GDAL_HTTP_MAX_RETRY"] = "0"  # a refusal is final: no retry
-    try:
-        with http_server(folder, log) as url:
-            yield folder, url
-    finally:
-        if before is None:
-            os.environ.pop("GDAL_HTTP_MAX_RETRY", None)
-        else:
-            os.environ["GDAL_HTTP_MAX_RETRY"] = before
+    with environ({"GDAL_HTTP_MAX_RETRY": "0"}), http_server(folder, log) as url:  # a refusal is final: no retry
+        yield folder, url
 
 
 def _requests(folder: Path) -> list[list]:

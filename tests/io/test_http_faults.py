@@ -9,14 +9,13 @@ URL for the life of the process, so a file read by an earlier test would hide a 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from servers import http_server, requests_of, set_faults
+from servers import environ, http_server, requests_of, set_faults
 
 import xdem
 from xdem.cli import main
@@ -35,17 +34,9 @@ def served(tmp_path_factory):
     res = CliRunner().invoke(main, ["coreg", str(folder / "ref.tif"), str(folder / "tba.tif"), "-o", str(local)])
     assert res.exit_code == 0, res.output
     log = folder.parent / f"{folder.name}.log"
-    before = {k: os.environ.get(k) for k in ("GDAL_HTTP_MAX_RETRY", "GDAL_HTTP_RETRY_DELAY")}
-    os.environ.update(GDAL_HTTP_MAX_RETRY="3", GDAL_HTTP_RETRY_DELAY="0.1")  # short backoff: a fast test
-    try:
-        with http_server(folder, log) as url:
-            yield folder, url, log, xdem.open_dem(local).values
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # a short backoff: a fast test
+    with environ({"GDAL_HTTP_MAX_RETRY": "3", "GDAL_HTTP_RETRY_DELAY": "0.1"}), http_server(folder, log) as url:
+        yield folder, url, log, xdem.open_dem(local).values
 
 
 def _copies(folder) -> tuple[str, str]:

@@ -21,7 +21,6 @@ import boto3
 import numpy as np
 import pytest
 import rasterio
-import s3fs
 from servers import _wait_http, free_port, new_bucket, s3_client, s3_env, s3_server
 
 import xdem
@@ -45,15 +44,8 @@ def wait_stopped(pid: int, *, timeout: float = 180) -> None:
 @pytest.fixture(scope="module")
 def server():
     """moto's S3 server for the module, with the planted secret as the credentials' secret."""
-    with s3_server() as endpoint:
-        before = os.environ["AWS_SECRET_ACCESS_KEY"]
-        os.environ["AWS_SECRET_ACCESS_KEY"] = PLANTED_SECRET
-        s3fs.S3FileSystem.clear_instance_cache()
-        try:
-            yield endpoint
-        finally:
-            os.environ["AWS_SECRET_ACCESS_KEY"] = before
-            s3fs.S3FileSystem.clear_instance_cache()
+    with s3_server(secret=PLANTED_SECRET) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="module")

@@ -38,15 +38,8 @@ SECRET = "xdem-planted-secret-4f1c9a7e"
 @pytest.fixture(scope="module")
 def s3() -> Iterator[str]:
     """moto's S3 server in its own process, the environment pointing GDAL and s3fs at it."""
-    with s3_server() as endpoint:
-        before = os.environ["AWS_SECRET_ACCESS_KEY"]
-        os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
-        s3fs.S3FileSystem.clear_instance_cache()
-        try:
-            yield endpoint
-        finally:
-            os.environ["AWS_SECRET_ACCESS_KEY"] = before
-            s3fs.S3FileSystem.clear_instance_cache()
+    with s3_server(secret=SECRET) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
