@@ -17,7 +17,7 @@ def examples() -> None:
 @examples.command("path")
 @click.argument("name", default="lidar", type=click.Choice(available()))
 def path_cmd(name: str) -> None:
-    """Print the path of a bundled example DEM."""
+    """Print the path of a bundled example file."""
     click.echo(str(get_path(name)))
 
 

@@ -11,7 +11,13 @@ __all__ = ["get_path", "available", "DEFAULT_SHIFT", "UPSTREAM_EXAMPLES", "get_a
            "download_longyearbyen_examples"]
 
 _DATA = Path(__file__).resolve().parent / "data"
-_FILES = {"lidar": "lidar_dem.tif"}
+_FILES = {
+    "lidar": "lidar_dem.tif",
+    # stand-ins for upstream's Longyearbyen files (see xdem.examples.standins)
+    "lidar_ref_dem": "lidar_dem.tif",
+    "lidar_tba_dem": "lidar_tba_dem.tif",
+    "lidar_outlines": "lidar_outlines.gpkg",
+}
 
 #: Default displacement ``(dx, dy, dz)`` in metres applied to make the example ``tba``.
 DEFAULT_SHIFT = (3.27, -1.64, 2.5)
@@ -45,7 +51,12 @@ def get_path(name: str = "lidar", output_dir: str | None = None, overwrite: bool
     ----------
     name
         ``"lidar"``: a 400 x 400, 1 m bare-earth lidar DEM of Minnesota (EPSG:26915), from the
-        PyPI package ``lidar`` 0.8.4 (MIT licence, see ``data/lidar_LICENSE.txt``). Upstream's
+        PyPI package ``lidar`` 0.8.4 (MIT licence, see ``data/lidar_LICENSE.txt``).
+        ``"lidar_ref_dem"``, ``"lidar_tba_dem"``, ``"lidar_outlines"``: the stand-ins for
+        upstream's ``"longyearbyen_ref_dem"``, ``"longyearbyen_tba_dem"`` and
+        ``"longyearbyen_glacier_outlines"`` (the lidar DEM; a copy moved by
+        :data:`DEFAULT_SHIFT` and lowered inside the outlines; three made-up outlines), with
+        their truth in :mod:`xdem.examples.standins`. Upstream's
         names (:data:`UPSTREAM_EXAMPLES`, e.g. ``"longyearbyen_ref_dem"``) raise one line saying
         the data is not bundled and naming the alternatives.
     output_dir, overwrite

@@ -106,6 +106,8 @@ def _make_pair_arrays(
         raise InputError(f"holes must be >= 0, got {holes}")
     if tilt is not None and len(tilt) != 2:
         raise InputError(f"tilt must be (a_x, a_y) in metres per metre, got {tilt!r}")
+    if not get_path(name).suffix == ".tif":
+        raise InputError(f"{name!r} is not a DEM; choose a bundled DEM, e.g. 'lidar'")
     ref, transform, crs = _read(get_path(name))
     dx, dy, dz = float(shift_x), float(shift_y), float(shift_z)
     if mode == "resample":
