@@ -72,21 +72,33 @@ def needs_27(code: str) -> list[str]:
     return [name for name in ISSUE_27 if name in code]
 
 
-def adapted(code: str) -> str:
+_DATA = Path(__file__).resolve().parents[1] / "xdem" / "examples" / "data"
+#: the stand-ins as file paths, for an interpreter whose xdem is upstream's (it does not know their names)
+PATHS = {
+    '"lidar_ref_dem"': _DATA / "lidar_dem.tif",
+    '"lidar_tba_dem"': _DATA / "lidar_tba_dem.tif",
+    '"lidar_outlines"': _DATA / "lidar_outlines.gpkg",
+}
+
+
+def adapted(code: str, literal_paths: bool = False) -> str:
     """Upstream's code with its data loading changed (and nothing else)."""
     for old, new in {**NAMES, **DATA_LINES}.items():
         code = code.replace(old, new)
+    if literal_paths:
+        for name, path in PATHS.items():
+            code = code.replace(f"xdem.examples.get_path({name})", repr(str(path)))
     return code
 
 
-def scripts(upstream: Path) -> dict[str, str]:
+def scripts(upstream: Path, literal_paths: bool = False) -> dict[str, str]:
     """Each script's adapted code; a page whose cells use issue 27 also gives a variant without those cells."""
     out = {}
     for folder in EXAMPLES:
         for path in sorted((upstream / folder).glob("plot_*.py")):
-            out[f"{folder}/{path.name}"] = adapted(path.read_text())
+            out[f"{folder}/{path.name}"] = adapted(path.read_text(), literal_paths)
     for page in PAGES:
-        cells = [adapted(c) for c in page_cells((upstream / "doc" / "source" / f"{page}.md").read_text())]
+        cells = [adapted(c, literal_paths) for c in page_cells((upstream / "doc" / "source" / f"{page}.md").read_text())]
         out[f"doc/{page}.md"] = "\n\n".join(cells) + "\n"
         kept = [c for c in cells if not needs_27(c)]
         if len(kept) < len(cells):
@@ -94,15 +106,17 @@ def scripts(upstream: Path) -> dict[str, str]:
     return out
 
 
-def run_one(code: str, timeout: float) -> tuple[str, float]:
+def run_one(code: str, timeout: float, python: str = sys.executable) -> tuple[str, float]:
     with tempfile.TemporaryDirectory(prefix="xdem-upstream-gallery-") as tmp:
         work = Path(tmp, "work", "gallery")  # upstream's logging example writes to ../xdem_example.log
         work.mkdir(parents=True)
         Path(work, "script.py").write_text(code)
         env = {**os.environ, "MPLBACKEND": "Agg"}
+        if python != sys.executable:  # another interpreter imports its own xdem, not this checkout
+            env.pop("PYTHONPATH", None)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "script.py"], cwd=work, env=env, capture_output=True, text=True,
+            proc = subprocess.run([python, "script.py"], cwd=work, env=env, capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return f"timeout after {timeout:.0f} s", time.perf_counter() - t0
@@ -119,12 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run the scripts whose name contains this")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--python", help="another interpreter, e.g. one with upstream's xdem 0.2.3 installed "
+                                         "(the stand-ins are then given as file paths)")
     args = parser.parse_args(argv)
     results = {}
-    for name, code in scripts(args.upstream).items():
+    for name, code in scripts(args.upstream, literal_paths=bool(args.python)).items():
         if args.only and args.only not in name:
             continue
-        outcome, elapsed = run_one(code, args.timeout)
+        outcome, elapsed = run_one(code, args.timeout, args.python or sys.executable)
         results[name] = {"outcome": outcome, "seconds": round(elapsed, 1), "issue_27": needs_27(code)}
         tag = "[27] " if needs_27(code) else ""
         print(f"{name:70s} {elapsed:6.1f} s  {tag}{outcome[:150]}", flush=True)
