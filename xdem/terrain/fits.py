@@ -110,12 +110,18 @@ def _cubic_weights() -> dict[str, np.ndarray]:
 
 
 def _correlate(z: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``sum(weights[i, j] * z[centre + (i - 2, j - 2)])`` over the 5 x 5 window (interior shape)."""
+    """``sum(weights[i, j] * z[centre + (i - 2, j - 2)])`` over the 5 x 5 window (interior shape).
+
+    Antisymmetric weights (the first derivatives) are applied to differences of opposite cells,
+    so that a constant or centrally symmetric window gives a gradient of exactly 0 (a flat cell)."""
     out = np.zeros((z.shape[0] - 4, z.shape[1] - 4))
+    odd = np.array_equal(weights, -weights[::-1, ::-1])
     for i in range(5):
         for j in range(5):
-            if weights[i, j] != 0.0:
-                out += weights[i, j] * K._shift(z, i - 2, j - 2, 2)
+            if weights[i, j] == 0.0 or (odd and (i, j) > (2, 2)):
+                continue
+            cell = K._shift(z, i - 2, j - 2, 2)
+            out += weights[i, j] * (cell - K._shift(z, 2 - i, 2 - j, 2)) if odd else weights[i, j] * cell
     return out
 
 
