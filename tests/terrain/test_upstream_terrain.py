@@ -209,6 +209,9 @@ def test_a_dem_is_lazy_and_equals_its_numpy_array():
     np.testing.assert_array_equal(values, xdem.terrain.max_curvature(z, resolution=RES))
     np.testing.assert_array_equal(slope.to_xarray().values, xdem.terrain.slope(z, resolution=RES))
     np.testing.assert_array_equal(frac.to_xarray().values, xdem.terrain.fractal_roughness(z))
+    horn = dem.slope(method="Horn").to_xarray().values  # upstream's deprecated method= overrides surface_fit
+    np.testing.assert_array_equal(horn, xdem.terrain.slope(z, surface_fit="Horn", resolution=RES))
+    assert np.isfinite(horn[1]).sum() > 0 and np.isnan(slope.to_xarray().values[1]).all()  # Florinsky: 2 pixels
 
 
 def test_dataarrays_keep_our_meaning_for_our_names_and_get_upstreams_for_its_own():

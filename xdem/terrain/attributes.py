@@ -96,7 +96,7 @@ def _attribute_block(
     zz = _crop(z, depth, need)
     if name in ("slope", "aspect", "hillshade"):
         if "gradient" not in cache and opts.method == "florinsky":
-            cache["gradient"] = F.derivatives(zz, res_x=res_x, res_y=res_y, fit="florinsky")[:2]
+            cache["gradient"] = F.derivatives(zz, res_x=res_x, res_y=res_y, fit="florinsky", first_only=True)[:2]
         elif "gradient" not in cache:
             cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts.method)
         dzdx, dzdy = cache["gradient"]

@@ -125,7 +125,7 @@ def _correlate(z: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return out
 
 
-def derivatives(block: np.ndarray, *, res_x: float, res_y: float, fit: str = "florinsky"
+def derivatives(block: np.ndarray, *, res_x: float, res_y: float, fit: str = "florinsky", first_only: bool = False
                 ) -> tuple[np.ndarray, ...]:
     """Partial derivatives ``(z_x, z_y, z_xx, z_yy, z_xy)`` of the surface fit at each centre cell.
 
@@ -138,6 +138,8 @@ def derivatives(block: np.ndarray, *, res_x: float, res_y: float, fit: str = "fl
     fit
         ``"florinsky"``, ``"zevenbergthorne"`` or ``"horn"`` (first derivatives only: the three
         second derivatives are NaN).
+    first_only
+        Skip the second derivatives (NaN), for slope, aspect and hillshade.
 
     Returns
     -------
@@ -150,8 +152,12 @@ def derivatives(block: np.ndarray, *, res_x: float, res_y: float, fit: str = "fl
     bad = K.nan_window_mask(z, depth)
     if fit == "florinsky":
         w = _cubic_weights()
-        out = (_correlate(z, w["zx"]) / res_x, _correlate(z, w["zy"]) / res_y, _correlate(z, w["zxx"]) / res_x**2,
-               _correlate(z, w["zyy"]) / res_y**2, _correlate(z, w["zxy"]) / (res_x * res_y))
+        zx, zy = _correlate(z, w["zx"]) / res_x, _correlate(z, w["zy"]) / res_y
+        if first_only:
+            out = (zx, zy, *(np.full_like(zx, np.nan) for _ in range(3)))
+        else:
+            out = (zx, zy, _correlate(z, w["zxx"]) / res_x**2, _correlate(z, w["zyy"]) / res_y**2,
+                   _correlate(z, w["zxy"]) / (res_x * res_y))
     elif fit == K.ZEVENBERGEN_THORNE:
         d, e, f, g, h = K.curvature_coefficients(z, res_x=res_x, res_y=res_y)
         out = (g, h, 2.0 * d, 2.0 * e, f)

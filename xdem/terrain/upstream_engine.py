@@ -150,7 +150,8 @@ def _block(block: np.ndarray, *, names: tuple[str, ...], pad: int, res: tuple[fl
         if n in _SURFACE:
             if derivs is None:
                 need = F.fit_depth(opts.surface_fit)
-                derivs = F.derivatives(crop(need), res_x=res[0], res_y=res[1], fit=opts.surface_fit)
+                first = not any(m in F.CURVATURES for m in names)
+                derivs = F.derivatives(crop(need), res_x=res[0], res_y=res[1], fit=opts.surface_fit, first_only=first)
             outs.append(_surface(n, derivs, opts))
         else:
             outs.append(_windowed(n, crop(1 if n == "rugosity" else opts.window_size // 2), res, opts))
