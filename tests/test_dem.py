@@ -164,13 +164,18 @@ def test_dem_reproject_to_a_resolution_a_crs_and_a_reference():
 
 # --- terrain, files, plots ----------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["slope", "aspect", "hillshade", "curvature", "profile_curvature",
-                                  "planform_curvature", "maximum_curvature", "terrain_ruggedness_index",
-                                  "topographic_position_index", "roughness"])
-def test_dem_terrain_attributes_equal_xdem_terrain(name):
+                                  "planform_curvature", "max_curvature", "min_curvature", "terrain_ruggedness_index",
+                                  "topographic_position_index", "roughness", "rugosity"])
+def test_dem_terrain_attributes_are_upstreams_as_on_a_numpy_array(name):
+    """An xdem.DEM is an upstream object: its attributes are upstream 0.2.3's (Florinsky's fit...),
+    the same as those of its values as a numpy array with resolution=."""
     dem = xdem.DEM(LIDAR)
     got = getattr(dem, name)()
     assert isinstance(got, xdem.DEM)
-    expected = getattr(xdem.terrain, name)(xdem.open_dem(LIDAR)).values
+    values = xdem.open_dem(LIDAR).values
+    kw = {} if name in ("aspect", "terrain_ruggedness_index", "topographic_position_index", "roughness") \
+        else {"resolution": dem.res[0]}
+    expected = getattr(xdem.terrain, name)(values, **kw)
     np.testing.assert_array_equal(got.to_xarray().values, expected)
 
 

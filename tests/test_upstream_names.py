@@ -67,7 +67,7 @@ def test_masked_cells_blank_only_their_windows_and_the_input_is_untouched():
     masked = np.ma.masked_array(z.copy(), mask=np.zeros_like(z, bool))
     masked[4, 4] = np.ma.masked
     before = masked.copy()
-    s = xdem.terrain.slope(masked, resolution=1)
+    s = xdem.terrain.slope(masked, resolution=1, surface_fit="Horn")  # 3 x 3 windows (Florinsky's: 5 x 5)
     assert np.isnan(s[3:6, 3:6]).all()
     ok = np.isfinite(s)
     assert ok.sum() == 7 * 7 - 9
@@ -77,7 +77,7 @@ def test_masked_cells_blank_only_their_windows_and_the_input_is_untouched():
 
 def test_flat_aspect_is_180_on_arrays_as_upstream_and_nan_on_dataarrays_as_ours():
     flat = np.full((5, 5), 3.0)
-    assert np.all(xdem.terrain.aspect(flat)[1:-1, 1:-1] == 180.0)
+    assert np.all(xdem.terrain.aspect(flat)[2:-2, 2:-2] == 180.0)  # Florinsky's 5 x 5 fit by default
     assert np.isnan(xdem.terrain.aspect(georef(flat)).values[1:-1, 1:-1]).all()
 
 
@@ -85,11 +85,11 @@ def test_flat_aspect_is_180_on_arrays_as_upstream_and_nan_on_dataarrays_as_ours(
 def test_hillshade_of_arrays_follows_upstreams_formula(altitude):
     flat = np.zeros((5, 5))
     hs = xdem.terrain.hillshade(flat, altitude=altitude, resolution=1)
-    assert np.allclose(hs[1:-1, 1:-1], 1.5 + 254 * np.sin(np.radians(altitude)))
+    assert np.allclose(hs[2:-2, 2:-2], 1.5 + 254 * np.sin(np.radians(altitude)))  # Florinsky: 2-pixel edge
     # a plane facing the light (north-west, azimuth 315): upstream = ours (gdaldem's) + 0.5
     z = plane(6, 6, 0.3, -0.3, 1.0, 1.0)  # rises to the south-east: faces north-west
     ours = xdem.terrain.hillshade(georef(z), altitude=altitude).values
-    assert np.allclose(xdem.terrain.hillshade(z, resolution=1, altitude=altitude)[1:-1, 1:-1], ours[1:-1, 1:-1] + 0.5)
+    assert np.allclose(xdem.terrain.hillshade(z, resolution=1, altitude=altitude)[2:-2, 2:-2], ours[2:-2, 2:-2] + 0.5)
 
 
 def test_curvature_of_a_paraboloid_in_upstream_units():
@@ -97,7 +97,7 @@ def test_curvature_of_a_paraboloid_in_upstream_units():
     y, x = np.mgrid[-4:5, -4:5].astype(float) * 2.0  # 2 m pixels
     z = a * (x**2 + y**2)  # z_xx = z_yy = 2a per metre
     up = xdem.terrain.curvature(z, resolution=2)
-    assert np.allclose(up[1:-1, 1:-1], -2 * (2 * a + 2 * a) * 100)  # upstream 0.2.3: -2 (z_xx + z_yy) * 100 (100/m)
+    assert np.allclose(up[2:-2, 2:-2], -2 * (2 * a + 2 * a) * 100)  # upstream 0.2.3: -2 (z_xx + z_yy) * 100 (100/m), Florinsky
     ours = xdem.terrain.curvature(georef(z, 2.0, 2.0)).values
     assert np.allclose(ours[1:-1, 1:-1], -(2 * a + 2 * a) * 100)  # ours: half of it
     with pytest.raises(InputError, match="Horn"):
@@ -129,16 +129,17 @@ def test_dataarrays_stay_lazy_with_upstream_arguments():
 
 def test_upstream_only_options_and_bad_inputs_give_one_clear_line():
     z = plane(6, 6, 0.1, 0.1, 1.0, 1.0)
-    for name in ("rugosity", "fractal_roughness", "tangential_curvature", "flowline_curvature", "min_curvature",
-                 "texture_shading"):
-        with pytest.raises(InputError, match="issue 27"):
-            getattr(xdem.terrain, name)(z)
-        with pytest.raises(InputError, match="issue 27"):
-            xdem.terrain.get_terrain_attribute(z, name, resolution=1)
-    with pytest.raises(InputError, match="Florinsky"):
-        xdem.terrain.slope(z, surface_fit="Florinsky", resolution=1)
-    with pytest.raises(InputError, match="issue 27"):
-        xdem.terrain.profile_curvature(z, resolution=1)  # upstream's geometric formula: not here
+    # once "issue 27": upstream's names, Florinsky's fit and its curvatures now give numbers (tests/terrain/
+    # test_upstream_terrain.py checks them); on a plane every curvature is 0 and the rugosity 1 / cos(slope)
+    for name in ("tangential_curvature", "flowline_curvature", "min_curvature", "profile_curvature"):
+        got = getattr(xdem.terrain, name)(z, resolution=1)
+        assert np.allclose(got[2:-2, 2:-2], 0.0, atol=1e-9) and np.isnan(got[:2]).all()
+    rug = xdem.terrain.get_terrain_attribute(z, "rugosity", resolution=1)
+    assert np.allclose(rug[1:-1, 1:-1], np.sqrt(1 + 0.1**2 + 0.1**2))
+    assert np.allclose(xdem.terrain.slope(z, surface_fit="Florinsky", resolution=1)[2:-2, 2:-2],
+                       np.degrees(np.arctan(np.hypot(0.1, 0.1))))
+    with pytest.raises(InputError, match="resolution"):
+        xdem.terrain.rugosity(z)
     with pytest.raises(InputError, match="resolution"):
         xdem.terrain.slope(z)
     with pytest.raises(InputError, match="square pixels"):
@@ -148,7 +149,7 @@ def test_upstream_only_options_and_bad_inputs_give_one_clear_line():
     with pytest.raises(InputError, match="differs"):
         xdem.terrain.slope(georef(z), resolution=3)
     with pytest.raises(InputError, match="curv_method"):
-        xdem.terrain.get_terrain_attribute(z, "curvature", resolution=1, curv_method="directional")
+        xdem.terrain.get_terrain_attribute(z, "curvature", resolution=1, curv_method="bogus")
 
 
 # ------------------------------------------------------------------ spatialstats

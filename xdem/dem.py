@@ -335,31 +335,32 @@ class DEM:
     def _like(self, arr: xr.DataArray) -> DEM:
         return DEM._wrap(arr, self._nodata, self._vcrs)
 
-    # --- terrain attributes (xdem.terrain) --------------------------------------------------
-    def slope(self, method: str | None = None, degrees: bool = True) -> DEM:
-        """Slope (:func:`xdem.terrain.slope`), in degrees or (``degrees=False``) radians; lazy."""
-        kwargs: dict[str, object] = {"units": "degrees" if degrees else "radians"}
-        if method is not None:
-            kwargs["method"] = method
-        return self._like(terrain.slope(self._da, **kwargs))  # type: ignore[arg-type]
+    # --- terrain attributes (xdem.terrain): upstream 0.2.3's meaning, lazily ---------------
+    def slope(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True) -> DEM:
+        """Slope (:func:`xdem.terrain.slope`) as upstream: Florinsky's fit by default, degrees or
+        (``degrees=False``) radians; lazy."""
+        return self._terrain("slope", slope_method=method, surface_fit=surface_fit, degrees=degrees)
 
-    def aspect(self, method: str | None = None, degrees: bool = True) -> DEM:
-        """Aspect (:func:`xdem.terrain.aspect`), clockwise from north; lazy."""
-        kwargs: dict[str, object] = {"units": "degrees" if degrees else "radians"}
-        if method is not None:
-            kwargs["method"] = method
-        return self._like(terrain.aspect(self._da, **kwargs))  # type: ignore[arg-type]
+    def aspect(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True) -> DEM:
+        """Aspect (:func:`xdem.terrain.aspect`) as upstream: clockwise from north, 180 on flat cells; lazy."""
+        return self._terrain("aspect", slope_method=method, surface_fit=surface_fit, degrees=degrees)
 
-    def hillshade(self, **kwargs: object) -> DEM:
-        """Hillshade (:func:`xdem.terrain.hillshade`, same keywords); lazy."""
-        return self._like(terrain.hillshade(self._da, **kwargs))  # type: ignore[arg-type]
+    def hillshade(self, method: str | None = None, surface_fit: str = "Florinsky", azimuth: float = 315.0,
+                  altitude: float = 45.0, z_factor: float = 1.0) -> DEM:
+        """Hillshade (:func:`xdem.terrain.hillshade`) as upstream, ``clip(1.5 + 254 cos(i), 0, 255)``; lazy."""
+        return self._terrain("hillshade", slope_method=method, surface_fit=surface_fit, hillshade_azimuth=azimuth,
+                             hillshade_altitude=altitude, hillshade_z_factor=z_factor)
 
     def get_terrain_attribute(self, attribute: str | list[str], **kwargs: object) -> DEM | list[DEM]:
-        """One or several attributes by name (:func:`xdem.terrain.get_terrain_attribute`); lazy."""
-        out = terrain.get_terrain_attribute(self._da, attribute, **kwargs)  # type: ignore[call-overload]
-        if isinstance(out, xr.DataArray):
-            return self._like(out)
-        return [self._like(a) for a in out]
+        """One or several attributes by name (:func:`xdem.terrain.get_terrain_attribute`), upstream's
+        meaning and keywords; lazy."""
+        return terrain.get_terrain_attribute(self, attribute, **kwargs)  # type: ignore[call-overload]
+
+    def _terrain(self, name: str, **kwargs: object) -> DEM:
+        out = terrain.get_terrain_attribute(self, name, **kwargs)  # type: ignore[call-overload]
+        if not isinstance(out, DEM):  # pragma: no cover - xdem.terrain.upstream gives a DEM for a DEM
+            raise TypeError(f"xdem.terrain gave a {type(out).__name__} for a DEM")
+        return out
 
     # --- arithmetic and masks ---------------------------------------------------------------
     def _operand(self, other: object) -> object:
@@ -440,17 +441,23 @@ def _install_operators() -> None:
 
 
 def _install_terrain() -> None:
-    """``dem.curvature()``, ``dem.roughness()``... for every other attribute of :mod:`xdem.terrain`."""
-    names = ("curvature", "profile_curvature", "planform_curvature", "maximum_curvature", "terrain_ruggedness_index",
-             "topographic_position_index", "roughness")
+    """``dem.curvature()``, ``dem.max_curvature()``, ``dem.rugosity()``... for every other attribute of
+    :mod:`xdem.terrain`, with upstream 0.2.3's meaning and keywords (see :mod:`xdem.terrain.upstream`)."""
+    names = ("curvature", "profile_curvature", "tangential_curvature", "planform_curvature", "flowline_curvature",
+             "max_curvature", "min_curvature", "maximum_curvature", "terrain_ruggedness_index",
+             "topographic_position_index", "roughness", "rugosity", "fractal_roughness", "texture_shading")
     for name in names:
         func = getattr(terrain, name)
 
-        def method(self: DEM, _func: Callable[..., xr.DataArray] = func, **kwargs: object) -> DEM:
-            return self._like(_func(self._da, **kwargs))
+        def method(self: DEM, *args: object, _func: Callable[..., object] = func, **kwargs: object) -> DEM:
+            out = _func(self, *args, **kwargs)
+            if not isinstance(out, DEM):  # pragma: no cover - xdem.terrain gives a DEM for a DEM
+                raise TypeError(f"xdem.terrain gave a {type(out).__name__} for a DEM")
+            return out
 
         method.__name__ = name
-        method.__doc__ = f"{name.replace('_', ' ').capitalize()} (:func:`xdem.terrain.{name}`, same keywords); lazy."
+        method.__doc__ = (f"{name.replace('_', ' ').capitalize()} (:func:`xdem.terrain.{name}`, same keywords), "
+                          "upstream's meaning; lazy.")
         setattr(DEM, name, method)
 
 

@@ -53,6 +53,7 @@ from xdem.points.bucket import dem_at_points, pixel_positions
 from xdem.points.read import PointSet
 from xdem.sampling import sample_valid
 from xdem.terrain import ATTRIBUTES, get_terrain_attribute
+from xdem.terrain.upstream import UPSTREAM_ONLY
 from xdem.typing import BinSizes, JSONDict
 from xdem.warp import _to, crs_key
 
@@ -500,8 +501,10 @@ class TerrainBias(BiasCorr):
     Parameters
     ----------
     terrain_attribute
-        ``"elevation"`` or a name of :data:`xdem.terrain.ATTRIBUTES` (``"maximum_curvature"``,
-        ``"slope"``, ``"aspect"``, ...).
+        ``"elevation"``, a name of :data:`xdem.terrain.ATTRIBUTES` (``"maximum_curvature"``,
+        ``"slope"``, ``"aspect"``, ..., our meaning) or of upstream's only
+        (:data:`xdem.terrain.upstream.UPSTREAM_ONLY`: ``"max_curvature"`` is upstream 0.2.3's
+        maximal curvature, Florinsky's fit, as its ``TerrainBias`` derives it).
     fit_or_bin, fit_func, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
         As in :class:`BiasCorr`; default: 100 bins of the median, applied linearly.
 
@@ -540,11 +543,11 @@ class TerrainBias(BiasCorr):
         if self.terrain_attribute == "elevation":
             elevation: da.Array = dem.data
             return elevation
-        try:
+        try:  # upstream's names (e.g. its default "max_curvature") get upstream's meaning and Florinsky's fit
             attr = get_terrain_attribute(dem, self.terrain_attribute)
         except InputError as exc:
             raise InputError(
-                f"terrain_attribute must be 'elevation' or one of {', '.join(ATTRIBUTES)}, got "
+                f"terrain_attribute must be 'elevation' or one of {', '.join((*ATTRIBUTES, *UPSTREAM_ONLY))}, got "
                 f"{self.terrain_attribute!r}"
             ) from exc
         if not isinstance(attr, xr.DataArray):  # a list of names gives a list of DataArrays

@@ -5,9 +5,14 @@ Public functions (lazy, same grid as the DEM): :func:`slope`, :func:`aspect`,
 :func:`maximum_curvature`, :func:`terrain_ruggedness_index`, :func:`topographic_position_index`,
 :func:`roughness`, and :func:`get_terrain_attribute` for several in one pass.
 
-The same names take GlacioHack/xdem 0.2.3's arguments (``method="Horn"``, ``degrees=``,
-``resolution=`` for numpy arrays, which give numpy arrays with upstream's conventions): see
-:mod:`xdem.terrain.upstream`; upstream-only attributes (``rugosity``...) raise one line (issue 27).
+The same names take GlacioHack/xdem 0.2.3's arguments (``surface_fit="Florinsky"``,
+``degrees=``, ``resolution=`` for numpy arrays): numpy arrays and :class:`xdem.DEM` get
+upstream's meaning and defaults, DataArrays ours, and the names only upstream has
+(``max_curvature``, ``min_curvature``, ``tangential_curvature``, ``flowline_curvature``,
+``rugosity``, ``fractal_roughness``, ``texture_shading``) upstream's everywhere: see
+:mod:`xdem.terrain.upstream`, :mod:`xdem.terrain.upstream_engine` (the lazy engine),
+:mod:`xdem.terrain.fits` (Florinsky's fit, Minár et al.'s curvatures) and
+:mod:`xdem.terrain.windowed`.
 
 NumPy kernels on one padded block (for other modules): :mod:`xdem.terrain.kernels`, e.g.
 :func:`xdem.terrain.kernels.slope_aspect_kernel`.

@@ -27,6 +27,7 @@ from xdem.errors import InputError
 from xdem.io.grid import check_projected, get_transform, signed_resolution
 from xdem.io.open import open_dem
 from xdem.overlap import map_overlap_nan
+from xdem.terrain import fits as F
 from xdem.terrain import kernels as K
 from xdem.terrain.options import TerrainOptions
 from xdem.typing import DEMLike
@@ -66,7 +67,6 @@ _ALIASES = {
     "planform": "planform_curvature",
     "plan_curvature": "planform_curvature",
     "maximum": "maximum_curvature",
-    "max_curvature": "maximum_curvature",
 }
 
 
@@ -95,7 +95,9 @@ def _attribute_block(
     need = _depth(name, opts)
     zz = _crop(z, depth, need)
     if name in ("slope", "aspect", "hillshade"):
-        if "gradient" not in cache:
+        if "gradient" not in cache and opts.method == "florinsky":
+            cache["gradient"] = F.derivatives(zz, res_x=res_x, res_y=res_y, fit="florinsky", first_only=True)[:2]
+        elif "gradient" not in cache:
             cache["gradient"] = K.gradient_kernel(zz, res_x=res_x, res_y=res_y, method=opts.method)
         dzdx, dzdy = cache["gradient"]
         if name == "hillshade":
@@ -269,8 +271,9 @@ def get_terrain_attribute(
         A name or a list of names among :data:`ATTRIBUTES` (``"tri"``, ``"tpi"``,
         ``"profile"``, ``"planform"``, ``"maximum"`` are accepted as short names).
     method
-        Surface fit for slope, aspect and hillshade: ``"horn"`` or ``"zevenbergthorne"``.
-        Curvatures always use the Zevenbergen & Thorne fit.
+        Surface fit for slope, aspect and hillshade: ``"horn"``, ``"zevenbergthorne"`` or
+        ``"florinsky"`` (5 x 5, :mod:`xdem.terrain.fits`). Curvatures always use the
+        Zevenbergen & Thorne fit (upstream's curvatures: :mod:`xdem.terrain.upstream_engine`).
     slope_units, aspect_units
         ``"degrees"``, ``"percent"`` (slope only) or ``"radians"``.
     azimuth, altitude, z_factor

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TypedDict, cast
 
 from xdem.errors import InputError
+from xdem.terrain import fits as F
 from xdem.terrain import kernels as K
 
 __all__ = ["TerrainOptions", "TerrainKwargs", "SLOPE_UNITS", "ASPECT_UNITS", "TRI_ALGORITHMS"]
@@ -44,7 +45,8 @@ class TerrainOptions:
     Attributes
     ----------
     method
-        Surface fit for slope, aspect and hillshade: ``"horn"`` or ``"zevenbergthorne"``.
+        Surface fit for slope, aspect and hillshade: ``"horn"``, ``"zevenbergthorne"`` or
+        ``"florinsky"`` (Florinsky's 5 x 5 fit, :mod:`xdem.terrain.fits`).
     slope_units, aspect_units
         ``"degrees"``, ``"percent"`` (slope only) or ``"radians"``.
     azimuth, altitude, z_factor
@@ -81,7 +83,7 @@ class TerrainOptions:
         if str(self.tri_algorithm).lower() not in TRI_ALGORITHMS:
             raise InputError(f"unknown TRI algorithm {self.tri_algorithm!r}; use 'riley' or 'wilson'")
         set_ = object.__setattr__
-        set_(self, "method", K.normalise_method(self.method))
+        set_(self, "method", F.normalise_fit(self.method))
         set_(self, "tri_algorithm", str(self.tri_algorithm).lower())
         for name in ("azimuth", "altitude", "z_factor"):
             set_(self, name, float(getattr(self, name)))
@@ -95,4 +97,6 @@ class TerrainOptions:
         """Padding, in pixels, that attribute ``name`` (canonical) needs around a block."""
         if name in ("topographic_position_index", "roughness"):
             return K._check_window(self.window_size)
+        if name in ("slope", "aspect", "hillshade"):
+            return F.fit_depth(self.method)
         return 1

@@ -1,19 +1,25 @@
 """GlacioHack/xdem 0.2.3's call forms of the terrain attributes, on our lazy engine.
 
-Two kinds of input, two behaviours:
+Which meaning an input gets (the rule):
 
-* a numpy (or masked) array with ``resolution=``, as upstream: computed now, returned as a
-  numpy array (NaN where the window holds a masked or NaN cell, and on the one-pixel edge),
-  with upstream 0.2.3's conventions: flat cells have an aspect of 180 degrees, the
-  hillshade is ``clip(1.5 + 254 * cos(i), 0, 255)`` with upstream's light formula, and
-  ``curvature`` is ``-2 (z_xx + z_yy) * 100`` (``z_xx`` the second derivative: twice ours);
-* a path or a georeferenced DataArray: lazy, our conventions, exactly as
-  :mod:`xdem.terrain.attributes` (the upstream keyword names are accepted).
+* **upstream's objects** -- a numpy (or masked) array with ``resolution=`` (computed now,
+  returned as numpy, in the array's float dtype or float32), or an :class:`xdem.DEM` (lazy,
+  returned as DEMs) -- get upstream 0.2.3's meaning for every name, with its defaults:
+  ``surface_fit="Florinsky"`` (the 5 x 5 third-order fit), Minár et al. (2020)'s curvatures
+  (``curv_method="geometric"``), flat cells with an aspect of 180 degrees, the hillshade
+  ``clip(1.5 + 254 * cos(i), 0, 255)``, ``curvature`` as ``-2 (z_xx + z_yy) * 100``, and
+  NaN edges as deep as the window (2 pixels for Florinsky), see
+  :mod:`xdem.terrain.upstream_engine`;
+* **a path or a georeferenced DataArray** (our objects) -- our names keep our meaning and
+  defaults, exactly as :mod:`xdem.terrain.attributes` (Horn fit, agreeing with ``gdaldem``;
+  ``surface_fit="Florinsky"`` is accepted for slope, aspect and hillshade); the names only
+  upstream has (``max_curvature``, ``min_curvature``, ``tangential_curvature``,
+  ``flowline_curvature``, ``rugosity``, ``fractal_roughness``, ``texture_shading``) get
+  upstream's meaning and defaults, lazily.
 
-Upstream 0.2.3's default surface fit is ``"Florinsky"`` (a 5 x 5 fit) and its profile,
-planform and max curvatures are the geometric ones of Minár et al. (2020): neither exists here
-yet (issue 27), so they raise one :class:`~xdem.errors.InputError` line rather than give other
-numbers; the default fit here is Horn. On a plane or a quadric all fits are exact and agree.
+``"maximum_curvature"`` is ours (Zevenbergen & Thorne's profile or planform curvature, the
+larger in magnitude); ``"max_curvature"`` is upstream's (the larger principal curvature), and on
+upstream's objects both names mean upstream's.
 
 Examples
 --------
@@ -28,7 +34,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import overload
+from typing import Protocol, TypeGuard, cast, overload
 
 import numpy as np
 import xarray as xr
@@ -37,37 +43,57 @@ from affine import Affine
 from xdem.errors import InputError
 from xdem.io.grid import signed_resolution
 from xdem.terrain import attributes as A
+from xdem.terrain.upstream_engine import UPSTREAM_NAMES, UpstreamOptions, upstream_attributes
 from xdem.typing import DEMLike
 
-__all__ = ["get_terrain_attribute", "UPSTREAM_ONLY", "GEOMETRIC_CURVATURES"]
+__all__ = ["get_terrain_attribute", "UPSTREAM_ONLY", "upstream_of_dataarray"]
 
-#: Upstream 0.2.3 attributes that have no counterpart here yet (issue 27).
-UPSTREAM_ONLY = ("tangential_curvature", "flowline_curvature", "min_curvature", "rugosity", "fractal_roughness",
-                 "texture_shading")
-#: Upstream 0.2.3 computes these with Minár et al. (2020)'s formulas, ours with Zevenbergen & Thorne's.
-GEOMETRIC_CURVATURES = ("profile_curvature", "planform_curvature", "maximum_curvature")
-_NEEDS_RESOLUTION = ("slope", "hillshade", "curvature")
-_WINDOWED = ("terrain_ruggedness_index", "topographic_position_index", "roughness")  # no surface fit
+#: Upstream 0.2.3 attributes that have no counterpart of ours: upstream's meaning on every input.
+UPSTREAM_ONLY = ("max_curvature", "min_curvature", "tangential_curvature", "flowline_curvature", "rugosity",
+                 "fractal_roughness", "texture_shading")
+_NEEDS_RESOLUTION = ("slope", "hillshade", "rugosity", *(n for n in UPSTREAM_NAMES if n.endswith("curvature")))
+_WINDOWED = ("terrain_ruggedness_index", "topographic_position_index", "roughness", "fractal_roughness",
+             "texture_shading")  # no surface fit, no resolution
 _FIRST_COLUMN_X = 0.5  # a numpy array is put on a grid whose first pixel centre is at (0.5 res, -0.5 res)
+_UPSTREAM_ALIASES = {"maximum_curvature": "max_curvature", "maximum": "max_curvature", "minimum_curvature":
+                     "min_curvature", "tri": "terrain_ruggedness_index", "tpi": "topographic_position_index",
+                     "profile": "profile_curvature", "planform": "planform_curvature",
+                     "plan_curvature": "planform_curvature"}
 
 
-def fit_name(method: str | None, surface_fit: str | None) -> str:
-    """Our surface-fit name for upstream's ``method``/``surface_fit`` (``surface_fit`` wins)."""
-    name = surface_fit if surface_fit is not None else method
-    if name is None:
-        return "horn"
-    if str(name).lower() == "florinsky":
-        raise InputError("surface_fit='Florinsky' (upstream 0.2.3's 5 x 5 fit) is not available here (issue 27); "
-                         "use 'Horn' (the default here) or 'ZevenbergThorne'")
-    return str(name)
+def fit_name(method: str | None, surface_fit: str | None, default: str = "horn") -> str:
+    """The surface fit asked with upstream's ``method``/``surface_fit`` (the deprecated ``method``
+    overrides ``surface_fit``, as upstream)."""
+    name = method if method is not None else surface_fit
+    return default if name is None else str(name)
 
 
-def _check_name(name: str) -> str:
-    key = str(name).strip().lower()
-    if key in UPSTREAM_ONLY:
-        raise InputError(f"upstream's terrain attribute {name!r} is not available here yet (issue 27); "
-                         f"available: {', '.join(A.ATTRIBUTES)}")
-    return A._canonical(key)
+def upstream_name(name: str) -> str:
+    """Upstream's canonical name of an attribute (``"maximum_curvature"`` -> ``"max_curvature"``)."""
+    key = str(name).strip().lower().replace("-", "_")
+    key = _UPSTREAM_ALIASES.get(key, key)
+    if key not in UPSTREAM_NAMES:
+        raise InputError(f"unknown terrain attribute {name!r}; choose from {', '.join(UPSTREAM_NAMES)}")
+    return key
+
+
+def _is_ours(name: str) -> bool:
+    """A name of ours (our meaning on a DataArray) rather than one only upstream has."""
+    key = str(name).strip().lower().replace("-", "_")
+    return key not in UPSTREAM_ONLY and key not in ("min", "minimum_curvature")
+
+
+class _DEMObject(Protocol):
+    """What this module needs of an :class:`xdem.DEM`."""
+
+    def to_xarray(self) -> xr.DataArray: ...
+
+    def _like(self, arr: xr.DataArray) -> object: ...
+
+
+def _is_dem_object(dem: object) -> TypeGuard[_DEMObject]:
+    """An :class:`xdem.DEM` (told by its methods: this module cannot import :mod:`xdem.dem`)."""
+    return type(dem).__name__ == "DEM" and hasattr(dem, "_like") and hasattr(dem, "to_xarray")
 
 
 def _resolution(resolution: float | tuple[float, float] | None, names: Sequence[str]) -> tuple[float, float]:
@@ -112,40 +138,38 @@ def _check_resolution(dem: DEMLike, resolution: float | tuple[float, float] | No
                          "a DataArray carries its own resolution: leave 'resolution' out")
 
 
-def _upstream_values(name: str, dem: xr.DataArray, slope: np.ndarray, aspect: np.ndarray, other: np.ndarray,
-                     light: tuple[float, float, float], degrees: bool) -> np.ndarray:
-    """Upstream 0.2.3's value of ``name`` from ours (slope and aspect in radians)."""
-    if name == "slope":
-        return np.degrees(slope) if degrees else slope
-    flat = slope == 0
-    asp = np.where(flat & np.isnan(aspect), np.pi, aspect)  # upstream: flat cells face 180 degrees
-    if name == "aspect":
-        return np.degrees(asp) if degrees else asp
-    if name == "hillshade":
-        azimuth, altitude, z_factor = light
-        s = np.arctan(np.tan(slope) * z_factor)
-        az, alt = np.deg2rad(360.0 - azimuth), np.deg2rad(altitude)
-        return np.clip(1.5 + 254 * (np.sin(alt) * np.cos(s) + np.cos(alt) * np.sin(s) * np.sin(az - asp)), 0, 255)
-    if name == "curvature":
-        return 2.0 * other  # upstream 0.2.3: -2 (z_xx + z_yy) * 100; ours: -(z_xx + z_yy) * 100
-    return other
+def upstream_of_dataarray(dem: xr.DataArray, names: Sequence[str], opts: UpstreamOptions) -> list[xr.DataArray]:
+    """Upstream's attributes (any of its names or aliases) of a DataArray, lazily."""
+    return upstream_attributes(dem, [upstream_name(n) for n in names], opts)
 
 
-def _on_array(arr: np.ndarray, names: tuple[str, ...], res: tuple[float, float], fit: str, degrees: bool,
-              light: tuple[float, float, float], tri: str, window_size: int) -> list[np.ndarray]:
-    for n in names:
-        if n in GEOMETRIC_CURVATURES:
-            raise InputError(f"upstream 0.2.3's {n} on an array (Minár et al. 2020, geometric) is not available "
-                             f"here yet (issue 27); xdem.terrain.{n} of a DataArray gives ours (Zevenbergen & Thorne)")
+def _on_array(arr: np.ndarray, names: Sequence[str], res: tuple[float, float], opts: UpstreamOptions
+              ) -> list[np.ndarray]:
     dtype = np.dtype(arr.dtype) if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float32)
-    dem = as_dataarray(arr, res)
-    others = [n for n in names if n not in ("slope", "aspect", "hillshade")]
-    asked = ["slope", "aspect", *others]
-    outs = A.get_terrain_attribute(dem, asked, method=fit, slope_units="radians", aspect_units="radians",
-                                   tri_algorithm=tri, window_size=window_size)
-    values = dict(zip(asked, xr.concat(outs, dim="attribute").values, strict=True))
-    return [_upstream_values(n, dem, values["slope"], values["aspect"], values.get(n, values["slope"]), light,
-                             degrees).astype(dtype) for n in names]
+    outs = upstream_of_dataarray(as_dataarray(arr, res), names, opts)
+    values = xr.concat(outs, dim="attribute").values if len(outs) > 1 else outs[0].values[None]
+    return [v.astype(dtype) for v in values]
+
+
+def _on_ours(dem: DEMLike, given: list[str], fit: str, opts: UpstreamOptions, ours: dict[str, str | float]
+             ) -> list[xr.DataArray]:
+    """A path or DataArray: our names with our meaning, upstream-only names with upstream's."""
+    mine = [n for n in given if _is_ours(n)]
+    theirs = [n for n in given if not _is_ours(n)]
+    got: dict[str, xr.DataArray] = {}
+    if fit.lower() == "florinsky" and any("curvature" in A._canonical(n) for n in mine):
+        raise InputError("our curvatures of a DataArray use Zevenbergen & Thorne's fit; for upstream's with "
+                         "Florinsky's fit pass an xdem.DEM or a numpy array with resolution=")
+    if mine:
+        units = "degrees" if opts.degrees else "radians"
+        kw = {"slope_units": units, "aspect_units": units, "azimuth": opts.hillshade_azimuth,
+              "altitude": opts.hillshade_altitude, "z_factor": opts.hillshade_z_factor, **ours}
+        outs = A.get_terrain_attribute(dem, list(mine), method=fit, tri_algorithm=opts.tri_method,
+                                       window_size=opts.window_size, **kw)  # type: ignore[arg-type]
+        got.update(zip(mine, outs, strict=True))
+    if theirs:
+        got.update(zip(theirs, upstream_of_dataarray(A._prepare(dem, 0), theirs, opts), strict=True))
+    return [got[n] for n in given]
 
 
 @overload
@@ -200,11 +224,11 @@ def get_terrain_attribute(
     Parameters
     ----------
     dem
-        A 2-D numpy or masked array (with ``resolution``), or anything :func:`xdem.open_dem`
-        accepts (lazy result).
+        A 2-D numpy or masked array (with ``resolution``), an :class:`xdem.DEM`, or anything
+        :func:`xdem.open_dem` accepts (lazy result).
     attribute
         A name or a list of names: ours (:data:`xdem.terrain.ATTRIBUTES`) or upstream's
-        (``"max_curvature"`` is ``"maximum_curvature"``).
+        (:data:`xdem.terrain.upstream_engine.UPSTREAM_NAMES`).
     resolution
         Pixel size of a numpy array (a number or ``(x, y)``); with a DataArray, leave it out.
     degrees
@@ -212,21 +236,23 @@ def get_terrain_attribute(
     hillshade_altitude, hillshade_azimuth, hillshade_z_factor
         Upstream's names of the light (degrees) and vertical exaggeration.
     slope_method, surface_fit
-        ``"Horn"`` (default here) or ``"ZevenbergThorne"``; ``"Florinsky"`` raises (issue 27).
+        ``"Florinsky"`` (upstream's default, on numpy arrays and DEMs, and for the upstream-only
+        names), ``"ZevenbergThorne"`` or ``"Horn"`` (the default of our names on a DataArray).
     curv_method
-        Upstream's curvature method; only ``"geometric"`` is accepted, for ``"curvature"``.
+        ``"geometric"`` (default) or ``"directional"``, for upstream's curvatures.
     tri_method
         ``"Riley"`` or ``"Wilson"``.
     window_size
-        Odd window side for TPI and roughness.
+        Odd window side for TPI, roughness, and (upstream's) TRI and fractal roughness.
     **ours
-        Our keyword names (``method``, ``slope_units``, ``aspect_units``, ``azimuth``,
-        ``altitude``, ``z_factor``, ``tri_algorithm``), for DataArrays.
+        ``texture_alpha`` (upstream's, 0.8 by default), or our keyword names (``method``,
+        ``slope_units``, ``aspect_units``, ``azimuth``, ``altitude``, ``z_factor``,
+        ``tri_algorithm``), for DataArrays.
 
     Returns
     -------
-    numpy.ndarray, xarray.DataArray or a list of them
-        numpy for a numpy input (computed), lazy DataArrays otherwise.
+    numpy.ndarray, xarray.DataArray, xdem.DEM or a list of them
+        numpy for a numpy input (computed), lazy DEMs for a DEM, lazy DataArrays otherwise.
 
     Examples
     --------
@@ -236,22 +262,33 @@ def get_terrain_attribute(
     0.0
     """
     given = [attribute] if isinstance(attribute, str) else list(attribute)
-    names = tuple(_check_name(n) for n in given)
-    if str(curv_method).lower() != "geometric":
-        raise InputError(f"curv_method={curv_method!r} is not available here (issue 27); only 'geometric'")
-    fit = fit_name(str(ours.pop("method")) if "method" in ours else slope_method, surface_fit)
+    if not given:
+        raise InputError("no terrain attribute requested; pass a name such as 'slope' or a list of names")
+    asked = str(ours.pop("method")) if "method" in ours else slope_method
+    alpha = float(ours.pop("texture_alpha", 0.8))
     tri = str(ours.pop("tri_algorithm", tri_method))
+    opts = UpstreamOptions(surface_fit=fit_name(asked, surface_fit, "florinsky"), curv_method=curv_method,
+                           degrees=degrees, hillshade_altitude=hillshade_altitude, hillshade_azimuth=hillshade_azimuth,
+                           hillshade_z_factor=hillshade_z_factor, tri_method=tri, window_size=window_size,
+                           texture_alpha=alpha)
+    single = isinstance(attribute, str)
     if isinstance(dem, np.ndarray):
         if ours:
             raise InputError(f"unexpected keyword(s) {', '.join(sorted(ours))} with a numpy array; "
                              "use upstream's names (degrees=, hillshade_azimuth=...)")
-        light = (float(hillshade_azimuth), float(hillshade_altitude), float(hillshade_z_factor))
-        out = _on_array(dem, names, _resolution(resolution, names), fit, degrees, light, tri, window_size)
-        return out[0] if isinstance(attribute, str) else out
+        names = [upstream_name(n) for n in given]
+        out = _on_array(dem, names, _resolution(resolution, names), opts)
+        return out[0] if single else out
+    if _is_dem_object(dem):
+        if ours:
+            raise InputError(f"unexpected keyword(s) {', '.join(sorted(ours))} with an xdem.DEM; use upstream's names")
+        grid = dem.to_xarray()
+        _check_resolution(grid, resolution)
+        like = cast(list[xr.DataArray], [dem._like(o) for o in upstream_of_dataarray(grid, given, opts)])
+        return like[0] if single else like
     _check_resolution(dem, resolution)
-    units = "degrees" if degrees else "radians"
-    kw = {"slope_units": units, "aspect_units": units, "azimuth": hillshade_azimuth, "altitude": hillshade_altitude,
-          "z_factor": hillshade_z_factor, **ours}
-    outs = A.get_terrain_attribute(dem, list(given), method=fit, tri_algorithm=tri, window_size=window_size,
-                                   **kw)  # type: ignore[arg-type]
-    return outs[0] if isinstance(attribute, str) else outs
+    if str(curv_method).lower() != "geometric" and any(_is_ours(n) and "curvature" in str(n) for n in given):
+        raise InputError(f"curv_method={curv_method!r} applies to upstream's curvatures (numpy arrays, xdem.DEM, "
+                         "max/min/tangential/flowline_curvature); ours on a DataArray are Zevenbergen & Thorne's")
+    outs = _on_ours(dem, given, fit_name(asked, surface_fit), opts, ours)
+    return outs[0] if single else outs
