@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import dask.array as da
+import geoutils as gu
 import numpy as np
 import rasterio
 import rasterio.coords
@@ -38,6 +39,7 @@ from affine import Affine
 from odc.geo import resxy_
 
 from xdem import terrain
+from xdem._dem_numpy import apply_array_function, apply_ufunc
 from xdem._dem_plot import plot_dem
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
@@ -77,8 +79,13 @@ def _source_nodata(source: object) -> float | None:
     return None if value is None else float(value)
 
 
-class DEM:
+class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
     """A digital elevation model, lazy: upstream xdem's ``DEM`` over :func:`xdem.open_dem`.
+
+    As upstream's, it is a :class:`geoutils.Raster` (``isinstance(dem, gu.Raster)``), so
+    geoutils' functions take it: ``gu.Vector(path).create_mask(dem)``, ``.crop(dem)``,
+    ``.plot(dem)``, ``gu.raster.get_xy_rotated(dem, ...)``. Its values stay lazy: geoutils'
+    in-memory methods that xdem does not provide raise one line saying so.
 
     Parameters
     ----------
@@ -209,14 +216,70 @@ class DEM:
 
     @property
     def data(self) -> np.ma.MaskedArray:
-        """The elevations as a numpy masked array (masked where nodata); reads the whole DEM."""
+        """The elevations as a numpy masked array (masked where nodata); reads the whole DEM.
+
+        The array is computed at each access and is read-only (writing into it would change
+        nothing of the lazy DEM): change values with ``dem[mask] = value``, ``dem.set_mask(mask)``
+        or ``dem.data = new_array``, as upstream.
+        """
         values = np.asarray(self._da.values)
+        if not isinstance(self._da.variable._data, da.Array):  # a numpy-backed DEM: never hand out its storage
+            values = values.copy()
         if values.dtype == bool:
-            return np.ma.MaskedArray(values, mask=np.zeros(values.shape, dtype=bool))
-        out = np.ma.masked_invalid(values, copy=False)
-        if self._nodata is not None and np.isfinite(self._nodata):
-            out.fill_value = self._nodata
+            out = np.ma.MaskedArray(values, mask=np.zeros(values.shape, dtype=bool))
+        else:
+            out = np.ma.masked_invalid(values, copy=False)
+            out.mask = np.ma.getmaskarray(out)
+            if self._nodata is not None and np.isfinite(self._nodata):
+                out.fill_value = self._nodata
+        out.data.setflags(write=False)
+        out.mask.setflags(write=False)
         return out
+
+    @data.setter
+    def data(self, new_array: np.ndarray) -> None:
+        """Replace the values (same shape; masked values become nodata), as upstream's setter;
+        the DEM's file is never written."""
+        self._da = self.copy(new_array=np.asarray(new_array) if not isinstance(new_array, np.ma.MaskedArray)
+                             else new_array)._da
+
+    # --- what geoutils reads of a Raster ----------------------------------------------------
+    @property
+    def count(self) -> int:
+        """Number of bands: 1."""
+        return 1
+
+    @property
+    def bands(self) -> tuple[int, ...]:
+        """Band indexes, as geoutils: ``(1,)``."""
+        return (1,)
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the values are in memory (never: they are read when asked for)."""
+        return False
+
+    @property
+    def is_mask(self) -> bool:
+        """Whether the DEM is a boolean mask (a comparison of DEMs)."""
+        return self.dtype == np.bool_
+
+    @property
+    def area_or_point(self) -> str:
+        """Pixel interpretation: ``"Area"`` (the transform is of the pixel corners)."""
+        return "Area"
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_") and not name.startswith("__"):
+            raise AttributeError(f"this geoutils Raster operation reads the in-memory attribute {name!r}, which "
+                                 "xdem's lazy DEM does not have; use xdem.DEM's own methods, or gu.Raster(path)")
+        raise AttributeError(f"'DEM' object has no attribute {name!r}")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def _repr_html_(self) -> str:
+        return repr(self).replace("&", "&amp;").replace("<", "&lt;")
 
     def to_xarray(self) -> xr.DataArray:
         """The lazy DataArray underneath (NaN where nodata, CRS and transform on ``.rio``)."""
@@ -261,10 +324,12 @@ class DEM:
         return self._like(_crop_to_bounds(self._da, bounds))
 
     def reproject(self, ref: DEM | xr.DataArray | str | os.PathLike[str] | None = None, crs: CRSLike | None = None,
-                  res: float | tuple[float, float] | None = None, resampling: str = "bilinear") -> DEM:
+                  res: float | tuple[float, float] | None = None, resampling: str = "bilinear",
+                  silent: bool = False) -> DEM:
         """Reproject lazily (odc-geo) onto ``ref``'s grid, or into ``crs`` and/or at ``res``.
 
-        Bilinear resampling by default, as upstream.
+        Bilinear resampling by default, as upstream; ``silent`` (upstream's, to hide its
+        warnings) changes nothing here.
 
         Examples
         --------
@@ -296,10 +361,11 @@ class DEM:
         return write_cog(self._da, filename, overwrite=overwrite, nodata=nodata)
 
     def plot(self, cmap: str = "viridis", vmin: float | None = None, vmax: float | None = None,
-             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | None = None,
+             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | str | None = None,
              title: str | None = None) -> Axes:
         """Show the DEM with matplotlib (decimated to about 2000 pixels a side), with a colour bar
-        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes."""
+        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes. As upstream, ``ax`` is
+        an axes, ``"new"`` (a new figure) or None (the current axes)."""
         return plot_dem(self._da, cmap=cmap, vmin=vmin, vmax=vmax, cbar_title=cbar_title, add_cbar=add_cbar, ax=ax,
                         title=title)
 
@@ -327,7 +393,10 @@ class DEM:
         (same shape; masked values become nodata). Nothing of this DEM is changed."""
         if new_array is None:
             return self._like(self._da)
-        values = np.ma.filled(np.ma.asarray(new_array).astype(np.result_type(new_array.dtype, np.float32)), np.nan)
+        if np.asarray(new_array).dtype == bool:
+            values = np.ma.filled(np.ma.asarray(new_array), False)
+        else:
+            values = np.ma.filled(np.ma.asarray(new_array).astype(np.result_type(new_array.dtype, np.float32)), np.nan)
         if values.squeeze().shape != self.shape:
             raise InputError(f"new_array has shape {np.shape(new_array)} but the DEM has {self.shape}")
         return self._like(self._da.copy(data=da.from_array(values.squeeze(), chunks=self._da.data.chunks)))
@@ -335,44 +404,39 @@ class DEM:
     def _like(self, arr: xr.DataArray) -> DEM:
         return DEM._wrap(arr, self._nodata, self._vcrs)
 
-    # --- terrain attributes (xdem.terrain) --------------------------------------------------
-    def slope(self, method: str | None = None, degrees: bool = True) -> DEM:
-        """Slope (:func:`xdem.terrain.slope`), in degrees or (``degrees=False``) radians; lazy."""
-        kwargs: dict[str, object] = {"units": "degrees" if degrees else "radians"}
-        if method is not None:
-            kwargs["method"] = method
-        return self._like(terrain.slope(self._da, **kwargs))  # type: ignore[arg-type]
+    # --- upstream's methods that need issue 27 ------------------------------------------------
+    def set_vcrs(self, new_vcrs: object) -> None:
+        """Upstream's vertical-CRS setter: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.set_vcrs (vertical CRSs) is not available here yet (issue 27); "
+                         "xdem.DEM(..., vcrs=...) only stores the name")
 
-    def aspect(self, method: str | None = None, degrees: bool = True) -> DEM:
-        """Aspect (:func:`xdem.terrain.aspect`), clockwise from north; lazy."""
-        kwargs: dict[str, object] = {"units": "degrees" if degrees else "radians"}
-        if method is not None:
-            kwargs["method"] = method
-        return self._like(terrain.aspect(self._da, **kwargs))  # type: ignore[arg-type]
+    def to_vcrs(self, vcrs: object, force_source_vcrs: object | None = None, inplace: bool = False) -> DEM | None:
+        """Upstream's vertical-CRS transformation: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.to_vcrs (vertical CRS transformations) is not available here yet (issue 27)")
 
-    def hillshade(self, **kwargs: object) -> DEM:
-        """Hillshade (:func:`xdem.terrain.hillshade`, same keywords); lazy."""
-        return self._like(terrain.hillshade(self._da, **kwargs))  # type: ignore[arg-type]
-
-    def get_terrain_attribute(self, attribute: str | list[str], **kwargs: object) -> DEM | list[DEM]:
-        """One or several attributes by name (:func:`xdem.terrain.get_terrain_attribute`); lazy."""
-        out = terrain.get_terrain_attribute(self._da, attribute, **kwargs)  # type: ignore[call-overload]
-        if isinstance(out, xr.DataArray):
-            return self._like(out)
-        return [self._like(a) for a in out]
+    def estimate_uncertainty(self, other_elev: object, *args: object, **kwargs: object) -> tuple[DEM, object]:
+        """Upstream's uncertainty workflow: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.estimate_uncertainty (the uncertainty workflow) is not available here yet (issue 27); "
+                         "xdem.spatialstats has the variogram and binning functions")
 
     # --- arithmetic and masks ---------------------------------------------------------------
     def _operand(self, other: object) -> object:
         if isinstance(other, DEM):
             other = other._da
+        elif isinstance(other, gu.Raster):
+            return self._raster_operand(other)
         if isinstance(other, xr.DataArray):
             if other.shape != self.shape or (other.rio.crs is not None and not same_grid(self._da, other)):
                 raise InputError("the two DEMs are not on the same grid; bring one onto the other's grid first "
                                  "with .reproject(ref=other)")
             return other.data
         if isinstance(other, np.ndarray) and other.ndim >= 2:
-            values = np.ma.filled(np.ma.asarray(other).astype(np.result_type(other.dtype, np.float32)), np.nan) \
-                if isinstance(other, np.ma.MaskedArray) else other
+            if other.dtype == bool:
+                values = np.ma.filled(other, False)
+            elif isinstance(other, np.ma.MaskedArray):
+                values = np.ma.filled(other.astype(np.result_type(other.dtype, np.float32)), np.nan)
+            else:
+                values = other
             if values.squeeze().shape != self.shape:
                 raise InputError(f"the array has shape {other.shape} but the DEM has {self.shape}")
             return da.from_array(values.squeeze(), chunks=self._da.data.chunks)
@@ -380,20 +444,80 @@ class DEM:
             return other
         raise InputError(f"cannot combine a DEM with a {type(other).__name__}")
 
+    def _raster_operand(self, raster: gu.Raster) -> da.Array:
+        """A geoutils Raster (a mask of ``create_mask``...) on this DEM's grid, as a dask array."""
+        same = tuple(raster.shape) == self.shape and raster.transform.almost_equals(self.transform)
+        if not same or (raster.crs is not None and raster.crs != self.crs):
+            raise InputError("the geoutils raster is not on the DEM's grid; build it on this DEM "
+                             "(e.g. vector.create_mask(dem)) or reproject it first")
+        values = raster.data
+        values = np.ma.filled(values, False) if values.dtype == bool else \
+            np.ma.filled(np.ma.asarray(values).astype(np.result_type(values.dtype, np.float32)), np.nan)
+        return da.from_array(np.asarray(values).squeeze(), chunks=self._da.data.chunks)
+
     def _binary(self, other: object, op: Callable[[object, object], object], reflected: bool = False) -> DEM:
         b = self._operand(other)
         a = self._da.data
         result = op(b, a) if reflected else op(a, b)
         return self._like(self._da.copy(data=result))
 
-    def __getitem__(self, index: DEM | xr.DataArray | np.ndarray) -> np.ma.MaskedArray:
-        """The values where the boolean ``index`` (a mask DEM, DataArray or array) is True, as
-        a 1-D masked array (upstream's ``dem[mask]``); computes those values."""
-        mask = self._operand(index)
-        if not isinstance(mask, (da.Array, np.ndarray)) or np.dtype(mask.dtype) != bool:
-            raise InputError("dem[...] takes a boolean mask on the DEM's grid, e.g. dem[dem > 100]")
-        values = np.asarray(self._da.data[da.asarray(mask)].compute())
-        return np.ma.masked_invalid(values)
+    def _boolean_index(self, index: object) -> da.Array | None:
+        """The boolean mask ``index`` (a mask DEM, geoutils mask, DataArray or array) as a dask
+        array on this grid; None if ``index`` is a numpy index of another kind (slices...)."""
+        if isinstance(index, (DEM, gu.Raster, xr.DataArray)) or (isinstance(index, np.ndarray) and index.ndim == 2):
+            mask = self._operand(index)
+            if not isinstance(mask, da.Array) or np.dtype(mask.dtype) != bool:
+                raise InputError("a DEM takes a boolean mask on its grid as index, e.g. dem[dem > 100]")
+            return mask
+        return None
+
+    def __getitem__(self, index: object) -> np.ma.MaskedArray:
+        """The values where the boolean ``index`` (a mask DEM, geoutils mask, DataArray or
+        array) is True, as a 1-D masked array (upstream's ``dem[mask]``); any other numpy index
+        (``dem[:]``, ``dem[10:20, 5]``) selects as on ``dem.data``. Computes those values only."""
+        mask = self._boolean_index(index)
+        if mask is not None:
+            return np.ma.masked_invalid(np.asarray(self._da.data[mask].compute()))
+        try:
+            values = self._da.data[index]
+        except NotImplementedError:  # pointwise integer arrays (np.where's tuple)
+            values = self._da.data.vindex[index]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise InputError(f"cannot index a DEM with {index!r}: {exc}") from None
+        return np.ma.masked_invalid(np.asarray(values.compute()))
+
+    def __setitem__(self, index: object, value: float) -> None:
+        """Set the pixels selected by ``index`` (a mask, or any numpy index) to the number
+        ``value`` (``np.ma.masked`` or NaN: nodata), in place as upstream; lazy, and the file is
+        never written."""
+        if value is np.ma.masked:
+            value = np.nan
+        if not isinstance(value, (int, float, np.number, np.bool_)):
+            raise InputError(f"dem[index] = value takes a number (or np.ma.masked), got a {type(value).__name__}")
+        mask = self._boolean_index(index)
+        if mask is None:
+            chosen = np.zeros(self.shape, dtype=bool)
+            try:
+                chosen[index] = True  # type: ignore[call-overload]
+            except (IndexError, TypeError, ValueError) as exc:
+                raise InputError(f"cannot index a DEM with {index!r}: {exc}") from None
+            mask = da.from_array(chosen, chunks=self._da.data.chunks)
+        self._da = self._da.copy(data=da.where(mask, np.asarray(value).astype(self.dtype), self._da.data))
+
+    def set_mask(self, mask: object) -> None:
+        """Make the pixels where ``mask`` is True nodata, in place (upstream's ``set_mask``); lazy."""
+        if self.dtype == bool:
+            raise InputError("set_mask needs an elevation DEM; a boolean DEM has no nodata")
+        self[mask] = np.nan
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object) -> object:
+        """numpy ufuncs (``np.minimum(a, b)``, ``np.abs(dem)``...) give lazy DEMs, as upstream."""
+        return apply_ufunc(self, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., object], types: tuple[type, ...], args: tuple[object, ...],
+                           kwargs: dict[str, object]) -> object:
+        """numpy functions upstream handles (``np.nanmean(dem)``, ``np.median(dem)``...), with its meaning."""
+        return apply_array_function(self, func, args, kwargs)
 
     def __invert__(self) -> DEM:
         if self.dtype != bool:
@@ -439,18 +563,28 @@ def _install_operators() -> None:
     DEM.__hash__ = object.__hash__  # type: ignore[method-assign]  # == is element-wise, identity stays hashable
 
 
+#: Upstream's DEM methods of terrain attributes (and ``maximum_curvature``, ours), each delegating
+#: to the function of :mod:`xdem.terrain` of that name, upstream's keywords.
+TERRAIN_METHODS = ("slope", "aspect", "hillshade", "curvature", "profile_curvature", "tangential_curvature",
+                   "planform_curvature", "flowline_curvature", "max_curvature", "maximum_curvature", "min_curvature",
+                   "topographic_position_index", "terrain_ruggedness_index", "roughness", "rugosity",
+                   "fractal_roughness", "texture_shading", "get_terrain_attribute")
+
+
 def _install_terrain() -> None:
-    """``dem.curvature()``, ``dem.roughness()``... for every other attribute of :mod:`xdem.terrain`."""
-    names = ("curvature", "profile_curvature", "planform_curvature", "maximum_curvature", "terrain_ruggedness_index",
-             "topographic_position_index", "roughness")
-    for name in names:
+    """``dem.slope()``, ``dem.get_terrain_attribute([...])``... over :mod:`xdem.terrain`: lazy DEMs."""
+    for name in TERRAIN_METHODS:
         func = getattr(terrain, name)
 
-        def method(self: DEM, _func: Callable[..., xr.DataArray] = func, **kwargs: object) -> DEM:
-            return self._like(_func(self._da, **kwargs))
+        def method(self: DEM, *args: object, _func: Callable[..., object] = func, **kwargs: object) -> DEM | list[DEM]:
+            if kwargs.pop("mp_config", None) is not None:
+                raise InputError("mp_config is upstream's multiprocessing; here dask computes in parallel: leave it out")
+            out = _func(self._da, *args, **kwargs)
+            return [self._like(a) for a in out] if isinstance(out, list) else self._like(out)  # type: ignore[arg-type]
 
-        method.__name__ = name
-        method.__doc__ = f"{name.replace('_', ' ').capitalize()} (:func:`xdem.terrain.{name}`, same keywords); lazy."
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = (f"Upstream's ``DEM.{name}``: :func:`xdem.terrain.{name}` of this DEM (same keywords), "
+                          "lazy DEM(s).")
         setattr(DEM, name, method)
 
 
@@ -467,7 +601,7 @@ def returns_dem_for_dem(method: Callable[P, R]) -> Callable[P, R]:
         out = method(*args, **kwargs)
         given = args[1] if len(args) > 1 else kwargs.get("dem", kwargs.get("elev"))
         if isinstance(given, DEM) and isinstance(out, xr.DataArray):
-            return given._like(out)  # type: ignore[return-value]
+            return given._like(out)
         return out
 
     return wrapper
