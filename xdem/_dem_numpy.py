@@ -26,10 +26,12 @@ import dask.array as da
 import numpy as np
 from geoutils.raster import handled_array_funcs
 
+from xdem.errors import InputError
+
 if TYPE_CHECKING:
     from xdem.dem import DEM
 
-__all__ = ["apply_ufunc", "apply_array_function", "HANDLED_FUNCTIONS"]
+__all__ = ["apply_ufunc", "apply_array_function", "filled_values", "index_to_mask", "HANDLED_FUNCTIONS"]
 
 #: The numpy functions upstream's DEM (geoutils' Raster) handles; the others are not implemented on DEMs.
 HANDLED_FUNCTIONS = frozenset(handled_array_funcs)
@@ -115,3 +117,35 @@ def _back(dem: DEM, out: object) -> object:
     if isinstance(out, np.ndarray) and out.shape == dem.shape:
         return dem.copy(new_array=out)
     return out
+
+
+def filled_values(values: np.ndarray) -> np.ndarray:
+    """A (masked) array as the plain array a DEM holds: booleans with masked = False, numbers as
+    floats (float32 at least) with masked = NaN; squeezed to 2-D.
+
+    Examples
+    --------
+    >>> filled_values(np.ma.masked_equal(np.array([[1, 2], [3, 4]]), 2)).tolist()
+    [[1.0, nan], [3.0, 4.0]]
+    """
+    if np.asarray(values).dtype == bool:
+        return np.asarray(np.ma.filled(values, False)).squeeze()
+    as_float = np.ma.asarray(values).astype(np.result_type(np.asarray(values).dtype, np.float32))
+    return np.asarray(np.ma.filled(as_float, np.nan)).squeeze()
+
+
+def index_to_mask(index: object, shape: tuple[int, int]) -> np.ndarray:
+    """The boolean array of ``shape`` that is True where a numpy ``index`` (slices, integer
+    arrays, ``np.where``'s tuple) selects; one :class:`~xdem.errors.InputError` line otherwise.
+
+    Examples
+    --------
+    >>> index_to_mask((slice(0, 1), 1), (2, 2)).tolist()
+    [[False, True], [False, False]]
+    """
+    chosen = np.zeros(shape, dtype=bool)
+    try:
+        chosen[index] = True  # type: ignore[call-overload]
+    except (IndexError, TypeError, ValueError) as exc:
+        raise InputError(f"cannot index a DEM with {index!r}: {exc}") from None
+    return chosen

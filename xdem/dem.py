@@ -39,7 +39,7 @@ from affine import Affine
 from odc.geo import resxy_
 
 from xdem import terrain
-from xdem._dem_numpy import apply_array_function, apply_ufunc
+from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
@@ -393,10 +393,7 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         (same shape; masked values become nodata). Nothing of this DEM is changed."""
         if new_array is None:
             return self._like(self._da)
-        if np.asarray(new_array).dtype == bool:
-            values = np.ma.filled(np.ma.asarray(new_array), False)
-        else:
-            values = np.ma.filled(np.ma.asarray(new_array).astype(np.result_type(new_array.dtype, np.float32)), np.nan)
+        values = filled_values(new_array)
         if values.squeeze().shape != self.shape:
             raise InputError(f"new_array has shape {np.shape(new_array)} but the DEM has {self.shape}")
         return self._like(self._da.copy(data=da.from_array(values.squeeze(), chunks=self._da.data.chunks)))
@@ -424,36 +421,24 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         if isinstance(other, DEM):
             other = other._da
         elif isinstance(other, gu.Raster):
-            return self._raster_operand(other)
+            if tuple(other.shape) != self.shape or not other.transform.almost_equals(self.transform) or \
+                    (other.crs is not None and other.crs != self.crs):
+                raise InputError("the geoutils raster is not on the DEM's grid; build it on this DEM "
+                                 "(e.g. vector.create_mask(dem)) or reproject it first")
+            return da.from_array(filled_values(other.data), chunks=self._da.data.chunks)
         if isinstance(other, xr.DataArray):
             if other.shape != self.shape or (other.rio.crs is not None and not same_grid(self._da, other)):
                 raise InputError("the two DEMs are not on the same grid; bring one onto the other's grid first "
                                  "with .reproject(ref=other)")
             return other.data
         if isinstance(other, np.ndarray) and other.ndim >= 2:
-            if other.dtype == bool:
-                values = np.ma.filled(other, False)
-            elif isinstance(other, np.ma.MaskedArray):
-                values = np.ma.filled(other.astype(np.result_type(other.dtype, np.float32)), np.nan)
-            else:
-                values = other
+            values = filled_values(other) if other.dtype == bool or isinstance(other, np.ma.MaskedArray) else other
             if values.squeeze().shape != self.shape:
                 raise InputError(f"the array has shape {other.shape} but the DEM has {self.shape}")
             return da.from_array(values.squeeze(), chunks=self._da.data.chunks)
         if isinstance(other, (int, float, np.number, np.bool_, np.ndarray)):
             return other
         raise InputError(f"cannot combine a DEM with a {type(other).__name__}")
-
-    def _raster_operand(self, raster: gu.Raster) -> da.Array:
-        """A geoutils Raster (a mask of ``create_mask``...) on this DEM's grid, as a dask array."""
-        same = tuple(raster.shape) == self.shape and raster.transform.almost_equals(self.transform)
-        if not same or (raster.crs is not None and raster.crs != self.crs):
-            raise InputError("the geoutils raster is not on the DEM's grid; build it on this DEM "
-                             "(e.g. vector.create_mask(dem)) or reproject it first")
-        values = raster.data
-        values = np.ma.filled(values, False) if values.dtype == bool else \
-            np.ma.filled(np.ma.asarray(values).astype(np.result_type(values.dtype, np.float32)), np.nan)
-        return da.from_array(np.asarray(values).squeeze(), chunks=self._da.data.chunks)
 
     def _binary(self, other: object, op: Callable[[object, object], object], reflected: bool = False) -> DEM:
         b = self._operand(other)
@@ -496,12 +481,7 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
             raise InputError(f"dem[index] = value takes a number (or np.ma.masked), got a {type(value).__name__}")
         mask = self._boolean_index(index)
         if mask is None:
-            chosen = np.zeros(self.shape, dtype=bool)
-            try:
-                chosen[index] = True  # type: ignore[call-overload]
-            except (IndexError, TypeError, ValueError) as exc:
-                raise InputError(f"cannot index a DEM with {index!r}: {exc}") from None
-            mask = da.from_array(chosen, chunks=self._da.data.chunks)
+            mask = da.from_array(index_to_mask(index, self.shape), chunks=self._da.data.chunks)
         self._da = self._da.copy(data=da.where(mask, np.asarray(value).astype(self.dtype), self._da.data))
 
     def set_mask(self, mask: object) -> None:
