@@ -77,10 +77,9 @@ def apply_array_function(dem: DEM, func: Callable[..., object], args: Sequence[o
         return _reduce(dem, _LAZY_REDUCTIONS[name], kwargs)
     values = [_values(a) for a in args[:2]]
     if name in ("median", "nanmedian"):
-        func, rest = np.ma.median, list(args[1:])
+        func, values, rest = np.ma.median, values[:1], list(args[1:])
     elif name in ("percentile", "nanpercentile", "quantile", "nanquantile"):
-        values[0] = np.ma.asarray(values[0]).compressed()
-        rest = list(args[1:])
+        values, rest = [np.ma.asarray(values[0]).compressed()], list(args[1:])
     else:
         rest = list(args[2:]) if name not in _ONE_INPUT else list(args[1:])
         if name in _ONE_INPUT:

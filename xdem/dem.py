@@ -232,8 +232,8 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
             out.mask = np.ma.getmaskarray(out)
             if self._nodata is not None and np.isfinite(self._nodata):
                 out.fill_value = self._nodata
-        out.data.setflags(write=False)
-        out.mask.setflags(write=False)
+        values.setflags(write=False)
+        np.ma.getmaskarray(out).setflags(write=False)
         return out
 
     @data.setter
@@ -270,7 +270,7 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         return "Area"
 
     def __getattr__(self, name: str) -> object:
-        if name.startswith("_") and not name.startswith("__"):
+        if (name.startswith("_") and not name.startswith("__")) or name in ("filename", "tags"):
             raise AttributeError(f"this geoutils Raster operation reads the in-memory attribute {name!r}, which "
                                  "xdem's lazy DEM does not have; use xdem.DEM's own methods, or gu.Raster(path)")
         raise AttributeError(f"'DEM' object has no attribute {name!r}")
