@@ -165,6 +165,15 @@ def test_setitem_and_set_mask_change_this_dem_lazily_and_nothing_else(raw):
         high.set_mask(high)
 
 
+def test_numeric_mask_is_cast_to_boolean_with_upstreams_warning(raw):
+    dem = xdem.DEM(LIDAR)
+    ones = dem.copy(new_array=np.zeros(dem.shape))
+    ones[0:3, :] = 1
+    with pytest.warns(UserWarning, match="cast to boolean"):
+        values = (dem - 1)[ones.data]
+    np.testing.assert_allclose(values, raw[0:3].ravel() - 1, rtol=1e-6)
+
+
 def test_dem_plus_array_of_another_shape_is_one_clear_error():
     with pytest.raises(InputError, match="shape"):
         xdem.DEM(LIDAR) + np.ones((3, 3))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import operator
 import os
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -451,8 +452,11 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         array on this grid; None if ``index`` is a numpy index of another kind (slices...)."""
         if isinstance(index, (DEM, gu.Raster, xr.DataArray)) or (isinstance(index, np.ndarray) and index.ndim == 2):
             mask = self._operand(index)
-            if not isinstance(mask, da.Array) or np.dtype(mask.dtype) != bool:
+            if not isinstance(mask, da.Array):
                 raise InputError("a DEM takes a boolean mask on its grid as index, e.g. dem[dem > 100]")
+            if np.dtype(mask.dtype) != bool:  # upstream (geoutils) casts, with this warning
+                warnings.warn("Input array was cast to boolean for indexing.", UserWarning, stacklevel=3)
+                mask = mask.astype(bool)
             return mask
         return None
 
