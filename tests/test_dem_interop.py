@@ -179,9 +179,19 @@ def test_dem_plus_array_of_another_shape_is_one_clear_error():
         xdem.DEM(LIDAR) + np.ones((3, 3))
 
 
-def test_geoutils_method_needing_in_memory_attributes_says_so():
+def test_geoutils_property_needing_in_memory_attributes_says_so():
     with pytest.raises(AttributeError, match="lazy DEM"):
-        xdem.DEM(LIDAR).load()
+        xdem.DEM(LIDAR).count_on_disk
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
+        xdem.DEM(LIDAR).no_such_thing
+
+
+def test_load_holds_the_values_and_geoutils_get_stats_runs_on_them():
+    dem = xdem.DEM(LIDAR)
+    assert not dem.is_loaded and dem.filename == str(LIDAR)
+    stats = dem.get_stats(["mean", "nmad"])
+    assert dem.is_loaded
+    assert stats == pytest.approx(gu.Raster(LIDAR).get_stats(["mean", "nmad"]), rel=1e-6)
 
 
 # --- terrain methods and plots ----------------------------------------------------------------

@@ -219,9 +219,12 @@ def _roughness(d):
     assert abs(float(d.plane.roughness().data[20, 20]) - 0.2) < 1e-5  # 3 x 3 window: max - min
 
 
-@one_liner("dem.max_curvature()")
-def _max_curvature(d):
-    assert abs(float(d.plane.max_curvature().data[20, 20])) < 1e-3
+@one_liner("dem.get_stats()")
+def _get_stats(d):
+    ours, theirs = xdem.DEM(d.path).get_stats(), gu.Raster(d.path).get_stats()
+    assert set(ours) == set(theirs)
+    for name in ("Mean", "Median", "NMAD", "90th percentile", "Valid count"):
+        assert float(ours[name]) == pytest.approx(float(theirs[name]), rel=1e-6)
 
 
 @one_liner("dem.get_terrain_attribute(['aspect', 'slope'])")
@@ -241,6 +244,7 @@ def _terrain_on_array(d):
 def _slope_plot(d):
     ax = d.dem.slope().plot(cmap="Reds", cbar_title="Slope (°)")
     assert ax.images and ax.figure.axes[-1].get_ylabel() == "Slope (°)"
+    plt.close("all")
 
 
 # --- coregistration ---------------------------------------------------------------------------
@@ -314,6 +318,7 @@ def _vector_plot(d):
     _, ax = plt.subplots()
     gu.Vector(d.outlines).plot(d.dem, fc="none", ec="k", ax=ax)
     assert ax.collections
+    plt.close("all")
 
 
 @one_liner("dem[gu_mask]")
@@ -366,6 +371,7 @@ def _minimum(d):
 def _plot_new(d):
     ax = d.dem.plot(ax="new", cbar_title="Elevation (m)")
     assert ax.figure.axes[1].get_ylabel() == "Elevation (m)"
+    plt.close("all")
 
 
 # --- spatial statistics and examples ----------------------------------------------------------

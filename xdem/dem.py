@@ -125,6 +125,7 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
             arr = open_dem(src, nodata=nodata)  # type: ignore[arg-type]  # open_dem says what it refuses
             file_nodata = _source_nodata(src)
         self._da: xr.DataArray = arr.persist() if load_data else arr
+        self._loaded, self._filename = load_data, os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
         self._nodata: float | None = file_nodata if nodata is None else float(nodata)
         self._vcrs = vcrs
 
@@ -137,10 +138,11 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
 
     @classmethod
     def from_array(cls, data: np.ndarray, transform: Affine | tuple[float, ...], crs: CRSLike | None,
-                   nodata: float | None = None, vcrs: object | None = None) -> DEM:
+                   nodata: float | None = None, vcrs: object | None = None, area_or_point: str | None = None) -> DEM:
         """A DEM from a 2-D array (masked arrays: masked = nodata) and its georeferencing.
 
-        ``transform`` is an :class:`affine.Affine` or its 6 coefficients ``(a, b, c, d, e, f)``.
+        ``transform`` is an :class:`affine.Affine` or its 6 coefficients ``(a, b, c, d, e, f)``
+        (of the pixel corners); ``area_or_point`` (geoutils' tag) is accepted and not used.
 
         Examples
         --------
@@ -257,8 +259,25 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
 
     @property
     def is_loaded(self) -> bool:
-        """Whether the values are in memory (never: they are read when asked for)."""
-        return False
+        """Whether the values are held in memory (after :meth:`load` or ``load_data=True``)."""
+        return bool(self.__dict__.get("_loaded", False))
+
+    def load(self, **kwargs: object) -> None:
+        """Hold the values in memory (dask ``persist``), as upstream's ``load``; the geoutils
+        methods that load first (``get_stats``...) then run on them."""
+        self._da = self._da.persist()
+        self._loaded = True
+
+    @property
+    def filename(self) -> str | None:
+        """The file the DEM was opened from, if it was opened from a path."""
+        name = self.__dict__.get("_filename")
+        return None if name is None else str(name)
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The raster's metadata tags (a copy; changing it changes nothing)."""
+        return {str(k): str(v) for k, v in self._da.attrs.items() if not str(k).startswith("_")}
 
     @property
     def is_mask(self) -> bool:
@@ -271,7 +290,7 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         return "Area"
 
     def __getattr__(self, name: str) -> object:
-        if (name.startswith("_") and not name.startswith("__")) or name in ("filename", "tags"):
+        if (name.startswith("_") and not name.startswith("__")) or hasattr(gu.Raster, name):  # a Raster property failed
             raise AttributeError(f"this geoutils Raster operation reads the in-memory attribute {name!r}, which "
                                  "xdem's lazy DEM does not have; use xdem.DEM's own methods, or gu.Raster(path)")
         raise AttributeError(f"'DEM' object has no attribute {name!r}")
