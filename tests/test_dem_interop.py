@@ -181,9 +181,9 @@ def test_dem_plus_array_of_another_shape_is_one_clear_error():
 
 def test_geoutils_property_needing_in_memory_attributes_says_so():
     with pytest.raises(AttributeError, match="lazy DEM"):
-        xdem.DEM(LIDAR).count_on_disk
+        _ = xdem.DEM(LIDAR).count_on_disk
     with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
-        xdem.DEM(LIDAR).no_such_thing
+        _ = xdem.DEM(LIDAR).no_such_thing
 
 
 def test_load_holds_the_values_and_geoutils_get_stats_runs_on_them():

@@ -42,6 +42,7 @@ from odc.geo import resxy_
 from xdem import terrain
 from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
+from xdem._dem_raster import RasterAttributes
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
 from xdem.io.grid import (
@@ -80,7 +81,7 @@ def _source_nodata(source: object) -> float | None:
     return None if value is None else float(value)
 
 
-class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
+class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ours first
     """A digital elevation model, lazy: upstream xdem's ``DEM`` over :func:`xdem.open_dem`.
 
     As upstream's, it is a :class:`geoutils.Raster` (``isinstance(dem, gu.Raster)``), so
@@ -245,61 +246,6 @@ class DEM(gu.Raster):  # geoutils is untyped (Any to mypy)
         the DEM's file is never written."""
         self._da = self.copy(new_array=np.asarray(new_array) if not isinstance(new_array, np.ma.MaskedArray)
                              else new_array)._da
-
-    # --- what geoutils reads of a Raster ----------------------------------------------------
-    @property
-    def count(self) -> int:
-        """Number of bands: 1."""
-        return 1
-
-    @property
-    def bands(self) -> tuple[int, ...]:
-        """Band indexes, as geoutils: ``(1,)``."""
-        return (1,)
-
-    @property
-    def is_loaded(self) -> bool:
-        """Whether the values are held in memory (after :meth:`load` or ``load_data=True``)."""
-        return bool(self.__dict__.get("_loaded", False))
-
-    def load(self, **kwargs: object) -> None:
-        """Hold the values in memory (dask ``persist``), as upstream's ``load``; the geoutils
-        methods that load first (``get_stats``...) then run on them."""
-        self._da = self._da.persist()
-        self._loaded = True
-
-    @property
-    def filename(self) -> str | None:
-        """The file the DEM was opened from, if it was opened from a path."""
-        name = self.__dict__.get("_filename")
-        return None if name is None else str(name)
-
-    @property
-    def tags(self) -> dict[str, str]:
-        """The raster's metadata tags (a copy; changing it changes nothing)."""
-        return {str(k): str(v) for k, v in self._da.attrs.items() if not str(k).startswith("_")}
-
-    @property
-    def is_mask(self) -> bool:
-        """Whether the DEM is a boolean mask (a comparison of DEMs)."""
-        return self.dtype == np.bool_
-
-    @property
-    def area_or_point(self) -> str:
-        """Pixel interpretation: ``"Area"`` (the transform is of the pixel corners)."""
-        return "Area"
-
-    def __getattr__(self, name: str) -> object:
-        if (name.startswith("_") and not name.startswith("__")) or hasattr(gu.Raster, name):  # a Raster property failed
-            raise AttributeError(f"this geoutils Raster operation reads the in-memory attribute {name!r}, which "
-                                 "xdem's lazy DEM does not have; use xdem.DEM's own methods, or gu.Raster(path)")
-        raise AttributeError(f"'DEM' object has no attribute {name!r}")
-
-    def __str__(self) -> str:
-        return repr(self)
-
-    def _repr_html_(self) -> str:
-        return repr(self).replace("&", "&amp;").replace("<", "&lt;")
 
     def to_xarray(self) -> xr.DataArray:
         """The lazy DataArray underneath (NaN where nodata, CRS and transform on ``.rio``)."""
