@@ -214,3 +214,12 @@ def test_plot_on_a_new_axes_and_a_bad_ax_is_one_clear_error():
     with pytest.raises(InputError, match="'new'"):
         xdem.DEM(LIDAR).plot(ax="old")
     plt.close("all")
+
+
+def test_constructor_takes_upstreams_arguments_in_upstreams_order():
+    dem = xdem.DEM(LIDAR, None, False, False, True, 1, -9999.0)
+    assert dem.nodata == -9999.0 and not dem.is_loaded
+    with pytest.raises(InputError, match="reproject"):
+        xdem.DEM(LIDAR, downsample=2)
+    with pytest.raises(InputError, match="parse_sensor_metadata"):
+        xdem.DEM(LIDAR, parse_sensor_metadata=True)

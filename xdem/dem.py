@@ -100,6 +100,8 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
     load_data
         Read the values into memory now (``persist``); by default nothing is read until
         values are asked for.
+    parse_sensor_metadata, silent, downsample
+        Upstream's (in its order): only the defaults (``False``, any, ``1``) are accepted.
     nodata
         Value read as nodata instead of the file's own.
 
@@ -114,7 +116,12 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
     """
 
     def __init__(self, filename_or_dataset: object, vcrs: object | None = None, load_data: bool = False,
+                 parse_sensor_metadata: bool = False, silent: bool = True, downsample: int = 1,
                  nodata: float | None = None) -> None:
+        if parse_sensor_metadata:
+            raise InputError("parse_sensor_metadata (geoutils' sensor names in file names) is not available here")
+        if downsample != 1:
+            raise InputError(f"downsample={downsample!r} is not available here: use dem.reproject(res=...) (lazy)")
         src = filename_or_dataset
         if isinstance(src, DEM):
             arr, file_nodata, vcrs = src._da, src._nodata, src.vcrs if vcrs is None else vcrs
