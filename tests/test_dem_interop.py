@@ -223,3 +223,13 @@ def test_constructor_takes_upstreams_arguments_in_upstreams_order():
         xdem.DEM(LIDAR, downsample=2)
     with pytest.raises(InputError, match="parse_sensor_metadata"):
         xdem.DEM(LIDAR, parse_sensor_metadata=True)
+
+
+def test_arrays_given_to_a_dem_are_neither_shared_nor_made_read_only(raw):
+    dem = xdem.DEM(LIDAR)
+    array = np.zeros(dem.shape)
+    total, copied = dem + array, dem.copy(new_array=array)
+    _ = total.data, copied.data
+    array[:] = 100.0  # the user's array stays theirs: writeable, and not read later by the DEMs
+    assert float(total.data.mean()) == pytest.approx(float(raw.mean()), rel=1e-6)
+    assert float(copied.data.max()) == 0.0

@@ -128,7 +128,7 @@ def filled_values(values: np.ndarray) -> np.ndarray:
     [[1.0, nan], [3.0, 4.0]]
     """
     if np.asarray(values).dtype == bool:
-        return np.asarray(np.ma.filled(values, False)).squeeze()
+        return np.array(np.ma.filled(values, False)).squeeze()  # a copy, never the caller's array
     as_float = np.ma.asarray(values).astype(np.result_type(np.asarray(values).dtype, np.float32))
     return np.asarray(np.ma.filled(as_float, np.nan)).squeeze()
 

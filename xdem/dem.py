@@ -233,9 +233,8 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
         nothing of the lazy DEM): change values with ``dem[mask] = value``, ``dem.set_mask(mask)``
         or ``dem.data = new_array``, as upstream.
         """
-        values = np.asarray(self._da.values)
-        if not isinstance(self._da.variable._data, da.Array):  # a numpy-backed DEM: never hand out its storage
-            values = values.copy()
+        values = np.asarray(self._da.values).view()  # a view: its flag (read-only) is not the storage's own
+        values.setflags(write=False)
         if values.dtype == bool:
             out = np.ma.MaskedArray(values, mask=np.zeros(values.shape, dtype=bool))
         else:
@@ -243,7 +242,6 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
             out.mask = np.ma.getmaskarray(out)
             if self._nodata is not None and np.isfinite(self._nodata):
                 out.fill_value = self._nodata
-        values.setflags(write=False)
         np.ma.getmaskarray(out).setflags(write=False)
         return out
 
@@ -405,7 +403,8 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
                                  "with .reproject(ref=other)")
             return other.data
         if isinstance(other, np.ndarray) and other.ndim >= 2:
-            values = filled_values(other) if other.dtype == bool or isinstance(other, np.ma.MaskedArray) else other
+            values = filled_values(other) if other.dtype == bool or isinstance(other, np.ma.MaskedArray) \
+                else np.array(other)  # a copy: the user's array may change before the DEM is computed
             if values.squeeze().shape != self.shape:
                 raise InputError(f"the array has shape {other.shape} but the DEM has {self.shape}")
             return da.from_array(values.squeeze(), chunks=self._da.data.chunks)
