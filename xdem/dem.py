@@ -335,8 +335,8 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
              cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | str | None = None,
              title: str | None = None) -> Axes:
         """Show the DEM with matplotlib (decimated to about 2000 pixels a side), with a colour bar
-        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes. As upstream, ``ax`` is
-        an axes, ``"new"`` (a new figure) or None (the current axes)."""
+        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes. ``ax`` is an axes, or
+        ``"new"`` (upstream's word) or None for a new figure (upstream's None: the current axes)."""
         return plot_dem(self._da, cmap=cmap, vmin=vmin, vmax=vmax, cbar_title=cbar_title, add_cbar=add_cbar, ax=ax,
                         title=title)
 
