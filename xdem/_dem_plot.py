@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
+from xdem.errors import InputError
 from xdem.io.grid import get_transform, grid_shape
 
 if TYPE_CHECKING:
@@ -19,9 +20,11 @@ MAX_PLOT_PIXELS = 2000
 
 
 def plot_dem(arr: xr.DataArray, *, cmap: str = "viridis", vmin: float | None = None, vmax: float | None = None,
-             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | None = None,
+             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | str | None = None,
              title: str | None = None) -> Axes:
     """Show ``arr`` in its map coordinates, with an optional colour bar; returns the axes.
+
+    ``ax`` is a matplotlib axes, or ``None`` or ``"new"`` (upstream's word) for a new figure.
 
     Examples
     --------
@@ -39,8 +42,10 @@ def plot_dem(arr: xr.DataArray, *, cmap: str = "viridis", vmin: float | None = N
     t = get_transform(arr)
     rows, cols = grid_shape(arr)
     extent = (t.c, t.c + t.a * cols, t.f + t.e * rows, t.f)
-    if ax is None:
+    if ax is None or (isinstance(ax, str) and ax.lower() == "new"):
         _, ax = plt.subplots()
+    elif isinstance(ax, str):
+        raise InputError(f"ax must be a matplotlib axes, 'new' or None, got {ax!r}")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax, extent=extent,
                       interpolation="nearest")
     if add_cbar:

@@ -24,10 +24,12 @@ from __future__ import annotations
 import functools
 import operator
 import os
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import dask.array as da
+import geoutils as gu
 import numpy as np
 import rasterio
 import rasterio.coords
@@ -38,7 +40,9 @@ from affine import Affine
 from odc.geo import resxy_
 
 from xdem import terrain
+from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
+from xdem._dem_raster import RasterAttributes
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
 from xdem.io.grid import (
@@ -77,8 +81,13 @@ def _source_nodata(source: object) -> float | None:
     return None if value is None else float(value)
 
 
-class DEM:
+class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ours first
     """A digital elevation model, lazy: upstream xdem's ``DEM`` over :func:`xdem.open_dem`.
+
+    As upstream's, it is a :class:`geoutils.Raster` (``isinstance(dem, gu.Raster)``), so
+    geoutils' functions take it: ``gu.Vector(path).create_mask(dem)``, ``.crop(dem)``,
+    ``.plot(dem)``, ``gu.raster.get_xy_rotated(dem, ...)``. Its values stay lazy: geoutils'
+    in-memory methods that xdem does not provide raise one line saying so.
 
     Parameters
     ----------
@@ -91,6 +100,8 @@ class DEM:
     load_data
         Read the values into memory now (``persist``); by default nothing is read until
         values are asked for.
+    parse_sensor_metadata, silent, downsample
+        Upstream's (in its order): only the defaults (``False``, any, ``1``) are accepted.
     nodata
         Value read as nodata instead of the file's own.
 
@@ -105,7 +116,12 @@ class DEM:
     """
 
     def __init__(self, filename_or_dataset: object, vcrs: object | None = None, load_data: bool = False,
+                 parse_sensor_metadata: bool = False, silent: bool = True, downsample: int = 1,
                  nodata: float | None = None) -> None:
+        if parse_sensor_metadata:
+            raise InputError("parse_sensor_metadata (geoutils' sensor names in file names) is not available here")
+        if downsample != 1:
+            raise InputError(f"downsample={downsample!r} is not available here: use dem.reproject(res=...) (lazy)")
         src = filename_or_dataset
         if isinstance(src, DEM):
             arr, file_nodata, vcrs = src._da, src._nodata, src.vcrs if vcrs is None else vcrs
@@ -117,6 +133,7 @@ class DEM:
             arr = open_dem(src, nodata=nodata)  # type: ignore[arg-type]  # open_dem says what it refuses
             file_nodata = _source_nodata(src)
         self._da: xr.DataArray = arr.persist() if load_data else arr
+        self._loaded, self._filename = load_data, os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
         self._nodata: float | None = file_nodata if nodata is None else float(nodata)
         self._vcrs = vcrs
 
@@ -129,10 +146,11 @@ class DEM:
 
     @classmethod
     def from_array(cls, data: np.ndarray, transform: Affine | tuple[float, ...], crs: CRSLike | None,
-                   nodata: float | None = None, vcrs: object | None = None) -> DEM:
+                   nodata: float | None = None, vcrs: object | None = None, area_or_point: str | None = None) -> DEM:
         """A DEM from a 2-D array (masked arrays: masked = nodata) and its georeferencing.
 
-        ``transform`` is an :class:`affine.Affine` or its 6 coefficients ``(a, b, c, d, e, f)``.
+        ``transform`` is an :class:`affine.Affine` or its 6 coefficients ``(a, b, c, d, e, f)``
+        (of the pixel corners); ``area_or_point`` (geoutils' tag) is accepted and not used.
 
         Examples
         --------
@@ -209,14 +227,30 @@ class DEM:
 
     @property
     def data(self) -> np.ma.MaskedArray:
-        """The elevations as a numpy masked array (masked where nodata); reads the whole DEM."""
-        values = np.asarray(self._da.values)
+        """The elevations as a numpy masked array (masked where nodata); reads the whole DEM.
+
+        The array is computed at each access and is read-only (writing into it would change
+        nothing of the lazy DEM): change values with ``dem[mask] = value``, ``dem.set_mask(mask)``
+        or ``dem.data = new_array``, as upstream.
+        """
+        values = np.asarray(self._da.values).view()  # a view: its flag (read-only) is not the storage's own
+        values.setflags(write=False)
         if values.dtype == bool:
-            return np.ma.MaskedArray(values, mask=np.zeros(values.shape, dtype=bool))
-        out = np.ma.masked_invalid(values, copy=False)
-        if self._nodata is not None and np.isfinite(self._nodata):
-            out.fill_value = self._nodata
+            out = np.ma.MaskedArray(values, mask=np.zeros(values.shape, dtype=bool))
+        else:
+            out = np.ma.masked_invalid(values, copy=False)
+            out.mask = np.ma.getmaskarray(out)
+            if self._nodata is not None and np.isfinite(self._nodata):
+                out.fill_value = self._nodata
+        np.ma.getmaskarray(out).setflags(write=False)
         return out
+
+    @data.setter
+    def data(self, new_array: np.ndarray) -> None:
+        """Replace the values (same shape; masked values become nodata), as upstream's setter;
+        the DEM's file is never written."""
+        self._da = self.copy(new_array=np.asarray(new_array) if not isinstance(new_array, np.ma.MaskedArray)
+                             else new_array)._da
 
     def to_xarray(self) -> xr.DataArray:
         """The lazy DataArray underneath (NaN where nodata, CRS and transform on ``.rio``)."""
@@ -261,10 +295,12 @@ class DEM:
         return self._like(_crop_to_bounds(self._da, bounds))
 
     def reproject(self, ref: DEM | xr.DataArray | str | os.PathLike[str] | None = None, crs: CRSLike | None = None,
-                  res: float | tuple[float, float] | None = None, resampling: str = "bilinear") -> DEM:
+                  res: float | tuple[float, float] | None = None, resampling: str = "bilinear",
+                  silent: bool = False) -> DEM:
         """Reproject lazily (odc-geo) onto ``ref``'s grid, or into ``crs`` and/or at ``res``.
 
-        Bilinear resampling by default, as upstream.
+        Bilinear resampling by default, as upstream; ``silent`` (upstream's, to hide its
+        warnings) changes nothing here.
 
         Examples
         --------
@@ -296,10 +332,11 @@ class DEM:
         return write_cog(self._da, filename, overwrite=overwrite, nodata=nodata)
 
     def plot(self, cmap: str = "viridis", vmin: float | None = None, vmax: float | None = None,
-             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | None = None,
+             cbar_title: str | None = None, add_cbar: bool = True, ax: Axes | str | None = None,
              title: str | None = None) -> Axes:
         """Show the DEM with matplotlib (decimated to about 2000 pixels a side), with a colour bar
-        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes."""
+        titled ``cbar_title`` unless ``add_cbar=False``; returns the axes. ``ax`` is an axes, or
+        ``"new"`` (upstream's word) or None for a new figure (upstream's None: the current axes)."""
         return plot_dem(self._da, cmap=cmap, vmin=vmin, vmax=vmax, cbar_title=cbar_title, add_cbar=add_cbar, ax=ax,
                         title=title)
 
@@ -327,7 +364,7 @@ class DEM:
         (same shape; masked values become nodata). Nothing of this DEM is changed."""
         if new_array is None:
             return self._like(self._da)
-        values = np.ma.filled(np.ma.asarray(new_array).astype(np.result_type(new_array.dtype, np.float32)), np.nan)
+        values = filled_values(new_array)
         if values.squeeze().shape != self.shape:
             raise InputError(f"new_array has shape {np.shape(new_array)} but the DEM has {self.shape}")
         return self._like(self._da.copy(data=da.from_array(values.squeeze(), chunks=self._da.data.chunks)))
@@ -336,19 +373,21 @@ class DEM:
         return DEM._wrap(arr, self._nodata, self._vcrs)
 
     # --- terrain attributes (xdem.terrain): upstream 0.2.3's meaning, lazily ---------------
-    def slope(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True) -> DEM:
+    def slope(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True,
+              mp_config: object | None = None) -> DEM:
         """Slope (:func:`xdem.terrain.slope`) as upstream: Florinsky's fit by default, degrees or
         (``degrees=False``) radians; lazy."""
-        return self._terrain("slope", slope_method=method, surface_fit=surface_fit, degrees=degrees)
+        return self._terrain("slope", mp_config, slope_method=method, surface_fit=surface_fit, degrees=degrees)
 
-    def aspect(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True) -> DEM:
+    def aspect(self, method: str | None = None, surface_fit: str = "Florinsky", degrees: bool = True,
+               mp_config: object | None = None) -> DEM:
         """Aspect (:func:`xdem.terrain.aspect`) as upstream: clockwise from north, 180 on flat cells; lazy."""
-        return self._terrain("aspect", slope_method=method, surface_fit=surface_fit, degrees=degrees)
+        return self._terrain("aspect", mp_config, slope_method=method, surface_fit=surface_fit, degrees=degrees)
 
     def hillshade(self, method: str | None = None, surface_fit: str = "Florinsky", azimuth: float = 315.0,
-                  altitude: float = 45.0, z_factor: float = 1.0) -> DEM:
+                  altitude: float = 45.0, z_factor: float = 1.0, mp_config: object | None = None) -> DEM:
         """Hillshade (:func:`xdem.terrain.hillshade`) as upstream, ``clip(1.5 + 254 cos(i), 0, 255)``; lazy."""
-        return self._terrain("hillshade", slope_method=method, surface_fit=surface_fit, hillshade_azimuth=azimuth,
+        return self._terrain("hillshade", mp_config, slope_method=method, surface_fit=surface_fit, hillshade_azimuth=azimuth,
                              hillshade_altitude=altitude, hillshade_z_factor=z_factor)
 
     def get_terrain_attribute(self, attribute: str | list[str], **kwargs: object) -> DEM | list[DEM]:
@@ -356,24 +395,46 @@ class DEM:
         meaning and keywords; lazy."""
         return terrain.get_terrain_attribute(self, attribute, **kwargs)  # type: ignore[call-overload]
 
-    def _terrain(self, name: str, **kwargs: object) -> DEM:
+    def _terrain(self, name: str, mp_config: object | None, **kwargs: object) -> DEM:
+        _refuse_mp_config(mp_config)
         out = terrain.get_terrain_attribute(self, name, **kwargs)  # type: ignore[call-overload]
         if not isinstance(out, DEM):  # pragma: no cover - xdem.terrain.upstream gives a DEM for a DEM
             raise TypeError(f"xdem.terrain gave a {type(out).__name__} for a DEM")
         return out
 
+    # --- upstream's methods that need issue 27 ------------------------------------------------
+    def set_vcrs(self, new_vcrs: object) -> None:
+        """Upstream's vertical-CRS setter: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.set_vcrs (vertical CRSs) is not available here yet (issue 27); "
+                         "xdem.DEM(..., vcrs=...) only stores the name")
+
+    def to_vcrs(self, vcrs: object, force_source_vcrs: object | None = None, inplace: bool = False) -> DEM | None:
+        """Upstream's vertical-CRS transformation: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.to_vcrs (vertical CRS transformations) is not available here yet (issue 27)")
+
+    def estimate_uncertainty(self, other_elev: object, *args: object, **kwargs: object) -> tuple[DEM, object]:
+        """Upstream's uncertainty workflow: not here yet (issue 27); one :class:`InputError` line."""
+        raise InputError("DEM.estimate_uncertainty (the uncertainty workflow) is not available here yet (issue 27); "
+                         "xdem.spatialstats has the variogram and binning functions")
+
     # --- arithmetic and masks ---------------------------------------------------------------
     def _operand(self, other: object) -> object:
         if isinstance(other, DEM):
             other = other._da
+        elif isinstance(other, gu.Raster):
+            if tuple(other.shape) != self.shape or not other.transform.almost_equals(self.transform) or \
+                    (other.crs is not None and other.crs != self.crs):
+                raise InputError("the geoutils raster is not on the DEM's grid; build it on this DEM "
+                                 "(e.g. vector.create_mask(dem)) or reproject it first")
+            return da.from_array(filled_values(other.data), chunks=self._da.data.chunks)
         if isinstance(other, xr.DataArray):
             if other.shape != self.shape or (other.rio.crs is not None and not same_grid(self._da, other)):
                 raise InputError("the two DEMs are not on the same grid; bring one onto the other's grid first "
                                  "with .reproject(ref=other)")
             return other.data
         if isinstance(other, np.ndarray) and other.ndim >= 2:
-            values = np.ma.filled(np.ma.asarray(other).astype(np.result_type(other.dtype, np.float32)), np.nan) \
-                if isinstance(other, np.ma.MaskedArray) else other
+            values = filled_values(other) if other.dtype == bool or isinstance(other, np.ma.MaskedArray) \
+                else np.array(other)  # a copy: the user's array may change before the DEM is computed
             if values.squeeze().shape != self.shape:
                 raise InputError(f"the array has shape {other.shape} but the DEM has {self.shape}")
             return da.from_array(values.squeeze(), chunks=self._da.data.chunks)
@@ -387,14 +448,61 @@ class DEM:
         result = op(b, a) if reflected else op(a, b)
         return self._like(self._da.copy(data=result))
 
-    def __getitem__(self, index: DEM | xr.DataArray | np.ndarray) -> np.ma.MaskedArray:
-        """The values where the boolean ``index`` (a mask DEM, DataArray or array) is True, as
-        a 1-D masked array (upstream's ``dem[mask]``); computes those values."""
-        mask = self._operand(index)
-        if not isinstance(mask, (da.Array, np.ndarray)) or np.dtype(mask.dtype) != bool:
-            raise InputError("dem[...] takes a boolean mask on the DEM's grid, e.g. dem[dem > 100]")
-        values = np.asarray(self._da.data[da.asarray(mask)].compute())
-        return np.ma.masked_invalid(values)
+    def _boolean_index(self, index: object) -> da.Array | None:
+        """The boolean mask ``index`` (a mask DEM, geoutils mask, DataArray or array) as a dask
+        array on this grid; None if ``index`` is a numpy index of another kind (slices...)."""
+        if isinstance(index, (DEM, gu.Raster, xr.DataArray)) or (isinstance(index, np.ndarray) and index.ndim == 2):
+            mask = self._operand(index)
+            if not isinstance(mask, da.Array):
+                raise InputError("a DEM takes a boolean mask on its grid as index, e.g. dem[dem > 100]")
+            if np.dtype(mask.dtype) != bool:  # upstream (geoutils) casts, with this warning
+                warnings.warn("Input array was cast to boolean for indexing.", UserWarning, stacklevel=3)
+                mask = mask.astype(bool)
+            return mask
+        return None
+
+    def __getitem__(self, index: object) -> np.ma.MaskedArray:
+        """The values where the boolean ``index`` (a mask DEM, geoutils mask, DataArray or
+        array) is True, as a 1-D masked array (upstream's ``dem[mask]``); any other numpy index
+        (``dem[:]``, ``dem[10:20, 5]``) selects as on ``dem.data``. Computes those values only."""
+        mask = self._boolean_index(index)
+        if mask is not None:
+            return np.ma.masked_invalid(np.asarray(self._da.data[mask].compute()))
+        try:
+            values = self._da.data[index]
+        except NotImplementedError:  # pointwise integer arrays (np.where's tuple)
+            values = self._da.data.vindex[index]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise InputError(f"cannot index a DEM with {index!r}: {exc}") from None
+        return np.ma.masked_invalid(np.asarray(values.compute()))
+
+    def __setitem__(self, index: object, value: float) -> None:
+        """Set the pixels selected by ``index`` (a mask, or any numpy index) to the number
+        ``value`` (``np.ma.masked`` or NaN: nodata), in place as upstream; lazy, and the file is
+        never written."""
+        if value is np.ma.masked:
+            value = np.nan
+        if not isinstance(value, (int, float, np.number, np.bool_)):
+            raise InputError(f"dem[index] = value takes a number (or np.ma.masked), got a {type(value).__name__}")
+        mask = self._boolean_index(index)
+        if mask is None:
+            mask = da.from_array(index_to_mask(index, self.shape), chunks=self._da.data.chunks)
+        self._da = self._da.copy(data=da.where(mask, np.asarray(value).astype(self.dtype), self._da.data))
+
+    def set_mask(self, mask: object) -> None:
+        """Make the pixels where ``mask`` is True nodata, in place (upstream's ``set_mask``); lazy."""
+        if self.dtype == bool:
+            raise InputError("set_mask needs an elevation DEM; a boolean DEM has no nodata")
+        self[mask] = np.nan
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object) -> object:
+        """numpy ufuncs (``np.minimum(a, b)``, ``np.abs(dem)``...) give lazy DEMs, as upstream."""
+        return apply_ufunc(self, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., object], types: tuple[type, ...], args: tuple[object, ...],
+                           kwargs: dict[str, object]) -> object:
+        """numpy functions upstream handles (``np.nanmean(dem)``, ``np.median(dem)``...), with its meaning."""
+        return apply_array_function(self, func, args, kwargs)
 
     def __invert__(self) -> DEM:
         if self.dtype != bool:
@@ -440,6 +548,11 @@ def _install_operators() -> None:
     DEM.__hash__ = object.__hash__  # type: ignore[method-assign]  # == is element-wise, identity stays hashable
 
 
+def _refuse_mp_config(mp_config: object | None) -> None:
+    if mp_config is not None:
+        raise InputError("mp_config is upstream's multiprocessing; here dask computes in parallel: leave it out")
+
+
 def _install_terrain() -> None:
     """``dem.curvature()``, ``dem.max_curvature()``, ``dem.rugosity()``... for every other attribute of
     :mod:`xdem.terrain`, with upstream 0.2.3's meaning and keywords (see :mod:`xdem.terrain.upstream`)."""
@@ -450,6 +563,7 @@ def _install_terrain() -> None:
         func = getattr(terrain, name)
 
         def method(self: DEM, *args: object, _func: Callable[..., object] = func, **kwargs: object) -> DEM:
+            _refuse_mp_config(kwargs.pop("mp_config", None))
             out = _func(self, *args, **kwargs)
             if not isinstance(out, DEM):  # pragma: no cover - xdem.terrain gives a DEM for a DEM
                 raise TypeError(f"xdem.terrain gave a {type(out).__name__} for a DEM")
@@ -474,7 +588,7 @@ def returns_dem_for_dem(method: Callable[P, R]) -> Callable[P, R]:
         out = method(*args, **kwargs)
         given = args[1] if len(args) > 1 else kwargs.get("dem", kwargs.get("elev"))
         if isinstance(given, DEM) and isinstance(out, xr.DataArray):
-            return given._like(out)  # type: ignore[return-value]
+            return given._like(out)
         return out
 
     return wrapper

@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from xdem.errors import InputError
 from xdem.spatialstats.binned import (
     DEFAULT_STATISTICS,
     SLOPE_CLASSES,
@@ -90,7 +91,14 @@ def __getattr__(name: str) -> object:
         value = getattr(importlib.import_module("xdem.spatialstats.plots"), name)
         globals()[name] = value
         return value
+    if name in _NEXT_ISSUE:
+        raise InputError(f"upstream's xdem.spatialstats.{name} is not available here yet (issue 27)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: Upstream 0.2.3's uncertainty workflow (issue 27): one InputError line each.
+_NEXT_ISSUE = frozenset({"infer_heteroscedasticity_from_stable", "infer_spatial_correlation_from_stable",
+                         "spatial_error_propagation", "two_step_standardization", "estimate_model_heteroscedasticity"})
 
 
 def __dir__() -> list[str]:
