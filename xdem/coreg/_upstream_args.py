@@ -6,7 +6,8 @@ random_state)`` positionally; 2-D arrays (plain or masked) with ``transform=``/`
 ``apply`` of an array returns ``(array, transform)``. Upstream raises ``NotImplementedError``
 for ``weights``. ``Coreg.meta`` is upstream's nested ``CoregDict`` layout
 (``inputs``/``outputs`` then ``random``, ``fitorbin``, ``iterative``, ``specific``, ``affine``),
-here a read-only view built from the hyper-parameters and the learned attributes.
+here a read-only view built from the hyper-parameters and the learned attributes; as upstream,
+``outputs["affine"]["matrix"]`` of a rigid fit is about ``outputs["affine"]["centroid"]``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
+from xdem.dem import DEM
 from xdem.errors import InputError
 
 if TYPE_CHECKING:
@@ -81,8 +83,8 @@ def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, An
             value = array_dem(value, transform, crs, what)
             grid = value if grid is None else grid
         out.append(value)
-    if grid is None and isinstance(out[0], xr.DataArray):
-        grid = out[0]
+    if grid is None and isinstance(out[0], (xr.DataArray, DEM)):
+        grid = out[0].to_xarray() if isinstance(out[0], DEM) else out[0]
     mask = inlier_mask
     if isinstance(inlier_mask, np.ndarray):
         if grid is None:
@@ -153,11 +155,12 @@ def _affine_outputs(coreg: Coreg) -> dict[str, object]:
         for axis in ("x", "y", "z"):
             if f"shift_{axis}_" in learned:
                 out[f"shift_{axis}"] = float(learned[f"shift_{axis}_"])
+        centred = "centroid_" in learned  # upstream's matrix is about its centroid (P' = M (P - c) + c)
         try:
-            out["matrix"] = coreg.to_matrix()
+            out["matrix"] = coreg.to_matrix(centre="centroid") if centred else coreg.to_matrix()
         except (InputError, AttributeError):  # a step that cannot give one
             pass
-        if "centroid_" in learned:
+        if centred:
             out["centroid"] = tuple(float(v) for v in learned["centroid_"])
     return out
 
