@@ -72,6 +72,14 @@ def _mask_array(mask: np.ndarray, like: xr.DataArray) -> xr.DataArray:
     return out
 
 
+def _warn_overridden(value: object, what: str, **given: object) -> None:
+    """Upstream's warning: a georeferenced DEM's own ``transform``/``crs`` win over given ones."""
+    for name, v in given.items():
+        if v is not None:
+            warnings.warn(f"'{what}' of type {type(value).__name__} has its own georeferencing, which overrides the "
+                          f"given '{name}'", UserWarning, stacklevel=4)
+
+
 def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, Any] | None,
                 transform: object, crs: object) -> tuple[Any, Any, Any, dict[str, Any] | None]:
     """Upstream's array inputs as DataArrays on the reference's ``transform``/``crs``; other
@@ -82,6 +90,8 @@ def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, An
         if isinstance(value, np.ndarray):
             value = array_dem(value, transform, crs, what)
             grid = value if grid is None else grid
+        elif isinstance(value, (xr.DataArray, DEM)):
+            _warn_overridden(value, what, transform=transform, crs=crs)
         out.append(value)
     if grid is None and isinstance(out[0], (xr.DataArray, DEM)):
         grid = out[0].to_xarray() if isinstance(out[0], DEM) else out[0]
@@ -122,7 +132,8 @@ def overrides(coreg: Coreg, **given: object) -> Iterator[None]:
     given = {k: v for k, v in given.items() if v is not None}
     names = coreg.get_params(deep=False)
     if "resampling" in given:
-        given["resampling"] = _RESAMPLING.get(str(given["resampling"]), given["resampling"])
+        name = getattr(given["resampling"], "name", given["resampling"])  # rasterio's Resampling enum: its name
+        given["resampling"] = _RESAMPLING.get(str(name), name)
         if "resampling" not in names and given["resampling"] == coreg.resampling:
             del given["resampling"]  # the method's fixed interpolation, asked for: nothing to change
     missing = [k for k in given if k not in names]
