@@ -176,6 +176,32 @@ def _affine_outputs(coreg: Coreg) -> dict[str, object]:
     return out
 
 
+def _upstream_fit_params(coreg: Coreg, learned: Mapping[str, Any]) -> np.ndarray | None:
+    """``fit_params_`` in upstream's layout. Sums of sinusoids: ours model ``tba - ref`` as
+    ``c + sum(a sin(w u) + b cos(w u))`` of the standardized variable ``u = (x - centre) / scale``;
+    upstream's model ``ref - tba`` as ``sum(amplitude sin(2 pi x / wavelength + phase))`` of ``x``:
+    ``(amplitude, wavelength, phase)`` per frequency, the phase shifted by pi for the sign (our
+    constant ``c`` has no place there: it stays in ``fit_params_``). Other functions: ours."""
+    p = learned.get("fit_params_")
+    func = getattr(coreg, "_func", None)
+    try:
+        name = func() if callable(func) else None
+    except InputError:
+        name = None
+    if p is None or not (isinstance(name, str) and name.startswith("sumsin")):
+        return p
+    q = np.asarray(p, dtype=np.float64)
+    centre = float(np.ravel(learned.get("var_center_", [0.0]))[0])
+    scale = float(np.ravel(learned.get("var_scale_", [1.0]))[0])
+    out = []
+    for k in range((q.size - 1) // 3):
+        a, b, lam = q[1 + 3 * k: 4 + 3 * k]
+        # a sin + b cos = hypot(a, b) sin(. + atan2(b, a)); minus that: + pi
+        phase = np.arctan2(b, a) + np.pi - 2.0 * np.pi / lam * centre / scale
+        out += [float(np.hypot(a, b)), float(lam * scale), float(np.mod(phase, 2.0 * np.pi))]
+    return np.asarray(out)
+
+
 def meta_view(coreg: Coreg) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
     """Upstream's ``Coreg.meta`` layout, read-only, from ``coreg``'s hyper-parameters and learned
     attributes (computed on each access: never a second state).
@@ -190,11 +216,16 @@ def meta_view(coreg: Coreg) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
     params = coreg.get_params(deep=False)
     if "offset_threshold" in params and params["offset_threshold"] is not None:
         params["tolerance"] = params["offset_threshold"]
-    inputs = {sec: _section({k: params.get(k) for k in keys}) for sec, keys in _INPUT_KEYS.items()}
     learned = coreg.learned()
+    if "bias_var_names" in params:  # upstream: a list, set at fit from the keys of bias_vars if not given
+        names: Any = params["bias_var_names"]
+        names = learned.get("var_names_") if names is None else names
+        params["bias_var_names"] = None if names is None else [str(n) for n in names]
+    # a hyper-parameter the estimator has is there even when None (upstream's keys); others are not
+    inputs = {sec: MappingProxyType({k: params[k] for k in keys if k in params}) for sec, keys in _INPUT_KEYS.items()}
     outputs = {
         "random": _section({"subsample_final": learned.get("count_")}),
-        "fitorbin": _section({"fit_params": learned.get("fit_params_")}),
+        "fitorbin": _section({"fit_params": _upstream_fit_params(coreg, learned)}),
         "iterative": _section({"last_iteration": learned.get("n_iterations_")}),
         "affine": _section(_affine_outputs(coreg)),
     }
