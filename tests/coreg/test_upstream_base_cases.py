@@ -25,7 +25,9 @@ test_subsample__errors                      test_subsample_errors (the single-es
                                             not warn here: see the report)
 test_coreg_raster_and_ndarray_args          test_coreg_raster_and_ndarray_args (``apply`` of a
                                             DEM with ``transform=``/``crs=`` does not warn here:
-                                            see the report)
+                                            see the report; upstream's ``dem1.data[1, 1] = 100``
+                                            edit needs the DEM's data setter, owned by another
+                                            engineer)
 test_apply_resample                         test_apply_resample (``resampling=`` of a pipeline
                                             or of a VerticalShift: one clear error here, see
                                             the report)
