@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import dask.array as da
+import geopandas as gpd
 import geoutils as gu
 import numpy as np
 import rasterio
@@ -581,12 +582,18 @@ _install_terrain()
 
 def returns_dem_for_dem(method: Callable[P, R]) -> Callable[P, R]:
     """Decorate ``Coreg.apply``: given a :class:`DEM` (its first argument after ``self``), the
-    result is a DEM too (with the input's nodata value); anything else is returned as it is."""
+    result is a DEM too (with the input's nodata value); given points (a GeoDataFrame), they are
+    moved by ``Coreg.apply_points`` (elevations: the geometries' z, else the column ``"z"``) as
+    upstream's ``apply`` does; anything else is returned as it is."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        out = method(*args, **kwargs)
         given = args[1] if len(args) > 1 else kwargs.get("dem", kwargs.get("elev"))
+        if isinstance(given, gpd.GeoDataFrame):
+            bias_vars = args[2] if len(args) > 2 else kwargs.get("bias_vars")
+            moved = args[0].apply_points(given, bias_vars=bias_vars)  # type: ignore[attr-defined]
+            return moved
+        out = method(*args, **kwargs)
         if isinstance(given, DEM) and isinstance(out, xr.DataArray):
             return given._like(out)
         return out
