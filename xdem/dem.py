@@ -344,21 +344,21 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
     def coregister_3d(self, reference_elev: DEM | xr.DataArray | str | os.PathLike[str], coreg_method: _Coreg,
                       inlier_mask: object | None = None, bias_vars: dict[str, object] | None = None,
                       random_state: int | None = None, **kwargs: object) -> DEM:
-        """Align this DEM (the one to be aligned) onto ``reference_elev`` with ``coreg_method``
-        (fitted here: ``coreg_method.fit(reference_elev, self, ...)``, then ``apply(self)``), as
-        upstream; returns the aligned DEM, lazy. ``random_state`` and ``kwargs`` go to ``fit``."""
-        if not (callable(getattr(coreg_method, "fit", None)) and callable(getattr(coreg_method, "apply", None))):
+        """Align this DEM (the one to be aligned) onto ``reference_elev`` with ``coreg_method``, as
+        upstream: ``coreg_method.fit_and_apply(reference_elev, self, inlier_mask, bias_vars, ...)``;
+        returns the aligned DEM, lazy. ``random_state`` and ``kwargs`` (e.g. ``resample=``,
+        ``subsample=``) go to ``fit_and_apply``."""
+        if not (callable(getattr(coreg_method, "fit_and_apply", None))):
             raise InputError("coreg_method must be a coregistration, e.g. xdem.coreg.NuthKaab(); "
                              f"got a {type(coreg_method).__name__}")
         if random_state is not None:
             kwargs["random_state"] = random_state
-        coreg_method.fit(reference_elev, self, inlier_mask=inlier_mask, bias_vars=bias_vars, **kwargs)
-        out = coreg_method.apply(self)
+        out = coreg_method.fit_and_apply(reference_elev, self, inlier_mask=inlier_mask, bias_vars=bias_vars, **kwargs)
         if isinstance(out, DEM):
             return out
         if isinstance(out, xr.DataArray):
             return self._like(out)
-        raise InputError(f"{type(coreg_method).__name__}.apply gave a {type(out).__name__}, not a DEM")
+        raise InputError(f"{type(coreg_method).__name__}.fit_and_apply gave a {type(out).__name__}, not a DEM")
 
     def copy(self, new_array: np.ndarray | None = None) -> DEM:
         """A DEM on the same grid: sharing this one's lazy data, or holding ``new_array``
@@ -525,9 +525,7 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
 
 
 class _Coreg:  # what coregister_3d needs of a coregistration (xdem.coreg is above this module)
-    def fit(self, *args: object, **kwargs: object) -> object: ...
-
-    def apply(self, dem: DEM) -> object: ...
+    def fit_and_apply(self, *args: object, **kwargs: object) -> object: ...
 
 
 def _edge_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, float, float]:
