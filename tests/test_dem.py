@@ -14,7 +14,7 @@ from affine import Affine
 from helpers import count_computes, write_tif
 
 import xdem
-from xdem.coreg import NuthKaab, VerticalShift
+from xdem.coreg import BiasCorr, NuthKaab, VerticalShift
 from xdem.errors import InputError
 
 matplotlib.use("Agg")
@@ -220,6 +220,20 @@ def test_dem_coregister_3d_recovers_the_known_shift(pair):
     assert abs(nk.shift_z_ - truth["shift_z"]) < TOL_Z
     dh = (aligned - ref).data
     assert float(np.ma.median(np.ma.abs(dh))) < 0.05 < float(np.ma.median(np.ma.abs((tba - ref).data)))
+
+
+def test_dem_coregister_3d_passes_fit_and_apply_arguments_as_upstream(pair):
+    """Upstream's ``coregister_3d(ref, coreg, inlier_mask, bias_vars, random_state, **kwargs)`` is its
+    ``fit_and_apply``: ``resample=`` and the bias variables reach the apply step too."""
+    folder, _ = pair
+    ref, tba = xdem.DEM(folder / "ref.tif"), xdem.DEM(folder / "tba.tif")
+    aligned = tba.coregister_3d(ref, NuthKaab(), resample=True, random_state=1)
+    direct = NuthKaab().fit_and_apply(ref, tba, random_state=1, resample=True)
+    np.testing.assert_array_equal(aligned.data.filled(np.nan), direct.data.filled(np.nan))
+    ramp = ref + (ref - 395.0) * 0.1  # a bias proportional to elevation
+    corr = BiasCorr(bias_var_names=["elevation"], fit_or_bin="bin", bin_sizes=20)
+    corrected = ramp.coregister_3d(ref, corr, bias_vars={"elevation": ref})
+    assert float(np.ma.median(np.ma.abs((corrected - ref).data))) < 0.1 < float(np.ma.median(np.ma.abs((ramp - ref).data)))
 
 
 def test_coreg_takes_dems_and_dem_masks(pair):

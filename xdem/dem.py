@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import dask.array as da
+import geopandas as gpd
 import geoutils as gu
 import numpy as np
 import rasterio
@@ -343,21 +344,21 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
     def coregister_3d(self, reference_elev: DEM | xr.DataArray | str | os.PathLike[str], coreg_method: _Coreg,
                       inlier_mask: object | None = None, bias_vars: dict[str, object] | None = None,
                       random_state: int | None = None, **kwargs: object) -> DEM:
-        """Align this DEM (the one to be aligned) onto ``reference_elev`` with ``coreg_method``
-        (fitted here: ``coreg_method.fit(reference_elev, self, ...)``, then ``apply(self)``), as
-        upstream; returns the aligned DEM, lazy. ``random_state`` and ``kwargs`` go to ``fit``."""
-        if not (callable(getattr(coreg_method, "fit", None)) and callable(getattr(coreg_method, "apply", None))):
+        """Align this DEM (the one to be aligned) onto ``reference_elev`` with ``coreg_method``, as
+        upstream: ``coreg_method.fit_and_apply(reference_elev, self, inlier_mask, bias_vars, ...)``;
+        returns the aligned DEM, lazy. ``random_state`` and ``kwargs`` (e.g. ``resample=``,
+        ``subsample=``) go to ``fit_and_apply``."""
+        if not (callable(getattr(coreg_method, "fit_and_apply", None))):
             raise InputError("coreg_method must be a coregistration, e.g. xdem.coreg.NuthKaab(); "
                              f"got a {type(coreg_method).__name__}")
         if random_state is not None:
             kwargs["random_state"] = random_state
-        coreg_method.fit(reference_elev, self, inlier_mask=inlier_mask, bias_vars=bias_vars, **kwargs)
-        out = coreg_method.apply(self)
+        out = coreg_method.fit_and_apply(reference_elev, self, inlier_mask=inlier_mask, bias_vars=bias_vars, **kwargs)
         if isinstance(out, DEM):
             return out
         if isinstance(out, xr.DataArray):
             return self._like(out)
-        raise InputError(f"{type(coreg_method).__name__}.apply gave a {type(out).__name__}, not a DEM")
+        raise InputError(f"{type(coreg_method).__name__}.fit_and_apply gave a {type(out).__name__}, not a DEM")
 
     def copy(self, new_array: np.ndarray | None = None) -> DEM:
         """A DEM on the same grid: sharing this one's lazy data, or holding ``new_array``
@@ -524,9 +525,7 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
 
 
 class _Coreg:  # what coregister_3d needs of a coregistration (xdem.coreg is above this module)
-    def fit(self, *args: object, **kwargs: object) -> object: ...
-
-    def apply(self, dem: DEM) -> object: ...
+    def fit_and_apply(self, *args: object, **kwargs: object) -> object: ...
 
 
 def _edge_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, float, float]:
@@ -581,12 +580,18 @@ _install_terrain()
 
 def returns_dem_for_dem(method: Callable[P, R]) -> Callable[P, R]:
     """Decorate ``Coreg.apply``: given a :class:`DEM` (its first argument after ``self``), the
-    result is a DEM too (with the input's nodata value); anything else is returned as it is."""
+    result is a DEM too (with the input's nodata value); given points (a GeoDataFrame), they are
+    moved by ``Coreg.apply_points`` (elevations: the geometries' z, else the column ``"z"``) as
+    upstream's ``apply`` does; anything else is returned as it is."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        out = method(*args, **kwargs)
         given = args[1] if len(args) > 1 else kwargs.get("dem", kwargs.get("elev"))
+        if isinstance(given, gpd.GeoDataFrame):
+            bias_vars = args[2] if len(args) > 2 else kwargs.get("bias_vars")
+            moved = args[0].apply_points(given, bias_vars=bias_vars)  # type: ignore[attr-defined]
+            return moved
+        out = method(*args, **kwargs)
         if isinstance(given, DEM) and isinstance(out, xr.DataArray):
             return given._like(out)
         return out

@@ -12,7 +12,7 @@ import xarray as xr
 
 from xdem.errors import InputError, OverlapError
 from xdem.io import remote
-from xdem.io.grid import align_pair, block_pixel_offsets, dask_data, get_transform, same_grid
+from xdem.io.grid import _reproject_like, align_pair, block_pixel_offsets, dask_data, get_transform, same_grid
 from xdem.io.open import open_dem
 from xdem.typing import GeoDataFrameLike, MaskLike, PathLike
 
@@ -151,11 +151,14 @@ def inlier_mask_like(mask: MaskLike, dem: xr.DataArray, *, exclude: bool = False
                     f"the mask '{said}' does not overlap the DEM: mask bounds {mb} in {m.rio.crs}, DEM bounds {db} "
                     f"in {dem.rio.crs}; give a mask covering the reference DEM (and check its CRS)"
                 ) from exc
-            if m.shape != dem.shape:
-                raise InputError(f"the raster mask '{said}' does not cover the DEM; give a mask on the reference grid")
+            if m.shape != dem.shape:  # covers part of the DEM: nothing outside it is inlier (upstream's reprojection)
+                m = _reproject_like(m, dem, resampling="nearest").fillna(0)
             out = m.data > 0.5
+    elif isinstance(mask, xr.DataArray) and mask.rio.crs is not None and not same_grid(mask, dem):
+        m = _reproject_like(mask.fillna(0).astype(np.float32), dem, resampling="nearest").fillna(0)
+        out = m.data > 0.5  # a georeferenced mask on another grid: onto the DEM's (upstream's reprojection)
     elif isinstance(mask, xr.DataArray):
-        if mask.shape != dem.shape or (mask.rio.crs is not None and not same_grid(mask, dem)):
+        if mask.shape != dem.shape:
             raise InputError(
                 f"the inlier mask (shape {mask.shape}) is not on the reference grid (shape {dem.shape}); "
                 "build it on the reference DEM's grid or pass a raster/vector file"

@@ -56,6 +56,10 @@ def apply_in_frame(
         grid = target if target is not None else Grid.of(current)
         if op.is_identity and grid.same_as(Grid.of(current)):
             return current
+        if op.is_translation and not any(op.shift[:2]) and grid.same_as(Grid.of(current)):
+            # a vertical shift is the same in any CRS: no warp (which would lose edge pixels)
+            shifted: xr.DataArray = (current + op.shift[2]).assign_attrs(current.attrs)
+            return shifted
         return warp_dem(current, grid=grid, op=op, resampling=resampling)
 
     current = dem

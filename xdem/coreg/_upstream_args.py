@@ -6,7 +6,8 @@ random_state)`` positionally; 2-D arrays (plain or masked) with ``transform=``/`
 ``apply`` of an array returns ``(array, transform)``. Upstream raises ``NotImplementedError``
 for ``weights``. ``Coreg.meta`` is upstream's nested ``CoregDict`` layout
 (``inputs``/``outputs`` then ``random``, ``fitorbin``, ``iterative``, ``specific``, ``affine``),
-here a read-only view built from the hyper-parameters and the learned attributes.
+here a read-only view built from the hyper-parameters and the learned attributes; as upstream,
+``outputs["affine"]["matrix"]`` of a rigid fit is about ``outputs["affine"]["centroid"]``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
+from xdem.dem import DEM
 from xdem.errors import InputError
 
 if TYPE_CHECKING:
@@ -70,6 +72,14 @@ def _mask_array(mask: np.ndarray, like: xr.DataArray) -> xr.DataArray:
     return out
 
 
+def _warn_overridden(value: object, what: str, **given: object) -> None:
+    """Upstream's warning: a georeferenced DEM's own ``transform``/``crs`` win over given ones."""
+    for name, v in given.items():
+        if v is not None:
+            warnings.warn(f"'{what}' of type {type(value).__name__} has its own georeferencing, which overrides the "
+                          f"given '{name}'", UserWarning, stacklevel=4)
+
+
 def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, Any] | None,
                 transform: object, crs: object) -> tuple[Any, Any, Any, dict[str, Any] | None]:
     """Upstream's array inputs as DataArrays on the reference's ``transform``/``crs``; other
@@ -80,9 +90,11 @@ def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, An
         if isinstance(value, np.ndarray):
             value = array_dem(value, transform, crs, what)
             grid = value if grid is None else grid
+        elif isinstance(value, (xr.DataArray, DEM)):
+            _warn_overridden(value, what, transform=transform, crs=crs)
         out.append(value)
-    if grid is None and isinstance(out[0], xr.DataArray):
-        grid = out[0]
+    if grid is None and isinstance(out[0], (xr.DataArray, DEM)):
+        grid = out[0].to_xarray() if isinstance(out[0], DEM) else out[0]
     mask = inlier_mask
     if isinstance(inlier_mask, np.ndarray):
         if grid is None:
@@ -120,7 +132,8 @@ def overrides(coreg: Coreg, **given: object) -> Iterator[None]:
     given = {k: v for k, v in given.items() if v is not None}
     names = coreg.get_params(deep=False)
     if "resampling" in given:
-        given["resampling"] = _RESAMPLING.get(str(given["resampling"]), given["resampling"])
+        name = getattr(given["resampling"], "name", given["resampling"])  # rasterio's Resampling enum: its name
+        given["resampling"] = _RESAMPLING.get(str(name), name)
         if "resampling" not in names and given["resampling"] == coreg.resampling:
             del given["resampling"]  # the method's fixed interpolation, asked for: nothing to change
     missing = [k for k in given if k not in names]
@@ -153,13 +166,40 @@ def _affine_outputs(coreg: Coreg) -> dict[str, object]:
         for axis in ("x", "y", "z"):
             if f"shift_{axis}_" in learned:
                 out[f"shift_{axis}"] = float(learned[f"shift_{axis}_"])
+        centred = "centroid_" in learned  # upstream's matrix is about its centroid (P' = M (P - c) + c)
         try:
-            out["matrix"] = coreg.to_matrix()
+            out["matrix"] = coreg.to_matrix(centre="centroid") if centred else coreg.to_matrix()
         except (InputError, AttributeError):  # a step that cannot give one
             pass
-        if "centroid_" in learned:
+        if centred:
             out["centroid"] = tuple(float(v) for v in learned["centroid_"])
     return out
+
+
+def _upstream_fit_params(coreg: Coreg, learned: Mapping[str, Any]) -> np.ndarray | None:
+    """``fit_params_`` in upstream's layout. Sums of sinusoids: ours model ``tba - ref`` as
+    ``c + sum(a sin(w u) + b cos(w u))`` of the standardized variable ``u = (x - centre) / scale``;
+    upstream's model ``ref - tba`` as ``sum(amplitude sin(2 pi x / wavelength + phase))`` of ``x``:
+    ``(amplitude, wavelength, phase)`` per frequency, the phase shifted by pi for the sign (our
+    constant ``c`` has no place there: it stays in ``fit_params_``). Other functions: ours."""
+    p = learned.get("fit_params_")
+    func = getattr(coreg, "_func", None)
+    try:
+        name = func() if callable(func) else None
+    except InputError:
+        name = None
+    if p is None or not (isinstance(name, str) and name.startswith("sumsin")):
+        return p
+    q = np.asarray(p, dtype=np.float64)
+    centre = float(np.ravel(learned.get("var_center_", [0.0]))[0])
+    scale = float(np.ravel(learned.get("var_scale_", [1.0]))[0])
+    out = []
+    for k in range((q.size - 1) // 3):
+        a, b, lam = q[1 + 3 * k: 4 + 3 * k]
+        # a sin + b cos = hypot(a, b) sin(. + atan2(b, a)); minus that: + pi
+        phase = np.arctan2(b, a) + np.pi - 2.0 * np.pi / lam * centre / scale
+        out += [float(np.hypot(a, b)), float(lam * scale), float(np.mod(phase, 2.0 * np.pi))]
+    return np.asarray(out)
 
 
 def meta_view(coreg: Coreg) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
@@ -176,11 +216,16 @@ def meta_view(coreg: Coreg) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
     params = coreg.get_params(deep=False)
     if "offset_threshold" in params and params["offset_threshold"] is not None:
         params["tolerance"] = params["offset_threshold"]
-    inputs = {sec: _section({k: params.get(k) for k in keys}) for sec, keys in _INPUT_KEYS.items()}
     learned = coreg.learned()
+    if "bias_var_names" in params:  # upstream: a list, set at fit from the keys of bias_vars if not given
+        names: Any = params["bias_var_names"]
+        names = learned.get("var_names_") if names is None else names
+        params["bias_var_names"] = None if names is None else [str(n) for n in names]
+    # a hyper-parameter the estimator has is there even when None (upstream's keys); others are not
+    inputs = {sec: MappingProxyType({k: params[k] for k in keys if k in params}) for sec, keys in _INPUT_KEYS.items()}
     outputs = {
         "random": _section({"subsample_final": learned.get("count_")}),
-        "fitorbin": _section({"fit_params": learned.get("fit_params_")}),
+        "fitorbin": _section({"fit_params": _upstream_fit_params(coreg, learned)}),
         "iterative": _section({"last_iteration": learned.get("n_iterations_")}),
         "affine": _section(_affine_outputs(coreg)),
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import overload
 
+import geopandas as gpd
 import numpy as np
 import xarray as xr
 from affine import Affine
@@ -79,27 +80,36 @@ def invert_matrix(matrix: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
 def apply_matrix(elev: np.ndarray, matrix: np.ndarray, invert: bool = False,
                  centroid: tuple[float, float, float] | None = None, resample: bool = True,
                  resampling: str = "linear", transform: Affine | None = None,
-                 crs: CRSLike | None = None) -> tuple[np.ndarray, Affine]: ...
+                 crs: CRSLike | None = None, z_name: str = "z") -> tuple[np.ndarray, Affine]: ...
 
 
 @overload
 def apply_matrix(elev: xr.DataArray, matrix: np.ndarray, invert: bool = False,
                  centroid: tuple[float, float, float] | None = None, resample: bool = True,
                  resampling: str = "linear", transform: Affine | None = None,
-                 crs: CRSLike | None = None) -> xr.DataArray: ...
+                 crs: CRSLike | None = None, z_name: str = "z") -> xr.DataArray: ...
 
 
-def apply_matrix(elev: np.ndarray | xr.DataArray, matrix: np.ndarray, invert: bool = False,
+@overload
+def apply_matrix(elev: gpd.GeoDataFrame, matrix: np.ndarray, invert: bool = False,
                  centroid: tuple[float, float, float] | None = None, resample: bool = True,
                  resampling: str = "linear", transform: Affine | None = None,
-                 crs: CRSLike | None = None) -> xr.DataArray | tuple[np.ndarray, Affine]:
+                 crs: CRSLike | None = None, z_name: str = "z") -> gpd.GeoDataFrame: ...
+
+
+def apply_matrix(elev: np.ndarray | xr.DataArray | gpd.GeoDataFrame, matrix: np.ndarray, invert: bool = False,
+                 centroid: tuple[float, float, float] | None = None, resample: bool = True,
+                 resampling: str = "linear", transform: Affine | None = None,
+                 crs: CRSLike | None = None,
+                 z_name: str = "z") -> xr.DataArray | tuple[np.ndarray, Affine] | gpd.GeoDataFrame:
     """Move a DEM by a rigid 4 x 4 ``matrix`` (upstream's ``xdem.coreg.apply_matrix``).
 
     Parameters
     ----------
     elev
         A DEM DataArray (the result is lazy, on its grid), or a 2-D array with ``transform``
-        (and ``crs``, default a local metric one): the result is upstream's ``(array, transform)``.
+        (and ``crs``, default a local metric one): the result is upstream's ``(array, transform)``;
+        or points (a GeoDataFrame with their elevation in the column ``z_name``), moved exactly.
     matrix
         Moves the points ``P' = M P`` (about ``centroid`` if given: ``P' = M (P - c) + c``).
     invert
@@ -112,6 +122,8 @@ def apply_matrix(elev: np.ndarray | xr.DataArray, matrix: np.ndarray, invert: bo
         Upstream's names: ``"nearest"``, ``"linear"`` (the default), ``"cubic"``.
     transform, crs
         Georeferencing of an array ``elev``.
+    z_name
+        The elevation column of points (upstream's).
 
     Examples
     --------
@@ -125,9 +137,26 @@ def apply_matrix(elev: np.ndarray | xr.DataArray, matrix: np.ndarray, invert: bo
     if resampling not in _RESAMPLING:
         raise InputError(f"resampling must be one of {', '.join(_RESAMPLING)} (upstream's names), got {resampling!r}")
     m = invert_matrix(matrix) if invert else _rigid(matrix)
+    if isinstance(elev, gpd.GeoDataFrame):
+        return _move_points(elev, m, centroid, z_name)
     fitted = RigidTransform.from_matrix(m, centre=centroid)
     fitted.set_params(resampling=_RESAMPLING[resampling])
     if isinstance(elev, np.ndarray):
         dem = array_dem(elev, transform, crs if crs is not None else "EPSG:3857", "elev")
         return array_result(fitted.apply(dem, resample=resample), elev)
     return fitted.apply(elev, resample=resample)
+
+
+def _move_points(points: gpd.GeoDataFrame, m: np.ndarray, centroid: tuple[float, float, float] | None,
+                 z_name: str) -> gpd.GeoDataFrame:
+    """A copy of ``points`` moved by ``P' = M (P - c) + c`` (``c``: the origin if ``None``)."""
+    if z_name not in points.columns:
+        raise InputError(f"the points have no elevation column {z_name!r}; give it with z_name=<column>")
+    p = np.vstack([points.geometry.x.to_numpy(), points.geometry.y.to_numpy(),
+                   points[z_name].to_numpy(dtype=np.float64)])
+    c = np.zeros((3, 1)) if centroid is None else np.asarray(centroid, dtype=np.float64).reshape(3, 1)
+    q = m[:3, :3] @ (p - c) + c + m[:3, 3:4]
+    out = points.copy()
+    out[points.geometry.name] = gpd.GeoSeries(gpd.points_from_xy(q[0], q[1]), index=points.index, crs=points.crs)
+    out[z_name] = q[2]
+    return out
