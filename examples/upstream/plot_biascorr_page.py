@@ -69,11 +69,12 @@ for start, end, height in ((40, 60, 20), (110, 125, -10), (210, 225, 10), (300, 
 tbc_dem_strip = ref_dem + synthetic_bias
 dirbias = xdem.coreg.DirectionalBias(angle=60, fit_or_bin="bin", bin_sizes=1000)
 corrected_dem = dirbias.fit_and_apply(ref_dem, tbc_dem_strip)
-before, after = before_after("directional\nde-biasing", tbc_dem_strip, corrected_dem, vlim=30)
-residual = np.abs((corrected_dem - ref_dem).data)
-print(f"directional: NMAD {before:.2f} m before, {after:.3f} m after; 95th percentile of |residual| "
-      f"{np.percentile(residual.compressed(), 95):.3f} m")
-assert np.percentile(residual.compressed(), 95) < 0.5  # bins straddling a strip edge keep part of it
+before_after("directional\nde-biasing", tbc_dem_strip, corrected_dem, vlim=30)
+before = np.ma.mean(np.ma.abs((tbc_dem_strip - ref_dem).data))
+residual = np.ma.abs((corrected_dem - ref_dem).data)
+print(f"directional: mean |dh| {before:.3f} m before, {np.ma.mean(residual):.3f} m after; 99th percentile of "
+      f"|residual| {np.percentile(residual.compressed(), 99):.3f} m")
+assert np.ma.mean(residual) < before / 5  # bins straddling a strip edge keep part of it
 
 # %%
 # Terrain biases
