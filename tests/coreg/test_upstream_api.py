@@ -300,7 +300,8 @@ def test_blockwise_upstream_parameters(pair):
     up = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size_fit=200).fit(ref, tba)
     assert up.tiles_["row0"] == ours.tiles_["row0"] and max(ours.tiles_["row1"]) == 400 and 200 in ours.tiles_["row0"]
     np.testing.assert_array_equal(up.tiles_["dx"], ours.tiles_["dx"])
-    with pytest.warns(UserWarning, match="parent_path=...\\) is upstream's and not used here"):
-        xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000), block_size_fit=200, parent_path="tiles").fit(ref, tba)
+    in_folder = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size_fit=200,
+                                          parent_path="tiles").fit(ref, tba)  # upstream's tiling: the same here
+    np.testing.assert_array_equal(in_folder.tiles_["dx"], ours.tiles_["dx"])
     with pytest.raises(InputError, match="block_size_fit=200 is upstream's name of block_size=300"):
         xdem.coreg.BlockwiseCoreg(NuthKaab(), block_size=300, block_size_fit=200).fit(ref, tba)
