@@ -28,7 +28,7 @@ from xdem.sampling import sample_valid
 __all__ = ["CPD"]
 
 #: Points per cloud at most: every iteration weighs every pair of points (``M x N``).
-MAX_POINTS = 50_000
+MAX_POINTS = 20_000
 _MIN_POINTS = 50
 
 
@@ -45,7 +45,7 @@ class CPD(RigidCoreg):
     and, with ``standardize``, divided by the mean NMAD of their three coordinates (the
     tolerance too). Each iteration weighs every pair of points: time grows with the square of
     the subsample (5000 points: about 0.2 s per iteration), memory is bounded by blocks of
-    32 MB; more than 50 000 points per cloud is an :class:`~xdem.errors.InputError`.
+    32 MB; more than 20 000 points per cloud is an :class:`~xdem.errors.InputError`.
 
     CPD aligns clouds, not surfaces: on DEM samples its horizontal shift is decimetre-scale
     at best (ICP or LZD are far more precise on the same data), as upstream warns.
@@ -128,6 +128,8 @@ class CPD(RigidCoreg):
         s = self.subsample
         if isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)) or not s > 0:
             raise InputError(f"subsample must be a count > 1 or a fraction in (0, 1], got {s!r}")
+        if s > MAX_POINTS:
+            raise InputError(_too_many(int(s)))
 
     def _draw(self, data: FitData) -> tuple[np.ndarray, np.ndarray, int]:
         """The reference and to-be-aligned clouds (alternate draws of one sample), and the passes made."""
@@ -141,8 +143,7 @@ class CPD(RigidCoreg):
         ref = np.column_stack([x, y, sample["ref"]])[0::2]
         tba = np.column_stack([x, y, sample["tba"]])[1::2]
         if min(len(ref), len(tba)) > MAX_POINTS:
-            raise InputError(f"CPD: {len(ref)} points per cloud is too many (at most {MAX_POINTS}: every iteration "
-                             "weighs every pair of points); give subsample=5000 or so")
+            raise InputError(_too_many(len(ref)))
         return ref, tba, int(sample.passes)
 
     def _fit(self, data: FitData) -> None:
@@ -165,3 +166,8 @@ class CPD(RigidCoreg):
         self.converged_ = bool(res.converged)
         self.count_ = int(len(tba))
         self.passes_ = passes
+
+
+def _too_many(count: int) -> str:
+    return (f"CPD: {count} points per cloud is too many (at most {MAX_POINTS}: every iteration weighs every pair of "
+            "points); give subsample=5000 or so")
