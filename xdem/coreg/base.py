@@ -29,6 +29,7 @@ from xdem.coreg._describe import info_text, repr_text
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.coreg._points import apply_to_points
 from xdem.coreg._upstream_args import array_dem, array_result, meta_view, overrides, pick, wrap_inputs
+from xdem.coreg._upstream_params import check_upstream_fixed
 from xdem.coreg.capabilities import Capabilities
 from xdem.dem import returns_dem_for_dem
 from xdem.errors import InputError, NotFittedError
@@ -262,10 +263,15 @@ class Coreg:
         """Fit on an already prepared :class:`FitData` (used by pipelines)."""
         if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
+        check_upstream_fixed(self)
         self._reset()
         self._fit(data)
+        self._after_fit()
         self.crs_ = crs_key(data.ref.rio.crs)
         return self
+
+    def _after_fit(self) -> None:
+        """Adjust the learned values after ``_fit`` (e.g. upstream's ``NuthKaab(vertical_shift=False)``)."""
 
     def fit_points_prepared(self, data: PointFitData) -> Coreg:
         """Fit on a DEM and points prepared by :func:`xdem.coreg._data.prepare_points`."""
@@ -274,8 +280,10 @@ class Coreg:
             raise InputError(f"{type(self).__name__} does not fit on points yet; methods that do: {supported}")
         if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars on the DEM's grid, e.g. bias_vars={{'elevation': dem}}")
+        check_upstream_fixed(self)
         self._reset()
         self._fit_points(data)
+        self._after_fit()
         self.crs_ = crs_key(data.dem.rio.crs)
         return self
 
