@@ -19,16 +19,25 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import dask
+import numpy as np
 
+from xdem.coreg._data import FitData
 from xdem.errors import InputError, XdemWarning
 from xdem.kernels.field import ThinPlateField
+from xdem.kernels.robust import nmad
+from xdem.sampling import sample_valid
 from xdem.typing import JSONDict
+from xdem.warp import FrameOp
 
-__all__ = ["MultiprocConfigLike", "tile_edges", "upstream_edges", "field_of", "field_doc", "blank", "parallel", "UPSTREAM_BLOCK",
-           "upstream_block", "output_path", "tile_outputs", "tiling_shape"]
+if TYPE_CHECKING:
+    from xdem.coreg.base import Coreg
+
+__all__ = ["MultiprocConfigLike", "NMAD_SAMPLE", "translation_at", "tile_nmads", "tile_edges", "upstream_edges",
+           "field_of", "field_doc", "blank", "parallel", "UPSTREAM_BLOCK", "upstream_block", "output_path",
+           "tile_outputs", "tiling_shape"]
 
 class MultiprocConfigLike(Protocol):
     """What :class:`~xdem.coreg.BlockwiseCoreg` reads of upstream's ``mp_config`` (a geoutils
@@ -42,6 +51,9 @@ class MultiprocConfigLike(Protocol):
     def outfile(self) -> str | os.PathLike[str] | None: ...
 
 
+#: Valid pixels drawn per tile to measure the NMAD of dh before and after the tile's own fit
+#: (when the step does not hand over its own subsample).
+NMAD_SAMPLE = 20_000
 #: Upstream's default ``block_size_fit`` (pixels).
 UPSTREAM_BLOCK = 500
 
@@ -158,3 +170,30 @@ def parallel(jobs: list[Callable[[], None]]) -> None:
         else:
             for job in jobs:
                 job()
+
+
+def translation_at(op: FrameOp, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """What ``op`` does at the frame point ``(x, y, z)``: its horizontal motion and vertical change."""
+    p = np.array([x, y, z, 1.0])
+    moved = op.matrix() @ p
+    ramps = float(np.asarray(op.ramps(np.array([moved[0]]), np.array([moved[1]]))).ravel()[0])
+    return float(moved[0] - x), float(moved[1] - y), float(moved[2] - z - ramps)
+
+
+
+def tile_nmads(step: Coreg, sub: FitData, op: FrameOp) -> tuple[float, float]:
+    """NMAD of dh on the tile before and after the tile's own correction: from the step's own
+    subsample when it hands one over (Nuth & Kääb: no pass), else from a small draw (one pass)."""
+    pts = step.pop_shared_points()
+    if pts is not None and op.is_translation:
+        return float(nmad(_finite(pts.dh()))), float(nmad(_finite(pts.moved(op.shift).dh())))
+    after = step._apply(sub.tba, {}, True)
+    s = sample_valid(sub.valid(), {"before": sub.tba.data - sub.ref.data, "after": after.data - sub.ref.data},
+                     subsample=NMAD_SAMPLE, random_state=0, min_count=1, what="BlockwiseCoreg")
+    return float(nmad(_finite(s["before"]))), float(nmad(_finite(s["after"])))
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    finite: np.ndarray = a[np.isfinite(a)]
+    return finite

@@ -35,8 +35,10 @@ from xdem.coreg._blockwise_tiles import (
     output_path,
     parallel,
     tile_edges,
+    tile_nmads,
     tile_outputs,
     tiling_shape,
+    translation_at,
     upstream_block,
     upstream_edges,
 )
@@ -49,16 +51,12 @@ from xdem.io.cog import write_cog
 from xdem.io.grid import get_transform
 from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
-from xdem.kernels.robust import nmad
-from xdem.sampling import resolve_count, sample_valid
+from xdem.sampling import resolve_count
 from xdem.typing import BiasVars, CRSLike, DEMLike, JSONDict, Params
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
 __all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
 
-#: Valid pixels drawn per tile to measure the NMAD of dh before and after the tile's own fit
-#: (when the step does not hand over its own subsample).
-NMAD_SAMPLE = 20_000
 #: Smallest spread (fraction of a pixel, in CRS units; also used for ``dz``) below which tiles
 #: are never called outliers.
 OUTLIER_FLOOR_PX = 0.01
@@ -84,13 +82,6 @@ def _op_of(fitted: Coreg) -> FrameOp:
         op = op.then(got)
     return op
 
-
-def _translation_at(op: FrameOp, x: float, y: float, z: float) -> tuple[float, float, float]:
-    """What ``op`` does at the frame point ``(x, y, z)``: its horizontal motion and vertical change."""
-    p = np.array([x, y, z, 1.0])
-    moved = op.matrix() @ p
-    ramps = float(np.asarray(op.ramps(np.array([moved[0]]), np.array([moved[1]]))).ravel()[0])
-    return float(moved[0] - x), float(moved[1] - y), float(moved[2] - z - ramps)
 
 
 @register
@@ -584,28 +575,10 @@ def _fit_tile(template: Coreg, data: FitData, rec: dict[str, Any]) -> dict[str, 
     learned = [s.learned() for s in step.steps]
     converged = all(bool(v.get("converged_", True)) for v in learned)
     constrained = all(bool(v.get("horizontal_constrained_", True)) for v in learned)
-    dx, dy, dz = _translation_at(op, rec["x"], rec["y"], rec["_z"])
-    before, after = _nmads(step, sub, op)
+    dx, dy, dz = translation_at(op, rec["x"], rec["y"], rec["_z"])
+    before, after = tile_nmads(step, sub, op)
     # a fit stopped before its tolerance but usable (a ConvergenceWarning, converged False) is kept: the
     # outlier test judges its value; an unusable one raised ConvergenceError above
     status = "used" if constrained else "rejected: flat terrain (no horizontal shift)"
     return {"dx": dx, "dy": dy, "dz": dz, "nmad_before": before, "nmad_after": after, "converged": converged,
             "status": status}
-
-
-def _nmads(step: Coreg, sub: FitData, op: FrameOp) -> tuple[float, float]:
-    """NMAD of dh on the tile before and after the tile's own correction: from the step's own
-    subsample when it hands one over (Nuth & Kääb: no pass), else from a small draw (one pass)."""
-    pts = step.pop_shared_points()
-    if pts is not None and op.is_translation:
-        return float(nmad(_finite(pts.dh()))), float(nmad(_finite(pts.moved(op.shift).dh())))
-    after = step._apply(sub.tba, {}, True)
-    s = sample_valid(sub.valid(), {"before": sub.tba.data - sub.ref.data, "after": after.data - sub.ref.data},
-                     subsample=NMAD_SAMPLE, random_state=0, min_count=1, what="BlockwiseCoreg")
-    return float(nmad(_finite(s["before"]))), float(nmad(_finite(s["after"])))
-
-
-def _finite(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    finite: np.ndarray = a[np.isfinite(a)]
-    return finite
