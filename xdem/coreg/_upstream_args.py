@@ -38,7 +38,7 @@ _INPUT_KEYS: dict[str, tuple[str, ...]] = {
                  "bias_var_names"),
     "iterative": ("max_iterations", "tolerance"),
     "specific": ("terrain_attribute", "angle", "poly_order"),
-    "affine": ("initial_shift", "vshift_reduc_func"),
+    "affine": ("initial_shift", "vshift_reduc_func", "only_translation", "standardize"),
 }
 
 
