@@ -38,7 +38,7 @@ print("true shift to apply:", truth["shift_x"], truth["shift_y"], truth["shift_z
 # over the pair) and small windows of ``tba`` around them; the iterations run in memory on
 # those windows. ``passes_`` counts the computes over the data.
 nk = xdem.coreg.NuthKaab().fit(ref, tba)
-summary = nk.info()  # prints the summary and returns its text
+nk.info()  # prints the summary (info(as_str=True) returns it)
 
 fitted = np.array(nk.to_translations())
 expected = np.array([truth["shift_x"], truth["shift_y"], truth["shift_z"]])

@@ -82,7 +82,7 @@ assert np.all(np.abs(table.loc["NuthKaabDeramp (joint)", ["shift error x (m)", "
 # (``scale_``), so ``coefs_[1] / scale_`` is the slope along x in metres per metre.
 joint = candidates["NuthKaabDeramp (joint)"]
 print("fitted tilt (m/m):", np.round(np.array(joint.coefs_[1:3]) / joint.scale_, 5), "true:", tilt)
-summary = joint.info()  # prints the summary and returns its text
+joint.info()  # prints the summary (info(as_str=True) returns it)
 
 # %%
 # Elevation differences after each correction

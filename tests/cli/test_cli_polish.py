@@ -221,8 +221,9 @@ def test_dh_out_reads_no_more_than_the_aligned_write(pair, tmp_path, monkeypatch
 def test_info_prints_and_returns_units_and_labelled_history(capsys, fitted_example_pair):
     assert "[fitted" not in repr(xdem.coreg.NuthKaab())
     ref, tba, _, nk = fitted_example_pair
-    text = nk.info()
-    assert capsys.readouterr().out.strip() == text.strip()  # printed as returned
+    assert nk.info() is None  # printed, returning None as upstream
+    text = nk.info(as_str=True)
+    assert capsys.readouterr().out.strip() == text.strip()  # the text printed
     lines = [line.strip() for line in text.splitlines()]
     assert f"shift_x_ = {nk.shift_x_:.6g} m" in lines and f"shift_z_ = {nk.shift_z_:.6g} m (DEM height units)" in lines
     assert "history_ (shift_x, shift_y after each iteration):" in lines

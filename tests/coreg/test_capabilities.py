@@ -104,7 +104,7 @@ def test_the_verdict_reads_the_declared_capabilities():
         "verticalshift": (False, True), "nuthkaab": (True, True), "nuthkaabderamp": (True, False),
         "deramp": (False, False), "biascorr": (False, False), "directionalbias": (False, False),
         "terrainbias": (False, False), "blockwisecoreg": (True, False), "rigidtransform": (False, False),
-        "dhminimize": (True, False), "icp": (True, False), "lzd": (True, False),
+        "dhminimize": (True, False), "icp": (True, False), "lzd": (True, False), "cpd": (True, False),
     }
     for name, cls in METHODS.items():
         horizontal, median = old_table.get(name, (False, False))

@@ -22,6 +22,7 @@ FACTORIES = {
     "terrainbias": lambda: C.TerrainBias(subsample=N, bin_sizes=10),
     "coregpipeline": lambda: C.CoregPipeline([C.NuthKaab(subsample=N), C.Deramp(subsample=N)]),
     "blockwisecoreg": lambda: C.BlockwiseCoreg(C.NuthKaab(subsample=N), block_size=200),
+    "cpd": lambda: C.CPD(subsample=300, max_iterations=10),  # every pair of points per iteration: a small cloud
 }
 
 

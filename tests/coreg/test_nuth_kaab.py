@@ -196,7 +196,7 @@ def test_sklearn_conventions_and_json_roundtrip(tmp_path):
     assert nk.set_params(tolerance=0.01) is nk and nk.tolerance == 0.01
     with pytest.raises(InputError, match="no parameter"):
         nk.set_params(nope=1)
-    assert "NuthKaab(" in repr(nk) and "not fitted" in nk.info()
+    assert "NuthKaab(" in repr(nk) and "not fitted" in nk.info(as_str=True)
     ref, tba, _ = example_pair(chunks=200)
     with pytest.raises(NotFittedError, match="fit"):
         nk.apply(tba)
@@ -209,7 +209,7 @@ def test_sklearn_conventions_and_json_roundtrip(tmp_path):
     loaded = xdem.coreg.Coreg.from_json(path)
     assert isinstance(loaded, NuthKaab) and loaded.to_translations() == nk.to_translations()
     np.testing.assert_array_equal(loaded.apply(tba).values, nk.apply(tba).values)
-    assert "shift_x_" in nk.info()
+    assert "shift_x_" in nk.info(as_str=True)
     out = NuthKaab(subsample=5000).fit_and_apply(ref, tba)
     assert out.shape == tba.shape
 

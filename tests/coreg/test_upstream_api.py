@@ -306,7 +306,72 @@ def test_blockwise_upstream_parameters(pair):
     up = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size_fit=200).fit(ref, tba)
     assert up.tiles_["row0"] == ours.tiles_["row0"] and max(ours.tiles_["row1"]) == 400 and 200 in ours.tiles_["row0"]
     np.testing.assert_array_equal(up.tiles_["dx"], ours.tiles_["dx"])
-    with pytest.warns(UserWarning, match="parent_path=...\\) is upstream's and not used here"):
-        xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000), block_size_fit=200, parent_path="tiles").fit(ref, tba)
+    in_folder = xdem.coreg.BlockwiseCoreg(NuthKaab(subsample=5000, random_state=1), block_size_fit=200,
+                                          parent_path="tiles").fit(ref, tba)  # upstream's tiling: the same here
+    np.testing.assert_array_equal(in_folder.tiles_["dx"], ours.tiles_["dx"])
     with pytest.raises(InputError, match="block_size_fit=200 is upstream's name of block_size=300"):
         xdem.coreg.BlockwiseCoreg(NuthKaab(), block_size=300, block_size_fit=200).fit(ref, tba)
+
+
+def test_info_prints_upstreams_layout_and_returns_none(capsys, native):
+    """Upstream's info() prints and returns None; as_str=True returns the text."""
+    assert native.info() is None
+    printed = capsys.readouterr().out
+    assert printed.strip() == native.info(as_str=True).strip()
+    lines = printed.splitlines()
+    assert lines[:4] == ["Generic coregistration information", "  Method:       NuthKaab", "  Is affine?    True",
+                         "  Fit called?   True"]
+    assert "Inputs" in lines and "Outputs" in lines and "  Iterative" in lines
+    shift = next(line for line in lines if line.strip().startswith("Shift x (CRS units):"))
+    assert float(shift.split(":")[1]) == pytest.approx(native.shift_x_, rel=1e-5)
+    fresh = xdem.coreg.ICP().info(as_str=True)
+    assert "  Fit called?   False" in fresh and "None yet (fit not called)" in fresh
+    pipe = xdem.coreg.NuthKaab() + xdem.coreg.Deramp()
+    assert pipe.info() is None and "Pipeline step 1:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: NuthKaab(bin_before_fit=False), r"NuthKaab\(bin_before_fit=False\) is upstream's and not available"),
+    (lambda: NuthKaab(bin_statistic=np.nanmean), r"NuthKaab\(bin_statistic=nanmean\)"),
+    (lambda: xdem.coreg.ICP(picky=False), r"ICP\(picky=False\).*rejection_factor"),
+    (lambda: xdem.coreg.ICP(only_translation=True), r"ICP\(only_translation=True\)"),
+    (lambda: xdem.coreg.LZD(fit_loss_func="soft_l1"), r"LZD\(fit_loss_func='soft_l1'\)"),
+    (lambda: xdem.coreg.DhMinimize(fit_loss_func=np.std), r"DhMinimize\(fit_loss_func=std\).*spread_func"),
+    (lambda: xdem.coreg.DirectionalBias(fit_func="polynomial"), r"DirectionalBias\(fit_func='polynomial'\)"),
+    (lambda: xdem.coreg.Deramp(fit_or_bin="bin"), r"Deramp\(fit_or_bin='bin'\)"),
+    (lambda: xdem.coreg.TerrainBias(fit_optimizer=np.polyfit), r"TerrainBias\(fit_optimizer=polyfit\)"),
+])
+def test_upstream_parameters_that_cannot_be_honoured_raise_one_line(pair, make, match):
+    ref, tba, _ = pair
+    with pytest.raises(InputError, match=match) as err:
+        make().fit(ref, tba, bias_vars={"elevation": ref})
+    assert "\n" not in str(err.value)
+
+
+def test_upstream_parameters_at_their_defaults_change_nothing(pair):
+    import scipy.optimize
+
+    ref, tba, _ = pair
+    plain = NuthKaab(subsample=5000).fit(ref, tba)
+    up = NuthKaab(subsample=5000, bin_before_fit=True, fit_optimizer=scipy.optimize.curve_fit,
+                  bin_statistic=np.nanmedian).fit(ref, tba)
+    assert up.to_translations() == plain.to_translations()
+    flat = NuthKaab(subsample=5000, vertical_shift=False).fit(ref, tba)  # honoured: no vertical shift
+    assert flat.shift_z_ == 0.0 and flat.shift_x_ == plain.shift_x_ and plain.shift_z_ != 0.0
+    deramp = xdem.coreg.Deramp(poly_order=1, fit_or_bin="fit", fit_func="polynomial_2d", bin_sizes=10).fit(ref, tba)
+    assert deramp.is_fitted
+    icp = xdem.coreg.ICP(subsample=3000, picky=True, only_translation=False, fit_loss_func="linear", standardize=False)
+    assert icp.get_params()["standardize"] is False
+
+
+def test_affine_coreg_from_upstream_keywords():
+    t = xdem.coreg.AffineCoreg.from_translations(x_off=1.5, y_off=-2.0, z_off=0.5)
+    assert t.to_translations() == (1.5, -2.0, 0.5) and t.to_rotations() == (0.0, 0.0, 0.0)
+    r = NuthKaab.from_rotations(z_rot=90.0)
+    np.testing.assert_allclose(r.to_matrix()[:3, :3] @ [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], atol=1e-12)
+    rad = xdem.coreg.AffineCoreg.from_rotations(x_rot=np.pi / 2, use_degrees=False)
+    assert rad.to_rotations()[0] == pytest.approx(90.0)
+    m = matrix_from_translations_rotations(1.0, 2.0, 3.0, 0.0, 0.0, 30.0)
+    np.testing.assert_allclose(xdem.coreg.AffineCoreg.from_matrix(m).to_matrix(), m, atol=1e-12)
+    with pytest.raises(InputError, match="give x or x_off, not both"):
+        xdem.coreg.AffineCoreg.from_translations(1.0, x_off=2.0)

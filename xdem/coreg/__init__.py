@@ -15,6 +15,7 @@ from xdem.coreg.base import METHODS, Coreg, clone, coreg_from_dict
 from xdem.coreg.biascorr import BiasCorr, TerrainBias
 from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.coreg.capabilities import Capabilities
+from xdem.coreg.cpd import CPD
 from xdem.coreg.deramp import Deramp
 from xdem.coreg.dhminimize import DhMinimize
 from xdem.coreg.directional import DirectionalBias
@@ -36,5 +37,5 @@ __all__ = ["Coreg", "AffineCoreg", "VerticalShift", "NuthKaab", "CoregPipeline",
 __all__ += ["BiasCorr", "DirectionalBias", "TerrainBias", "Deramp", "NuthKaabDeramp", "RigidCoreg", "RigidTransform", "ICP",
             "LZD"]
 __all__ += ["DhMinimize", "BlockwiseCoreg", "from_spec", "describe_methods", "merged_transform"]
-__all__ += ["Capabilities"]
+__all__ += ["Capabilities", "CPD"]
 __all__ += ["apply_matrix", "invert_matrix", "matrix_from_translations_rotations", "translations_rotations_from_matrix"]

@@ -50,7 +50,7 @@ SAMPLE_CACHE_BYTES = 512 * 2**20
 
 def samples_route(step: Coreg) -> bool:
     """Whether tiles of ``step`` are fitted on samples (exactly :class:`~xdem.coreg.NuthKaab`)."""
-    return type(step) is NuthKaab
+    return type(step) is NuthKaab and getattr(step, "vertical_shift", True) is not False
 
 
 @dataclass

@@ -3,11 +3,16 @@ the learned translation and rotation in one line, ``history_`` labelled per iter
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["horizontal_unit", "unit_of", "fitted_motion", "history_lines"]
+if TYPE_CHECKING:
+    from xdem.coreg.base import Coreg
+
+__all__ = ["horizontal_unit", "unit_of", "fitted_motion", "history_lines", "info_text", "repr_text", "short"]
 
 _ROTATIONS = ("rotation_x_", "rotation_y_", "rotation_z_")
 _SHIFTS = ("shift_x_", "shift_y_", "shift_z_")
@@ -106,3 +111,111 @@ def history_lines(history: object, labels: tuple[str, ...], horizontal: str) -> 
             text = ", ".join(f"{v:.6g}" for v in values)
         out.append(f"      iteration {i}: {text}")
     return out
+
+
+#: Labels of upstream's ``meta`` keys in :meth:`~xdem.coreg.Coreg.info` (our wording).
+_LABELS = {
+    "subsample": "Subsample asked for", "random_state": "Random seed", "subsample_final": "Valid values sampled",
+    "fit_or_bin": "Fit and/or bin", "fit_func": "Fitted function", "fit_optimizer": "Optimiser",
+    "bin_sizes": "Bins", "bin_statistic": "Statistic per bin", "bin_apply_method": "Applied from bins by",
+    "bias_var_names": "Bias variables", "fit_params": "Fitted parameters", "max_iterations": "Iterations at most",
+    "tolerance": "Tolerance", "last_iteration": "Iterations run", "terrain_attribute": "Terrain attribute",
+    "angle": "Track angle (degrees)", "poly_order": "Polynomial order", "initial_shift": "Initial shift",
+    "vshift_reduc_func": "Vertical shift statistic", "shift_x": "Shift x (CRS units)",
+    "shift_y": "Shift y (CRS units)", "shift_z": "Shift z (elevation units)", "matrix": "Matrix (4 x 4)",
+    "centroid": "Rotation centre",
+}
+_SECTIONS = {"random": "Randomization", "fitorbin": "Fitting and binning", "affine": "Affine",
+             "iterative": "Iterative", "specific": "Specific"}
+_TAB = 32
+
+
+def short(v: Any) -> str:
+    """A short text of a hyper-parameter or learned value (functions by name, long lists by size).
+
+    Examples
+    --------
+    >>> short(np.median), short(0.123456789), short(list(range(10)))
+    ('median', '0.123457', '<list of 10>')
+    """
+    if callable(v) and hasattr(v, "__name__"):
+        name: str = v.__name__
+        return name
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 6:
+        return f"<{type(v).__name__} of {len(v)}>"
+    return repr(v)
+
+
+def _meta_value(v: object) -> str:
+    if isinstance(v, np.ndarray):
+        text = np.array2string(np.asarray(v, dtype=float), precision=5, suppress_small=True)
+        return ("\n" + " " * _TAB).join(text.splitlines())
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):.6g}"
+    return short(v)
+
+
+def _meta_lines(section: Mapping[str, Mapping[str, object]]) -> list[str]:
+    lines: list[str] = []
+    for key, title in _SECTIONS.items():
+        values = section.get(key, {})
+        if values:
+            lines.append(f"  {title}")
+            lines += [f"    {_LABELS.get(k, k)}:".ljust(_TAB) + _meta_value(v) for k, v in values.items()]
+    return lines
+
+
+def info_text(coreg: Coreg) -> str:
+    """What :meth:`~xdem.coreg.Coreg.info` prints: upstream's layout (method, whether affine and
+    fitted, ``meta``'s inputs and outputs by section), then every hyper-parameter and learned
+    value of ours, with units and the labelled ``history_``."""
+    meta = coreg.meta
+    lines = ["Generic coregistration information", f"  Method:       {type(coreg).__name__}",
+             f"  Is affine?    {coreg.is_affine}", f"  Fit called?   {coreg.is_fitted}", "Inputs"]
+    lines += _meta_lines(meta["inputs"])
+    lines.append("Outputs")
+    outputs = _meta_lines(meta["outputs"])
+    lines += outputs if outputs else (["  None yet (fit not called)"] if not coreg.is_fitted else ["  None"])
+    lines += [f"{type(coreg).__name__}", "  parameters:"]
+    lines += [f"    {k} = {short(v)}" for k, v in coreg.get_params().items()]
+    if coreg.is_fitted:
+        unit = horizontal_unit(vars(coreg).get("crs_"))
+        lines.append("  learned:")
+        for k, v in coreg.learned().items():
+            if k == "history_":
+                what = f" ({', '.join(coreg.history_labels)} after each iteration)" if coreg.history_labels else ""
+                lines.append(f"    history_{what}:")
+                lines += history_lines(v, coreg.history_labels, unit)
+                continue
+            u = unit_of(k, unit)
+            lines.append(f"    {k} = {short(v)}" + (f" {u}" if u else ""))
+    else:
+        lines.append("  not fitted")
+    return "\n".join(lines)
+
+
+_NO_DEFAULT = object()
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(type(a) is type(b) and a == b)
+    except (TypeError, ValueError):  # arrays and the like: shown
+        return False
+
+
+def repr_text(coreg: Coreg) -> str:
+    """The class and the hyper-parameters that differ from their defaults, then what was learned
+    in one line (the translation and rotation, if any)."""
+    defaults = {p.name: p.default for p in inspect.signature(type(coreg).__init__).parameters.values()}
+    changed = {k: v for k, v in coreg.get_params(deep=False).items()
+               if not _same_value(v, defaults.get(k, _NO_DEFAULT))}
+    text = f"{type(coreg).__name__}({', '.join(f'{k}={short(v)}' for k, v in changed.items())})"
+    if coreg.is_fitted:
+        motion = fitted_motion(coreg.learned(), horizontal_unit(vars(coreg).get("crs_")))
+        text += f" [fitted: {motion}]" if motion else " [fitted]"
+    return text

@@ -38,7 +38,7 @@ _INPUT_KEYS: dict[str, tuple[str, ...]] = {
                  "bias_var_names"),
     "iterative": ("max_iterations", "tolerance"),
     "specific": ("terrain_attribute", "angle", "poly_order"),
-    "affine": ("initial_shift", "vshift_reduc_func"),
+    "affine": ("initial_shift", "vshift_reduc_func", "only_translation", "standardize"),
 }
 
 
@@ -183,11 +183,8 @@ def _upstream_fit_params(coreg: Coreg, learned: Mapping[str, Any]) -> np.ndarray
     ``(amplitude, wavelength, phase)`` per frequency, the phase shifted by pi for the sign (our
     constant ``c`` has no place there: it stays in ``fit_params_``). Other functions: ours."""
     p = learned.get("fit_params_")
-    func = getattr(coreg, "_func", None)
-    try:
-        name = func() if callable(func) else None
-    except InputError:
-        name = None
+    params = coreg.get_params(deep=False)  # the model, from the hyper-parameters (no probing of the estimator)
+    name = "sumsin" if "nb_freq" in params else params.get("fit_func")
     if p is None or not (isinstance(name, str) and name.startswith("sumsin")):
         return p
     q = np.asarray(p, dtype=np.float64)

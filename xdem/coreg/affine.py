@@ -24,11 +24,12 @@ from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shi
 from xdem.coreg._matrix import as_centre
 from xdem.coreg._point_sample import PointSample, ShiftSample, reversed_history
 from xdem.coreg._shift import check_resampling, shift_dem, translation_matrix
-from xdem.coreg.base import Coreg, FitData, PointFitData, register
+from xdem.coreg.base import METHODS, Coreg, FitData, PointFitData, register
 from xdem.errors import FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import grid_shape
 from xdem.kernels.nuth_kaab import nuth_kaab_step as _nuth_kaab_step
 from xdem.sampling import sample_valid
+from xdem.typing import CRSLike
 from xdem.warp import FrameOp
 
 __all__ = ["AffineCoreg", "VerticalShift", "NuthKaab", "shift_dem", "translation_matrix"]  # the last two: from _shift
@@ -70,6 +71,36 @@ class AffineCoreg(Coreg):
         if centre is not None and not (isinstance(centre, str) and centre == "centroid"):
             as_centre(centre)
         return translation_matrix(*self.to_translations())
+
+    @classmethod
+    def from_matrix(cls, matrix: np.ndarray | Sequence[Sequence[float]], *, centroid: Sequence[float] | None = None,
+                    centre: Sequence[float] | None = None, crs: CRSLike | None = None) -> AffineCoreg:
+        """Upstream's ``AffineCoreg.from_matrix``: a fitted, applicable
+        :class:`~xdem.coreg.RigidTransform` (see :meth:`xdem.coreg.RigidCoreg.from_matrix`)."""
+        given: AffineCoreg = METHODS["rigidtransform"].from_matrix(matrix, centroid=centroid, centre=centre, crs=crs)  # type: ignore[attr-defined]
+        return given
+
+    @classmethod
+    def from_translations(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0, *, crs: CRSLike | None = None,
+                          x_off: float | None = None, y_off: float | None = None,
+                          z_off: float | None = None) -> AffineCoreg:
+        """Upstream's ``from_translations(x_off, y_off, z_off)``: a fitted translation
+        (:meth:`xdem.coreg.RigidCoreg.from_translations`)."""
+        given: AffineCoreg = METHODS["rigidtransform"].from_translations(  # type: ignore[attr-defined]
+            x, y, z, crs=crs, x_off=x_off, y_off=y_off, z_off=z_off)
+        return given
+
+    @classmethod
+    def from_rotations(cls, rx: float = 0.0, ry: float = 0.0, rz: float = 0.0, *, degrees: bool = True,
+                       translation: Sequence[float] = (0.0, 0.0, 0.0), centroid: Sequence[float] = (0.0, 0.0, 0.0),
+                       crs: CRSLike | None = None, x_rot: float | None = None, y_rot: float | None = None,
+                       z_rot: float | None = None, use_degrees: bool | None = None) -> AffineCoreg:
+        """Upstream's ``from_rotations(x_rot, y_rot, z_rot, use_degrees)``: a fitted rotation
+        (:meth:`xdem.coreg.RigidCoreg.from_rotations`)."""
+        given: AffineCoreg = METHODS["rigidtransform"].from_rotations(  # type: ignore[attr-defined]
+            rx, ry, rz, degrees=degrees, translation=translation, centroid=centroid, crs=crs, x_rot=x_rot,
+            y_rot=y_rot, z_rot=z_rot, use_degrees=use_degrees)
+        return given
 
     def _frame_op(self) -> FrameOp:
         frame = vars(self).get("crs_")  # None: loaded from a JSON without it, applies in the DEM's CRS
@@ -304,7 +335,15 @@ class NuthKaab(AffineCoreg):
         on_divergence: str = "raise",
         offset_threshold: float | None = None,
         bin_sizes: int | None = None,
+        bin_before_fit: bool | None = None,
+        fit_optimizer: Callable[..., object] | None = None,
+        bin_statistic: Callable[[np.ndarray], float] | None = None,
+        vertical_shift: bool = True,
     ) -> None:
+        self.bin_before_fit = bin_before_fit
+        self.fit_optimizer = fit_optimizer
+        self.bin_statistic = bin_statistic
+        self.vertical_shift = vertical_shift
         self.initial_shift = initial_shift
         self.on_divergence = on_divergence
         self.max_iterations = max_iterations
@@ -318,6 +357,11 @@ class NuthKaab(AffineCoreg):
         self.terrain_method = terrain_method
         self.offset_threshold = offset_threshold
         self.bin_sizes = bin_sizes
+
+    def _after_fit(self) -> None:
+        """Upstream's ``vertical_shift=False``: the horizontal shift only (``shift_z_ = 0``)."""
+        if self.vertical_shift is False:
+            self.shift_z_ = 0.0
 
     def _upstream(self, ours: str, theirs: str) -> int | float:
         """The value of our hyper-parameter ``ours`` or of upstream's name of it, ``theirs``."""

@@ -25,10 +25,11 @@ import xarray as xr
 from affine import Affine
 
 from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
-from xdem.coreg._describe import fitted_motion, history_lines, horizontal_unit, unit_of
+from xdem.coreg._describe import info_text, repr_text
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
 from xdem.coreg._points import apply_to_points
 from xdem.coreg._upstream_args import array_dem, array_result, meta_view, overrides, pick, wrap_inputs
+from xdem.coreg._upstream_params import check_upstream_fixed
 from xdem.coreg.capabilities import Capabilities
 from xdem.dem import returns_dem_for_dem
 from xdem.errors import InputError, NotFittedError
@@ -262,10 +263,15 @@ class Coreg:
         """Fit on an already prepared :class:`FitData` (used by pipelines)."""
         if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars, e.g. bias_vars={{'elevation': ref}}")
+        check_upstream_fixed(self)
         self._reset()
         self._fit(data)
+        self._after_fit()
         self.crs_ = crs_key(data.ref.rio.crs)
         return self
+
+    def _after_fit(self) -> None:
+        """Adjust the learned values after ``_fit`` (e.g. upstream's ``NuthKaab(vertical_shift=False)``)."""
 
     def fit_points_prepared(self, data: PointFitData) -> Coreg:
         """Fit on a DEM and points prepared by :func:`xdem.coreg._data.prepare_points`."""
@@ -274,8 +280,10 @@ class Coreg:
             raise InputError(f"{type(self).__name__} does not fit on points yet; methods that do: {supported}")
         if self.capabilities.needs_bias_vars and not data.bias_vars:
             raise InputError(f"{type(self).__name__} needs bias_vars on the DEM's grid, e.g. bias_vars={{'elevation': dem}}")
+        check_upstream_fixed(self)
         self._reset()
         self._fit_points(data)
+        self._after_fit()
         self.crs_ = crs_key(data.dem.rio.crs)
         return self
 
@@ -439,47 +447,38 @@ class Coreg:
     # --- description and serialisation ----------------------------------------------------
     def __repr__(self) -> str:
         """The class and the hyper-parameters that differ from their defaults."""
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
-        changed = {k: v for k, v in self.get_params(deep=False).items() if not _same_value(v, defaults.get(k, _NO_DEFAULT))}
-        params = ", ".join(f"{k}={_short(v)}" for k, v in changed.items())
-        text = f"{type(self).__name__}({params})"
-        if self.is_fitted:  # what was learned, in one line: the translation and rotation if any
-            motion = fitted_motion(self.learned(), horizontal_unit(vars(self).get("crs_")))
-            text += f" [fitted: {motion}]" if motion else " [fitted]"
-        return text
+        return repr_text(self)
 
-    def info(self, *, echo: bool = True) -> str:
-        """Print (unless ``echo=False``) and return a readable summary: the hyper-parameters,
-        then the learned values with their units and ``history_`` one labelled line per iteration.
+    @overload
+    def info(self, as_str: Literal[False] = ..., *, echo: bool | None = None) -> str | None: ...
+
+    @overload
+    def info(self, as_str: Literal[True], *, echo: bool | None = None) -> str: ...
+
+    def info(self, as_str: bool = False, *, echo: bool | None = None) -> str | None:
+        """Print a readable summary and return ``None``, as upstream (``as_str=True``: return it
+        instead). Upstream's layout first (method, affine or not, fitted or not, ``meta``'s
+        inputs and outputs by section), then our hyper-parameters and learned values with
+        units, ``history_`` one labelled line per iteration.
+
+        ``echo=False`` (our former keyword) is ``as_str=True``.
 
         Examples
         --------
         >>> from xdem.examples import example_pair
         >>> ref, tba, _ = example_pair()
         >>> import xdem
-        >>> text = xdem.coreg.NuthKaab().fit(ref, tba).info(echo=False)
+        >>> text = xdem.coreg.NuthKaab().fit(ref, tba).info(as_str=True)
+        >>> text.splitlines()[1:4]
+        ['  Method:       NuthKaab', '  Is affine?    True', '  Fit called?   True']
         >>> [line.strip() for line in text.splitlines() if line.strip().startswith(("shift_x_", "iteration 1"))]
         ['shift_x_ = -3.26996 m', 'iteration 1: shift_x=-3.1207, shift_y=+1.5488 (shift_x, shift_y: m)']
         """
-        lines = [f"{type(self).__name__}", "  parameters:"]
-        lines += [f"    {k} = {_short(v)}" for k, v in self.get_params().items()]
-        if self.is_fitted:
-            unit = horizontal_unit(vars(self).get("crs_"))
-            lines.append("  learned:")
-            for k, v in self.learned().items():
-                if k == "history_":
-                    what = f" ({', '.join(self.history_labels)} after each iteration)" if self.history_labels else ""
-                    lines.append(f"    history_{what}:")
-                    lines += history_lines(v, self.history_labels, unit)
-                    continue
-                u = unit_of(k, unit)
-                lines.append(f"    {k} = {_short(v)}" + (f" {u}" if u else ""))
-        else:
-            lines.append("  not fitted")
-        text = "\n".join(lines)
-        if echo:
-            print(text)
-        return text
+        text = info_text(self)
+        if as_str or echo is False:
+            return text
+        print(text)
+        return None
 
     def to_dict(self) -> JSONDict:
         """JSON-able description: method name, parameters, learned values."""
@@ -534,18 +533,6 @@ class Coreg:
             setattr(self, k, v)
 
 
-_NO_DEFAULT = object()
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    try:
-        return bool(type(a) is type(b) and a == b)
-    except (TypeError, ValueError):  # arrays and the like: shown
-        return False
-
-
 def clone(estimator: Coreg) -> Coreg:
     """A new, unfitted estimator of the same class with deep copies of the hyper-parameters
     (a pipeline's steps are cloned too); the original is not touched.
@@ -573,17 +560,6 @@ def clone(estimator: Coreg) -> Coreg:
     steps = params.pop("steps", None)
     make: Callable[..., Coreg] = type(estimator)  # each subclass has its own constructor signature
     return make(steps, **params) if steps is not None else make(**params)
-
-
-def _short(v: Any) -> str:
-    if callable(v) and hasattr(v, "__name__"):
-        name: str = v.__name__
-        return name
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, (list, tuple, np.ndarray)) and len(v) > 6:
-        return f"<{type(v).__name__} of {len(v)}>"
-    return repr(v)
 
 
 _CALLABLES = {"median": np.median, "mean": np.mean, "nanmedian": np.nanmedian, "nanmean": np.nanmean, "nmad": nmad,

@@ -236,7 +236,9 @@ class BiasCorr(Coreg):
         subsample: float | int = 500_000,
         random_state: int | None = None,
         bias_var_names: Sequence[str] | None = None,
+        fit_optimizer: Callable[..., object] | None = None,
     ) -> None:
+        self.fit_optimizer = fit_optimizer
         self.bias_var_names = bias_var_names
         self.fit_or_bin = fit_or_bin
         self.fit_func = fit_func
@@ -531,12 +533,13 @@ class TerrainBias(BiasCorr):
         min_bin_count: int = 10,
         subsample: float | int = 500_000,
         random_state: int | None = None,
+        fit_optimizer: Callable[..., object] | None = None,
     ) -> None:
         self.terrain_attribute = terrain_attribute
         super().__init__(
             fit_or_bin=fit_or_bin, fit_func=fit_func, bin_sizes=bin_sizes, bin_statistic=bin_statistic,
             bin_apply_method=bin_apply_method, min_bin_count=min_bin_count, subsample=subsample,
-            random_state=random_state,
+            random_state=random_state, fit_optimizer=fit_optimizer,
         )
 
     def _attribute(self, dem: xr.DataArray) -> da.Array:

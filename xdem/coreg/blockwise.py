@@ -14,10 +14,8 @@ from __future__ import annotations
 import functools
 import math
 import os
-import warnings
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import dask
@@ -26,25 +24,39 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import xarray as xr
+from affine import Affine
 
 from xdem.coreg._blockwise_samples import SAMPLE_CACHE_BYTES, TileSample, fit_tile_again, fit_tile_first, samples_route
+from xdem.coreg._blockwise_tiles import (
+    MultiprocConfigLike,
+    blank,
+    field_doc,
+    field_of,
+    output_path,
+    parallel,
+    tile_edges,
+    tile_nmads,
+    tile_outputs,
+    tiling_shape,
+    translation_at,
+    upstream_block,
+    upstream_edges,
+)
 from xdem.coreg._data import FitData
 from xdem.coreg.affine import NuthKaab
 from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
-from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError, XdemWarning
+from xdem.dem import DEM
+from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError
+from xdem.io.cog import write_cog
 from xdem.io.grid import get_transform
 from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
-from xdem.kernels.robust import nmad
-from xdem.sampling import resolve_count, sample_valid
-from xdem.typing import JSONDict, Params
+from xdem.sampling import resolve_count
+from xdem.typing import BiasVars, CRSLike, DEMLike, JSONDict, Params
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
 __all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
 
-#: Valid pixels drawn per tile to measure the NMAD of dh before and after the tile's own fit
-#: (when the step does not hand over its own subsample).
-NMAD_SAMPLE = 20_000
 #: Smallest spread (fraction of a pixel, in CRS units; also used for ``dz``) below which tiles
 #: are never called outliers.
 OUTLIER_FLOOR_PX = 0.01
@@ -53,19 +65,6 @@ WEIGHT_RANGE = (0.1, 10.0)
 #: Table columns of ``tiles_`` (in order).
 COLUMNS = ("iteration", "row0", "row1", "col0", "col1", "x", "y", "count", "dx", "dy", "dz", "nmad_before",
            "nmad_after", "converged", "weight", "status")
-
-
-def tile_edges(size: int, block: int) -> list[int]:
-    """Edges of tiles of ``block`` pixels along an axis of ``size`` pixels: multiples of ``block``
-    from 0; the remainder joins the last tile when smaller than half a block.
-
-    Examples
-    --------
-    >>> tile_edges(1000, 250), tile_edges(1000, 300), tile_edges(100, 300)
-    ([0, 250, 500, 750, 1000], [0, 300, 600, 1000], [0, 100])
-    """
-    n = max(1, int(round(size / block)))
-    return [min(i * block, size) for i in range(n)] + [size]
 
 
 def _frame_defined(step: Coreg) -> bool:
@@ -83,13 +82,6 @@ def _op_of(fitted: Coreg) -> FrameOp:
         op = op.then(got)
     return op
 
-
-def _translation_at(op: FrameOp, x: float, y: float, z: float) -> tuple[float, float, float]:
-    """What ``op`` does at the frame point ``(x, y, z)``: its horizontal motion and vertical change."""
-    p = np.array([x, y, z, 1.0])
-    moved = op.matrix() @ p
-    ramps = float(np.asarray(op.ramps(np.array([moved[0]]), np.array([moved[1]]))).ravel()[0])
-    return float(moved[0] - x), float(moved[1] - y), float(moved[2] - z - ramps)
 
 
 @register
@@ -204,6 +196,10 @@ class BlockwiseCoreg(Coreg):
     def __init__(
         self,
         step: Coreg | None = None,
+        mp_config: MultiprocConfigLike | None = None,
+        block_size_fit: int | None = None,
+        block_size_apply: int | None = None,
+        parent_path: str | os.PathLike[str] | None = None,
         *,
         block_size: int = 1000,
         min_valid: float | int = 0.1,
@@ -213,16 +209,12 @@ class BlockwiseCoreg(Coreg):
         degree: int = 2,
         n_iterations: int = 2,
         resampling: str = "bilinear",
-        block_size_fit: int | None = None,
-        block_size_apply: int | None = None,
-        mp_config: object | None = None,
-        parent_path: str | None = None,
     ) -> None:
+        self.step = step
+        self.mp_config = mp_config
         self.block_size_fit = block_size_fit
         self.block_size_apply = block_size_apply
-        self.mp_config = mp_config
         self.parent_path = parent_path
-        self.step = step
         self.block_size = block_size
         self.min_valid = min_valid
         self.min_tiles = min_tiles
@@ -288,33 +280,33 @@ class BlockwiseCoreg(Coreg):
         if self.resampling not in RESAMPLINGS:
             raise InputError(f"resampling must be one of {RESAMPLINGS}, got {self.resampling!r}")
 
-    @property
-    def _block(self) -> int:
-        """``block_size``, or upstream's ``block_size_fit`` when given (warning about upstream's
-        parameters that have nothing to do here)."""
-        unused = {"block_size_apply": "the fitted field is applied continuously, chunk by chunk, not per tile",
-                  "mp_config": "dask runs the tiles in parallel (choose a dask scheduler or a distributed.Client)",
-                  "parent_path": "no tile is written to disk"}
-        for name, why in unused.items():
-            if getattr(self, name) is not None:
-                warnings.warn(f"BlockwiseCoreg({name}=...) is upstream's and not used here: {why}", UserWarning,
-                              stacklevel=4)
+    def _tiling(self) -> tuple[int, Callable[[int, int], list[int]]]:
+        """The tile size and edges: upstream's when ``mp_config`` or ``parent_path`` is given
+        (:func:`~xdem.coreg._blockwise_tiles.upstream_block`), else ``block_size`` (or
+        ``block_size_fit``) with :func:`tile_edges`."""
+        if isinstance(self.step, type):
+            raise InputError(f"step must be an instance, e.g. {self.step.__name__}(), not the class")
+        upstream = upstream_block(self.block_size_fit, self.mp_config, self.parent_path)
+        if upstream is not None:
+            if upstream < 8:
+                raise InputError(f"block_size_fit must be an integer >= 8, got {upstream}")
+            return upstream, upstream_edges
         if self.block_size_fit is None:
-            return int(self.block_size)
+            return int(self.block_size), tile_edges
         if self.block_size != 1000 and self.block_size != self.block_size_fit:
             raise InputError(f"block_size_fit={self.block_size_fit} is upstream's name of block_size="
                              f"{self.block_size}: give only one of them")
-        return int(self.block_size_fit)
+        return int(self.block_size_fit), tile_edges
 
     # --- fit --------------------------------------------------------------------------------
     def _fit(self, data: FitData) -> None:
         self._check_params()
-        block = self._block
+        block, edges = self._tiling()
         template = self._template()
         frame = crs_key(data.ref.rio.crs)
         grid = Grid.of(data.ref)
-        rows = tile_edges(grid.shape[0], block)
-        cols = tile_edges(grid.shape[1], block)
+        rows = edges(grid.shape[0], block)
+        cols = edges(grid.shape[1], block)
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
         fit_round = self._sampled_rounds(template, data, tiles, frame) if samples_route(template) else \
             self._lazy_rounds(template, data, tiles, frame)
@@ -332,9 +324,10 @@ class BlockwiseCoreg(Coreg):
             table += records
             fields.append(field)
         self.tiles_ = {c: [r[c] for r in table] for c in COLUMNS}
-        self.fields_ = [_field_doc(f) for f in fields]
+        self.fields_ = [field_doc(f) for f in fields]
         self.n_tiles_ = len(tiles)
         self.n_used_ = int(sum(r["status"] == "used" for r in table if r["iteration"] == len(fields) - 1))
+        self._fitted_tba = data.tba  # lazy, on the reference's grid: what upstream's apply() aligns
 
     def _need(self, rec: dict[str, Any]) -> float:
         size = (rec["row1"] - rec["row0"]) * (rec["col1"] - rec["col0"])
@@ -346,7 +339,7 @@ class BlockwiseCoreg(Coreg):
         first draws each tile (counting it), later ones read ``tba`` at the warped positions."""
         assert isinstance(template, NuthKaab)
         t = get_transform(data.ref)
-        base = [_blank(0, tile, t) for tile in tiles]
+        base = [blank(0, tile, t) for tile in tiles]
         kept: dict[int, TileSample | None] = {}
         per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
         keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
@@ -359,7 +352,7 @@ class BlockwiseCoreg(Coreg):
 
         def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
             if it == 0:
-                _parallel([functools.partial(first, i) for i in range(len(tiles))])
+                parallel([functools.partial(first, i) for i in range(len(tiles))])
                 return [dict(r) for r in base]
             records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
                             nmad_after=math.nan, converged=False, weight=0.0) for r in base]
@@ -370,7 +363,7 @@ class BlockwiseCoreg(Coreg):
             def again(i: int) -> None:
                 records[i].update(fit_tile_again(template, data, records[i], kept[i], fields, frame=frame))
 
-            _parallel([functools.partial(again, i) for i in todo])
+            parallel([functools.partial(again, i) for i in todo])
             return records
 
         return fit_round
@@ -414,7 +407,7 @@ class BlockwiseCoreg(Coreg):
         records = []
         for tile, (n, sr, sc, sz) in zip(tiles, counted):
             n = int(n)
-            rec = _blank(iteration, tile, t)
+            rec = blank(iteration, tile, t)
             if n:
                 x, y = t * (sc / n + 0.5, sr / n + 0.5)
                 rec.update(x=float(x), y=float(y))
@@ -425,7 +418,7 @@ class BlockwiseCoreg(Coreg):
         def run(rec: dict[str, Any]) -> None:
             rec.update(_fit_tile(template, data, rec))
 
-        _parallel([functools.partial(run, r) for r in records if not r["status"]])
+        parallel([functools.partial(run, r) for r in records if not r["status"]])
         for rec in records:
             rec.pop("_z")
         return records
@@ -497,11 +490,60 @@ class BlockwiseCoreg(Coreg):
         op = self._frame_op()
         return warp_dem(dem, grid=grid, op=FrameOp(op.frame or grid.crs, fields=op.fields), resampling=self.resampling)
 
+    @property
+    def shape_tiling_grid(self) -> tuple[int, int, int]:
+        """Upstream's ``(rows, cols, 4)`` of the tiling (``(0, 0, 0)`` before ``fit``, as upstream)."""
+        return tiling_shape(self.tiles_) if self.is_fitted else (0, 0, 0)
+
+    @property
+    def meta(self) -> Mapping[str, Mapping[str, Mapping[str, object]]]:
+        """Upstream's ``meta``: ``inputs`` are the step's, ``outputs`` maps each tile ``"row_col"``
+        to the ``shift_x``, ``shift_y``, ``shift_z`` the step fitted on it (tiles whose fit gave
+        none are left out, as upstream); read-only."""
+        step = self._template()
+        outputs = tile_outputs(self.tiles_) if self.is_fitted else {}
+        return MappingProxyType({"inputs": step.meta["inputs"],
+                                 "outputs": MappingProxyType({k: MappingProxyType(v) for k, v in outputs.items()})})
+
+    def apply(self, elev: DEMLike | np.ndarray | None = None,  # type: ignore[override]
+              bias_vars: BiasVars | None = None, resample: bool = True, resampling: str | None = None,
+              transform: Affine | None = None, crs: CRSLike | None = None, *, grid: DEMLike | None = None,
+              dem: DEMLike | None = None) -> xr.DataArray | tuple[np.ndarray, Affine] | DEM:
+        """:meth:`Coreg.apply` of a DEM (lazy); without one, upstream's ``apply()``: the
+        to-be-aligned DEM of the last ``fit`` aligned and written, out of core, as a COG at
+        ``mp_config.outfile`` (or ``parent_path/aligned_dem.tif``), returned as a :class:`xdem.DEM`.
+
+        Examples
+        --------
+        >>> import xdem
+        >>> ref, tba, truth = xdem.examples.example_pair(chunks=128)
+        >>> bw = BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=2000), block_size=200).fit(ref, tba)
+        >>> bw.apply()
+        Traceback (most recent call last):
+        ...
+        xdem.errors.InputError: apply() without a DEM writes the aligned DEM to a file: build BlockwiseCoreg(step, \
+mp_config=MultiprocConfig(chunk_size=..., outfile='aligned_dem.tif')) or parent_path=..., or give the DEM: apply(tba)
+        """
+        if elev is not None or dem is not None:
+            return super().apply(elev, bias_vars, resample, resampling, transform, crs, grid=grid, dem=dem)
+        self._check_fitted()
+        path = output_path(self.mp_config, self.parent_path)
+        tba = vars(self).get("_fitted_tba")
+        if tba is None:
+            raise InputError("this BlockwiseCoreg was loaded, not fitted here: give the DEM to align, apply(tba)")
+        aligned = super().apply(tba, resample=resample, resampling=resampling)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cog(aligned, path, overwrite=True)
+        return DEM(path)
+
     # --- serialisation ------------------------------------------------------------------------
     def to_dict(self) -> JSONDict:
         doc = super().to_dict()
         doc["params"] = {k: v for k, v in doc["params"].items() if not k.startswith("step__")}
         doc["params"]["step"] = None if self.step is None else self.step.to_dict()
+        doc["params"]["mp_config"] = None  # upstream's run configuration (a cluster): not saved
+        if self.parent_path is not None:
+            doc["params"]["parent_path"] = str(self.parent_path)
         return doc
 
     @classmethod
@@ -533,67 +575,10 @@ def _fit_tile(template: Coreg, data: FitData, rec: dict[str, Any]) -> dict[str, 
     learned = [s.learned() for s in step.steps]
     converged = all(bool(v.get("converged_", True)) for v in learned)
     constrained = all(bool(v.get("horizontal_constrained_", True)) for v in learned)
-    dx, dy, dz = _translation_at(op, rec["x"], rec["y"], rec["_z"])
-    before, after = _nmads(step, sub, op)
+    dx, dy, dz = translation_at(op, rec["x"], rec["y"], rec["_z"])
+    before, after = tile_nmads(step, sub, op)
     # a fit stopped before its tolerance but usable (a ConvergenceWarning, converged False) is kept: the
     # outlier test judges its value; an unusable one raised ConvergenceError above
     status = "used" if constrained else "rejected: flat terrain (no horizontal shift)"
     return {"dx": dx, "dy": dy, "dz": dz, "nmad_before": before, "nmad_after": after, "converged": converged,
             "status": status}
-
-
-def _nmads(step: Coreg, sub: FitData, op: FrameOp) -> tuple[float, float]:
-    """NMAD of dh on the tile before and after the tile's own correction: from the step's own
-    subsample when it hands one over (Nuth & Kääb: no pass), else from a small draw (one pass)."""
-    pts = step.pop_shared_points()
-    if pts is not None and op.is_translation:
-        return float(nmad(_finite(pts.dh()))), float(nmad(_finite(pts.moved(op.shift).dh())))
-    after = step._apply(sub.tba, {}, True)
-    s = sample_valid(sub.valid(), {"before": sub.tba.data - sub.ref.data, "after": after.data - sub.ref.data},
-                     subsample=NMAD_SAMPLE, random_state=0, min_count=1, what="BlockwiseCoreg")
-    return float(nmad(_finite(s["before"]))), float(nmad(_finite(s["after"])))
-
-
-def _finite(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    finite: np.ndarray = a[np.isfinite(a)]
-    return finite
-
-
-def _field_doc(f: ThinPlateField) -> dict[str, Any]:
-    return asdict(f)
-
-
-def field_of(doc: JSONDict) -> ThinPlateField:
-    """A :class:`~xdem.kernels.field.ThinPlateField` from its JSON form (an entry of ``fields_``)."""
-    def rows(v: Any) -> tuple[tuple[float, ...], ...]:
-        return tuple(tuple(float(z) for z in row) for row in v)
-
-    return ThinPlateField(centre=(float(doc["centre"][0]), float(doc["centre"][1])), scale=float(doc["scale"]),
-                          centres=rows(doc["centres"]), weights=rows(doc["weights"]),
-                          terms=tuple((int(i), int(j)) for i, j in doc["terms"]), coefs=rows(doc["coefs"]))
-
-
-def _blank(iteration: int, tile: tuple[int, int, int, int], t: Any) -> dict[str, Any]:
-    """A tile's record before its fit (centred on the tile, no valid pixel counted yet)."""
-    r0, r1, c0, c1 = tile
-    x, y = t * ((c0 + c1) / 2.0, (r0 + r1) / 2.0)
-    return {"iteration": iteration, "row0": r0, "row1": r1, "col0": c0, "col1": c1, "x": float(x), "y": float(y),
-            "count": 0, "dx": math.nan, "dy": math.nan, "dz": math.nan, "nmad_before": math.nan,
-            "nmad_after": math.nan, "converged": False, "weight": 0.0, "status": ""}
-
-
-def _parallel(jobs: list[Callable[[], None]]) -> None:
-    """Run ``jobs`` on threads (each a lazy fit computing on the dask scheduler in use), or one
-    after the other when that scheduler is synchronous; warnings are silenced (each tile's status
-    says what its warnings said)."""
-    parallel = str(dask.config.get("scheduler", "") or "") not in ("synchronous", "sync", "single-threaded")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", XdemWarning)
-        if parallel and len(jobs) > 1:
-            workers = min(len(jobs), int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(lambda job: job(), jobs))
-        else:
-            for job in jobs:
-                job()

@@ -17,7 +17,7 @@ never building a full-size coordinate grid.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import dask.array as da
@@ -174,7 +174,16 @@ class Deramp(Coreg):
 
     #: What it can do (:class:`~xdem.coreg.Capabilities`).
     tags = Coreg.tags.but(fits_points=True, in_frame=True, blockwise_step=True, moves_points=True)
-    def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None):
+    def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None,
+                 fit_or_bin: str | None = None, fit_func: str | Callable[..., object] | None = None,
+                 fit_optimizer: Callable[..., object] | None = None, bin_sizes: int | dict[str, int] | None = None,
+                 bin_statistic: Callable[[np.ndarray], float] | None = None, bin_apply_method: str | None = None):
+        self.fit_or_bin = fit_or_bin
+        self.fit_func = fit_func
+        self.fit_optimizer = fit_optimizer
+        self.bin_sizes = bin_sizes  # upstream's binning parameters: unused with fit_or_bin="fit", as upstream
+        self.bin_statistic = bin_statistic
+        self.bin_apply_method = bin_apply_method
         self.poly_order = poly_order
         self.subsample = subsample
         self.random_state = random_state

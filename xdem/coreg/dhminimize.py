@@ -155,7 +155,11 @@ class DhMinimize(RigidCoreg):
         initial_shift: tuple[float, float] | tuple[float, float, float] | None = None,
         max_iterations: int = 200,
         tolerance: float = 0.0001,
+        fit_minimizer: Callable[..., object] | None = None,
+        fit_loss_func: Callable[[np.ndarray], float] | None = None,
     ) -> None:
+        self.fit_minimizer = fit_minimizer
+        self.fit_loss_func = fit_loss_func
         self.spread_func = spread_func
         self.method = method
         self.subsample = subsample

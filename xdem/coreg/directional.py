@@ -131,7 +131,11 @@ class DirectionalBias(BiasCorr):
         min_bin_count: int = 10,
         subsample: float | int = 500_000,
         random_state: int | None = None,
+        fit_optimizer: Callable[..., object] | None = None,
+        fit_func: str | None = None,
     ) -> None:
+        self.fit_optimizer = fit_optimizer
+        self.fit_func = fit_func  # type: ignore[assignment]  # upstream's name; None or "nfreq_sumsin" only
         # its own parameters only (no fit_func: the model is a sum of nb_freq sinusoids)
         self.angle = angle
         self.fit_or_bin = fit_or_bin

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import ClassVar
 
 import dask.array as da
@@ -263,7 +264,17 @@ class ICP(RigidCoreg):
         rejection_factor: float | None = 4.0,
         initial_shift: tuple[float, float] | tuple[float, float, float] | None = None,
         resampling: str = "cubic",
+        picky: bool | None = None,
+        only_translation: bool | None = None,
+        fit_minimizer: Callable[..., object] | None = None,
+        fit_loss_func: str | None = None,
+        standardize: bool = True,
     ) -> None:
+        self.picky = picky
+        self.only_translation = only_translation
+        self.fit_minimizer = fit_minimizer
+        self.fit_loss_func = fit_loss_func
+        self.standardize = standardize
         self.method = method
         self.max_iterations = max_iterations
         self.tolerance = tolerance

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -171,7 +172,11 @@ class LZD(RigidCoreg):
         outlier_factor: float | None = 3.0,
         initial_shift: tuple[float, float] | tuple[float, float, float] | None = None,
         on_divergence: str = "raise",
+        fit_minimizer: Callable[..., object] | None = None,
+        fit_loss_func: str | None = None,
     ) -> None:
+        self.fit_minimizer = fit_minimizer
+        self.fit_loss_func = fit_loss_func
         self.max_iterations = max_iterations
         self.tolerance = tolerance
         self.subsample = subsample

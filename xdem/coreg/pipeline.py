@@ -281,12 +281,15 @@ class CoregPipeline(Coreg):
     def __repr__(self) -> str:
         return " + ".join(repr(s) for s in self.steps) if self.steps else "CoregPipeline([])"
 
-    def info(self, *, echo: bool = True) -> str:
-        """Print (unless ``echo=False``) and return each step's :meth:`Coreg.info`, in order."""
-        text = "\n".join([f"CoregPipeline of {len(self.steps)} steps"] + [s.info(echo=False) for s in self.steps])
-        if echo:
-            print(text)
-        return text
+    def info(self, as_str: bool = False, *, echo: bool | None = None) -> str | None:  # type: ignore[override]
+        """Each step's :meth:`Coreg.info`, in order, under a ``Pipeline step i`` header: printed
+        (returning ``None``) as upstream, or returned with ``as_str=True`` (or ``echo=False``)."""
+        parts = [f"Pipeline step {i}:\n################\n{s.info(as_str=True)}" for i, s in enumerate(self.steps)]
+        text = "\n".join([f"CoregPipeline of {len(self.steps)} steps", *parts])
+        if as_str or echo is False:
+            return text
+        print(text)
+        return None
 
     def to_dict(self) -> JSONDict:
         return {

@@ -164,9 +164,12 @@ class RigidCoreg(AffineCoreg):
     @classmethod
     def from_rotations(cls, rx: float = 0.0, ry: float = 0.0, rz: float = 0.0, *, degrees: bool = True,
                        translation: Sequence[float] = (0.0, 0.0, 0.0),
-                       centroid: Sequence[float] = (0.0, 0.0, 0.0), crs: CRSLike | None = None) -> RigidCoreg:
+                       centroid: Sequence[float] = (0.0, 0.0, 0.0), crs: CRSLike | None = None,
+                       x_rot: float | None = None, y_rot: float | None = None, z_rot: float | None = None,
+                       use_degrees: bool | None = None) -> RigidCoreg:
         """A fitted, applicable transform: rotations ``rx, ry, rz`` about ``centroid`` (``R = Rz Ry
-        Rx``), then ``translation`` (the motion of the centroid).
+        Rx``), then ``translation`` (the motion of the centroid). Upstream's keywords ``x_rot``,
+        ``y_rot``, ``z_rot``, ``use_degrees`` are the same (about the origin by default, as upstream).
 
         Examples
         --------
@@ -174,17 +177,26 @@ class RigidCoreg(AffineCoreg):
         >>> t = xdem.coreg.RigidTransform.from_rotations(rz=0.3, centroid=(500.0, 500.0, 100.0), crs="EPSG:32633")
         >>> [round(a, 12) for a in t.to_rotations()]
         [0.0, 0.0, 0.3]
+        >>> xdem.coreg.AffineCoreg.from_rotations(z_rot=0.3).to_rotations() == t.to_rotations()
+        True
         """
+        rx, ry, rz = (float(_alias(a, b, n)) for a, b, n in ((rx, x_rot, "rx/x_rot"), (ry, y_rot, "ry/y_rot"),
+                                                              (rz, z_rot, "rz/z_rot")))
+        deg = degrees if use_degrees is None else bool(use_degrees)
         return cls.from_matrix(
-            rigid_matrix(rotation_matrix(rx, ry, rz, degrees=degrees), np.asarray(translation, dtype=np.float64),
+            rigid_matrix(rotation_matrix(rx, ry, rz, degrees=deg), np.asarray(translation, dtype=np.float64),
                          np.asarray(centroid, dtype=np.float64)),
             centroid=centroid, crs=crs,
         )
 
     @classmethod
-    def from_translations(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0, *, crs: CRSLike | None = None) -> RigidCoreg:
-        """A fitted, applicable pure translation by ``(x, y, z)``."""
-        return cls.from_rotations(translation=(x, y, z), crs=crs)
+    def from_translations(cls, x: float = 0.0, y: float = 0.0, z: float = 0.0, *, crs: CRSLike | None = None,
+                          x_off: float | None = None, y_off: float | None = None,
+                          z_off: float | None = None) -> RigidCoreg:
+        """A fitted, applicable pure translation by ``(x, y, z)`` (upstream's ``x_off``, ``y_off``,
+        ``z_off`` are the same)."""
+        xs, ys, zs = (_alias(a, b, n) for a, b, n in ((x, x_off, "x/x_off"), (y, y_off, "y/y_off"), (z, z_off, "z/z_off")))
+        return cls.from_rotations(translation=(xs, ys, zs), crs=crs)
 
     # --- apply ------------------------------------------------------------------------------
     def _frame_op(self) -> FrameOp:
@@ -216,6 +228,15 @@ class RigidCoreg(AffineCoreg):
         if not (np.allclose(stated, r, atol=1e-9) and np.allclose(shift, t, atol=1e-6 * max(1.0, np.abs(t).max()))):
             raise InputError(f"{type(self).__name__}: the JSON's matrix_ disagrees with its rotation_*_ and shift_*_ "
                              "values; fix or remove one of them (the matrix is applied to the to-be-aligned DEM)")
+
+
+def _alias(ours: float, upstream: float | None, names: str) -> float:
+    """Our positional value or upstream's keyword (both given and different: an error)."""
+    if upstream is None:
+        return float(ours)
+    if ours not in (0.0, upstream):
+        raise InputError(f"give {names.replace('/', ' or ')}, not both")
+    return float(upstream)
 
 
 @register
