@@ -11,7 +11,8 @@ repository: point the script at a checkout of upstream at tag v0.2.3::
 Each script runs in a fresh temporary folder with ``MPLBACKEND=Agg``. The only edits made to
 upstream's code are the data loading: its three Longyearbyen names become the bundled
 stand-ins (:mod:`xdem.examples.standins`), and, for the ICP example, its crop window (in
-Longyearbyen coordinates) becomes one inside the lidar DEM. A doc page's code cells run in
+Longyearbyen coordinates) becomes one inside the lidar DEM, and for the blockwise example the
+tile size becomes 200 pixels (upstream's 500 fit once in the 400-pixel stand-in). A doc page's code cells run in
 order as one script; a page whose cells use issue 27 (:data:`ISSUE_27`) is also run without
 those cells. The result is one line per script (``ran`` or the last line of its
 error) and the count, also written as JSON with ``--json``.
@@ -40,6 +41,9 @@ NAMES = {
 DATA_LINES = {
     "subset_extent = [523000, 8660000, 529000, 8665000]":
         "subset_extent = [429302.3, 5150535.4, 429602.3, 5150835.4]",
+    # upstream's default tiles of 500 pixels fit once in the 400-pixel stand-in: 200 gives a 2 x 2 grid
+    "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config)":
+        "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config, block_size_fit=200)",
 }
 
 #: what upstream's code calls that belongs to issue 27 (dDEMs, DEM series, volumes, uncertainty, vertical datums)

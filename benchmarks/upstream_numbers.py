@@ -61,7 +61,7 @@ def run() -> dict[str, object]:
     matrix = xdem.coreg.matrix_from_translations_rotations(2, 1, 5, 0.2, 0.1, 0)
     centroid = [ref.bounds.left + 200, ref.bounds.top - 200, 395.0]
     moved = xdem.coreg.apply_matrix(ref, matrix, centroid=centroid)
-    for name, coreg in (("icp", xdem.coreg.ICP()), ("lzd", xdem.coreg.LZD())):
+    for name, coreg in (("icp", xdem.coreg.ICP()), ("lzd", xdem.coreg.LZD()), ("cpd", xdem.coreg.CPD())):
         coreg.fit(ref, moved, random_state=42)
         aligned = coreg.apply(moved)
         out[f"{name}_rotations"] = [float(v) for v in coreg.to_rotations()]

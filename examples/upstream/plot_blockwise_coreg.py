@@ -31,11 +31,12 @@ diff_before.plot(cmap="RdYlBu", vmin=-10, vmax=10)
 plt.show()
 
 # %%
-# Tiles of 200 x 200 pixels; the aligned DEM is written to ``outfile`` (in a temporary
-# folder here, removed at the end).
+# Tiles of 200 x 200 pixels (``block_size_fit``: upstream's default of 500 would give one tile
+# on this 400-pixel DEM); the aligned DEM is written to ``outfile`` (in a temporary folder
+# here, removed at the end).
 folder = Path(tempfile.mkdtemp(prefix="xdem-example-"))
 mp_config = MultiprocConfig(chunk_size=200, outfile=str(folder / "aligned_dem.tif"), cluster=None)
-blockwise = xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config)
+blockwise = xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config, block_size_fit=200)
 blockwise.fit(reference_dem, dem_to_be_aligned, inlier_mask)
 blockwise.apply()
 aligned_dem = xdem.DEM(folder / "aligned_dem.tif")
