@@ -20,9 +20,9 @@ from truth import SineTerrain, field_correction, field_dem_of, nmad
 
 import xdem
 from xdem.coreg import BlockwiseCoreg, CoregPipeline, Deramp, NuthKaab, VerticalShift
-from xdem.examples import get_path
 from xdem.coreg.blockwise import tile_edges
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.examples import get_path
 
 N, RES, BLOCK = 1000, 5.0, 250
 X0, Y0 = 500000.0, 4000000.0
