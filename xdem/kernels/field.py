@@ -117,23 +117,33 @@ def compose(fields: tuple[ThinPlateField, ...] | list[ThinPlateField], x: np.nda
 #: monomial to count as determined by the points: 4 tile centroids on two columns whose x differ by
 #: a few centimetres do not determine x^2 (it would be nearly the constant, with huge opposite
 #: coefficients that explode away from the points).
-CONDITION_FLOOR = 1e-3
+CONDITION_FLOOR = 0.05
 
 
 def determined_terms(u: np.ndarray, v: np.ndarray, degree: int) -> list[tuple[int, int]]:
     """The monomials of :func:`monomials` ``(degree)`` that the points ``u, v`` determine well,
     in order: each is kept if the design of the kept ones plus it stays well conditioned
-    (:data:`CONDITION_FLOOR`).
+    (:data:`CONDITION_FLOOR`) and leaves at least one point more than terms (beyond the
+    constant), so that no polynomial is fitted exactly through noise.
+
+    A 2 x 2 grid of tiles whose centres moved a little (tiles partly masked) once kept ``u^2``,
+    determined by those small moves only: its coefficient came from noise and the field
+    extrapolated metres of error to the DEM's edges. Now such a grid gives a plane.
 
     Examples
     --------
-    >>> u = np.array([-0.5, 0.5, -0.5001, 0.5001]); v = np.array([-0.5, -0.5, 0.5, 0.5])
-    >>> determined_terms(u, v, 2)  # two columns of points: no x^2, y^2 (x y is)
-    [(0, 0), (1, 0), (0, 1), (1, 1)]
+    >>> u = np.array([-0.5, 0.5, -0.5001, 0.49]); v = np.array([-0.5, -0.52, 0.5, 0.5])
+    >>> determined_terms(u, v, 2)  # four points of two columns: a plane, not x^2 (nor x y)
+    [(0, 0), (1, 0), (0, 1)]
+    >>> g = np.linspace(-1, 1, 3); uu, vv = (a.ravel() for a in np.meshgrid(g, g))
+    >>> determined_terms(uu, vv, 2)  # a 3 x 3 grid: the whole quadratic
+    [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2)]
     """
     terms: list[tuple[int, int]] = []
     for t in monomials(degree):
         trial = terms + [t]
+        if len(trial) > 1 and len(trial) >= len(u):
+            break
         d = _design(u, v, trial)
         norms = np.linalg.norm(d, axis=0)
         if np.any(norms == 0):
