@@ -81,7 +81,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"(__init__|conftest)\.py",
-    "subsection_order": ["../examples/basic", "../examples/advanced"],
+    "subsection_order": ["../examples/basic", "../examples/advanced", "../examples/upstream"],
     "within_subsection_order": "gallery_order.ExampleOrder",
     "plot_gallery": "True",
     "download_all_examples": True,

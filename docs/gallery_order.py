@@ -19,6 +19,16 @@ ORDER = [
     "plot_out_of_core_cluster.py",
     "plot_write_cog.py",
     "plot_save_reapply.py",
+    # upstream/ (upstream xdem 0.2.3's gallery and pages, in upstream's order)
+    "plot_nuth_kaab.py",
+    "plot_icp_coregistration.py",
+    "plot_logging_configuration.py",
+    "plot_terrain_attributes.py",
+    "plot_coregistration_page.py",
+    "plot_biascorr_page.py",
+    "plot_deramp.py",
+    "plot_blockwise_coreg.py",
+    "plot_slope_methods.py",
 ]
 
 

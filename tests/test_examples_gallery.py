@@ -37,6 +37,16 @@ REQUIRED = {
     "out-of-core run on a LocalCluster": "advanced/plot_out_of_core_cluster.py",
     "writing COGs": "advanced/plot_write_cog.py",
     "saving and re-applying a coregistration": "advanced/plot_save_reapply.py",
+    # upstream xdem 0.2.3's gallery and pages, adapted (issue 26); those of issue 27 are not here yet
+    "upstream: Nuth and Kääb": "upstream/plot_nuth_kaab.py",
+    "upstream: ICP": "upstream/plot_icp_coregistration.py",
+    "upstream: logging": "upstream/plot_logging_configuration.py",
+    "upstream: terrain attributes": "upstream/plot_terrain_attributes.py",
+    "upstream: slope methods": "upstream/plot_slope_methods.py",
+    "upstream: deramp": "upstream/plot_deramp.py",
+    "upstream: blockwise": "upstream/plot_blockwise_coreg.py",
+    "upstream: coregistration page": "upstream/plot_coregistration_page.py",
+    "upstream: bias-correction page": "upstream/plot_biascorr_page.py",
 }
 
 _pool: ThreadPoolExecutor | None = None
