@@ -44,6 +44,7 @@ DATA_LINES = {
     # upstream's default tiles of 500 pixels fit once in the 400-pixel stand-in: 200 gives a 2 x 2 grid
     "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config)":
         "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config, block_size_fit=200)",
+    "block_size_fit=500,": "block_size_fit=200,",  # the coregistration page's blockwise cell
 }
 
 #: what upstream's code calls that belongs to issue 27 (dDEMs, DEM series, volumes, uncertainty, vertical datums)

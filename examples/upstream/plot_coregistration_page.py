@@ -9,6 +9,9 @@ translation (and rotation), made with :func:`xdem.coreg.apply_matrix`, so what i
 checked: the inverse of the known transform.
 """
 
+import shutil
+import tempfile
+
 import geoutils as gu
 import matplotlib.pyplot as plt
 import numpy as np
@@ -104,4 +107,19 @@ assert np.allclose(lzd.to_rotations(), -rotations, atol=0.02)
 pipeline = xdem.coreg.NuthKaab() + xdem.coreg.Deramp(poly_order=1)
 pipeline = xdem.coreg.VerticalShift() + xdem.coreg.ICP() + xdem.coreg.NuthKaab()
 print([type(step).__name__ for step in pipeline.pipeline])
-blockwise = xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), block_size_fit=200, block_size_apply=100)
+
+# %%
+# Blockwise: upstream's ``parent_path`` is the folder of the output, ``aligned_dem.tif`` (a
+# temporary folder here); 200-pixel tiles on this 400-pixel DEM.
+folder = tempfile.mkdtemp(prefix="xdem-example-")
+blockwise = xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), block_size_fit=200, block_size_apply=100,
+                                      parent_path=folder)
+blockwise.fit(ref_dem, tba_dem_shifted)
+aligned_dem = blockwise.apply()
+aligned_dem.load()
+after = before_after("block NK", tba_dem_shifted, aligned_dem)
+print(f"blockwise: NMAD after {after:.3f} m; tile shifts", sorted({round(v["shift_z"], 2) for v in
+                                                                   blockwise.meta["outputs"].values()}))
+assert after < 0.01
+del aligned_dem
+shutil.rmtree(folder)
