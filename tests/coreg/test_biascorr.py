@@ -43,7 +43,7 @@ def test_deramp_recovers_quadratic_surface(pair):
     x, y = _coords(ref)
     surface = 0.5 + 2e-3 * x - 1e-3 * y + 4e-6 * x**2 - 3e-6 * x * y + 5e-6 * y**2  # up to ~1.3 m
     biased = (tba + surface).astype(np.float32)
-    dr = Deramp(poly_order=2, subsample=50_000, random_state=1).fit(ref, biased)
+    dr = Deramp(poly_order=2, terms="total", subsample=50_000, random_state=1).fit(ref, biased)
     assert len(dr.coefs_) == 6 and dr.terms_ == [[0, 0], [1, 0], [0, 1], [2, 0], [1, 1], [0, 2]]
     xx, yy = np.meshgrid(ref["x"].values, ref["y"].values)
     assert _rms(dr.surface(xx, yy) - surface.transpose("y", "x").values) < 1e-3
