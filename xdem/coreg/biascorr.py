@@ -386,7 +386,7 @@ class BiasCorr(Coreg):
 
     def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
         func = self._func()
-        if not callable(func):
+        if not callable(func) and self.fit_or_bin != "bin":  # "bin" does not use fit_func
             ff = fit_function(func)
             if ff.n_vars is not None and ff.n_vars != len(names):
                 raise InputError(f"fit_func {func!r} takes {ff.n_vars} variable(s), got {len(names)}: {names}")

@@ -36,7 +36,7 @@ from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
-__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface",
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_axes", "pixel_xy", "subtract_surface", "fitted_surface",
            "FittedRamp"]
 
 
@@ -80,6 +80,12 @@ def grid_normalisation(dem: xr.DataArray) -> tuple[list[float], float]:
     xc, yc = t * (nx / 2.0, ny / 2.0)
     scale = 0.5 * max(abs(t.a) * nx, abs(t.e) * ny)
     return [float(xc), float(yc)], float(scale)
+
+
+def pixel_axes(transform: Affine) -> list[float]:
+    """``[x_0, dx, y_0, dy]``: pixel centres at ``x = x_0 + col dx``, ``y = y_0 + row dy``."""
+    return [float(transform.c + 0.5 * transform.a), float(transform.a), float(transform.f + 0.5 * transform.e),
+            float(transform.e)]
 
 
 def pixel_xy(transform: Affine, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -180,6 +186,10 @@ class Deramp(Coreg):
         Points in the fit.
     passes_ : int
         Passes over the data made by the fit (1, or 2 when few pixels are valid).
+    pixel_axes_ : list of float
+        ``[x_0, dx, y_0, dy]`` of the fit's grid (pixel centres ``x = x_0 + col dx``,
+        ``y = y_0 + row dy``): the pixel indices in which upstream's ``fit_params`` are given
+        (``meta["outputs"]["fitorbin"]["fit_params"]``).
 
     Examples
     --------
@@ -229,6 +239,7 @@ class Deramp(Coreg):
             self.passes_ = int(s.passes)
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         self._fit_surface(x, y, s["dh"], grid_normalisation(data.ref))
+        self.pixel_axes_ = pixel_axes(get_transform(data.ref))
 
     def _fit_surface(self, x: np.ndarray, y: np.ndarray, dh: np.ndarray,
                      normalisation: tuple[list[float], float]) -> np.ndarray:
@@ -256,6 +267,7 @@ class Deramp(Coreg):
         dh, fin = ps.dh(need=need)
         x, y = ps.points.x, ps.points.y
         norm = grid_normalisation(data.dem)
+        self.pixel_axes_ = pixel_axes(get_transform(data.dem))
         residual = np.full(len(dh), np.nan)
         residual[fin] = self._fit_surface(x[fin], y[fin], dh[fin], norm)
         ok = ps.inliers(residual, fin)

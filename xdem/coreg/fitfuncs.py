@@ -32,8 +32,9 @@ correction stores ``centre`` and ``scale``), so that their parameters are well c
     Upstream xdem 0.2.3's default of ``DirectionalBias``: the sum of 1, 2 or 3 sinusoids
     (as above) whose number is chosen automatically, as upstream's
     ``robust_nfreq_sumsin_fit``: the one of lowest number whose soft-loss cost is within 20 %
-    of the smallest (:func:`choose_order`). The number of parameters gives the number of
-    sinusoids.
+    of the smallest (:func:`choose_order`), among the fits within upstream's bounds (here twice
+    them: wavelengths up to twice the extent, amplitudes up to twice the range of ``dh``). The
+    number of parameters gives the number of sinusoids.
 
 Examples
 --------
@@ -326,10 +327,14 @@ def _nfreq_sumsin_fit(u: np.ndarray, y: np.ndarray) -> np.ndarray:
     x = np.atleast_2d(u)[0]
     fits = [_sumsin_fit(k)(u, y) for k in (1, 2, 3)]
     costs = [_soft_loss(y - _sumsin_evaluate(x[None, :], p)) for p in fits]
-    for k, p in enumerate(fits):
+    extent, spread = float(np.ptp(x)), float(np.ptp(y))
+    for k, p in enumerate(fits[1:], start=1):
         lams = np.sort(np.abs(p[3::3]))
-        if k and np.any(np.diff(lams) <= 1e-3 * lams[1:]):
-            costs[k] = np.inf  # two sinusoids of one wavelength: a degenerate form of fewer
+        amps = np.hypot(p[1::3], p[2::3])
+        # upstream's bounds (wavelength <= extent, amplitude <= range of y; 2x here), and two
+        # sinusoids of one wavelength: degenerate forms of fewer sinusoids
+        if lams[-1] > 2.0 * extent or amps.max() > 2.0 * spread or np.any(np.diff(lams) <= 1e-3 * lams[1:]):
+            costs[k] = np.inf
     return fits[choose_order(costs)]
 
 
