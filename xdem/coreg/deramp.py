@@ -36,8 +36,8 @@ from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
-__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_axes", "pixel_xy", "subtract_surface", "fitted_surface",
-           "FittedRamp"]
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_axes", "pixel_xy",
+           "subtract_surface", "fitted_surface", "FittedRamp", "TERMS"]
 
 
 def check_poly_order(poly_order: object) -> int:
@@ -202,7 +202,8 @@ class Deramp(Coreg):
 
     #: What it can do (:class:`~xdem.coreg.Capabilities`).
     tags = Coreg.tags.but(fits_points=True, in_frame=True, blockwise_step=True, moves_points=True)
-    def __init__(self, *, poly_order: int = 2, terms: str = "tensor", subsample: float | int = 500_000, random_state: int | None = None,
+    def __init__(self, *, poly_order: int = 2, terms: str = "tensor", subsample: float | int = 500_000,
+                 random_state: int | None = None,
                  fit_or_bin: str | None = None, fit_func: str | Callable[..., object] | None = None,
                  fit_optimizer: Callable[..., object] | None = None, bin_sizes: int | dict[str, int] | None = None,
                  bin_statistic: Callable[[np.ndarray], float] | None = None, bin_apply_method: str | None = None):

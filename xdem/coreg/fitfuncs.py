@@ -60,7 +60,7 @@ from xdem.kernels.robust import group_by, nmad  # noqa: F401 (nmad: imported fro
 
 __all__ = [
     "FitFunction", "FIT_FUNCTIONS", "fit_function", "poly_terms", "poly_design", "nmad", "robust_refine",
-    "single_thread_blas",
+    "single_thread_blas", "choose_order",
 ]
 
 
