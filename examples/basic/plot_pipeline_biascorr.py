@@ -41,8 +41,8 @@ print("true horizontal shift to apply:", true_shift, "m; tilt:", tilt)
 # into one resampling when applied.
 candidates = {
     "NuthKaab": xdem.coreg.NuthKaab(),
-    "NuthKaab + Deramp": xdem.coreg.NuthKaab() + xdem.coreg.Deramp(poly_order=1),
-    "Deramp + NuthKaab": xdem.coreg.Deramp(poly_order=1) + xdem.coreg.NuthKaab(),
+    "NuthKaab + Deramp": xdem.coreg.NuthKaab() + xdem.coreg.Deramp(poly_order=1, terms="total"),
+    "Deramp + NuthKaab": xdem.coreg.Deramp(poly_order=1, terms="total") + xdem.coreg.NuthKaab(),
     "NuthKaabDeramp (joint)": xdem.coreg.NuthKaabDeramp(poly_order=1),
 }
 

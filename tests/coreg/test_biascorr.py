@@ -43,7 +43,7 @@ def test_deramp_recovers_quadratic_surface(pair):
     x, y = _coords(ref)
     surface = 0.5 + 2e-3 * x - 1e-3 * y + 4e-6 * x**2 - 3e-6 * x * y + 5e-6 * y**2  # up to ~1.3 m
     biased = (tba + surface).astype(np.float32)
-    dr = Deramp(poly_order=2, subsample=50_000, random_state=1).fit(ref, biased)
+    dr = Deramp(poly_order=2, terms="total", subsample=50_000, random_state=1).fit(ref, biased)
     assert len(dr.coefs_) == 6 and dr.terms_ == [[0, 0], [1, 0], [0, 1], [2, 0], [1, 1], [0, 2]]
     xx, yy = np.meshgrid(ref["x"].values, ref["y"].values)
     assert _rms(dr.surface(xx, yy) - surface.transpose("y", "x").values) < 1e-3
@@ -84,7 +84,7 @@ def test_directional_bias_two_frequencies(pair):
     ref, tba = pair
     x, _ = _coords(ref)
     biased = tba + 0.3 * np.sin(2 * np.pi * x / 40.0) + 0.15 * np.cos(2 * np.pi * x / 150.0)
-    db = DirectionalBias(angle=0.0, nb_freq=2, subsample=30_000).fit(ref, biased)
+    db = DirectionalBias(angle=0.0, fit_or_bin="fit", nb_freq=2, subsample=30_000).fit(ref, biased)
     np.testing.assert_allclose(db.wavelengths_, [40.0, 150.0], rtol=0.01)
     np.testing.assert_allclose(db.amplitudes_, [0.3, 0.15], rtol=0.03)
 
@@ -160,7 +160,7 @@ def test_terrain_bias_curvature_of_a_smoothed_dem(pair):
     ref, tba = pair
     smooth = ndimage.gaussian_filter(ref.values.astype(np.float64), 1.5).astype(np.float32)
     tba_s = tba.copy(data=da.from_array(smooth, chunks=128))
-    tb = TerrainBias(bin_sizes=30, subsample=50_000).fit(ref, tba_s)  # maximum_curvature by default
+    tb = TerrainBias(terrain_attribute="maximum_curvature", bin_sizes=30, subsample=50_000).fit(ref, tba_s)  # ours
     assert tb.var_names_ == ["maximum_curvature"]
     inner = (slice(3, -3), slice(3, -3))
     before = _rms((tba_s - ref).values[inner])

@@ -58,7 +58,7 @@ def test_terrain_bias_elevation_points(column: str, tol: float, pts, dem0) -> No
 @pytest.mark.parametrize(("column", "tol"), [("h", 0.001), ("h_noisy", 0.02)])
 def test_directional_bias_points(column: str, tol: float, pts, dem0) -> None:
     wave = 0.5 * np.sin(2 * np.pi * (dem0.y - float(dem0.y.mean())) / 600.0)
-    db = xdem.coreg.DirectionalBias(angle=90).fit(pts, dem0 + wave, z_column=column)
+    db = xdem.coreg.DirectionalBias(angle=90, fit_or_bin="fit").fit(pts, dem0 + wave, z_column=column)
     assert abs(db.wavelengths_[0] - 600.0) <= 1.0 and abs(db.amplitudes_[0] - 0.5) <= tol
     assert float(np.nanmax(np.abs((db.apply(dem0 + wave) - dem0).values))) <= tol
 
@@ -114,7 +114,7 @@ def test_bias_corrections_apply_to_points(pts, dem0) -> None:
     assert np.array_equal(np.asarray(biased["h"]), h + 0.02 * slope_at)  # the input is not modified
 
     wave = 0.5 * np.sin(2 * np.pi * (y - float(dem0.y.mean())) / 600.0)
-    db = xdem.coreg.DirectionalBias(angle=90).fit(dem0, pts.assign(h=h + wave), z_column="h")
+    db = xdem.coreg.DirectionalBias(angle=90, fit_or_bin="fit").fit(dem0, pts.assign(h=h + wave), z_column="h")
     out = db.apply_points(pts.assign(h=h + wave), z_name="h")
     assert np.nanmax(np.abs(_corrected(out, "h") - h)) <= 0.002
 

@@ -204,14 +204,17 @@ def test_bias_var_names_must_match_bias_vars(pair):
 
 def test_terrain_bias_upstream_attribute_name(pair):
     """``"max_curvature"`` is upstream's maximal curvature (Florinsky's fit), derived from the
-    reference as upstream does; our default ``"maximum_curvature"`` is another quantity."""
+    reference as upstream does (and is the default, as upstream's); our ``"maximum_curvature"`` is
+    another quantity."""
     ref, tba, _ = pair
     up = xdem.coreg.TerrainBias(terrain_attribute="max_curvature", subsample=20_000, random_state=1).fit(ref, tba)
     given = xdem.terrain.upstream_engine.upstream_attributes(xdem.open_dem(ref), ["max_curvature"])[0]
     same = xdem.coreg.TerrainBias(terrain_attribute="max_curvature", subsample=20_000, random_state=1).fit(
         ref, tba, bias_vars={"max_curvature": given})
     np.testing.assert_array_equal(up.bin_values_, same.bin_values_)
-    ours = xdem.coreg.TerrainBias(subsample=20_000, random_state=1).fit(ref, tba)
+    default = xdem.coreg.TerrainBias(subsample=20_000, random_state=1).fit(ref, tba)
+    np.testing.assert_array_equal(up.bin_values_, default.bin_values_)
+    ours = xdem.coreg.TerrainBias(terrain_attribute="maximum_curvature", subsample=20_000, random_state=1).fit(ref, tba)
     assert not np.array_equal(up.bin_values_, ours.bin_values_)
 
 

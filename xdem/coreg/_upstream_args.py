@@ -176,12 +176,35 @@ def _affine_outputs(coreg: Coreg) -> dict[str, object]:
     return out
 
 
+def _upstream_ramp(learned: Mapping[str, Any]) -> np.ndarray:
+    """A ramp's ``fit_params`` in upstream's layout (``xdem.fit.polynomial_2d``): ``c`` of
+    ``numpy.polynomial.polynomial.polyval2d(col, row, c)``, flattened row-major (``c[i, j]``
+    multiplies ``col^i row^j``, pixel indices of the fit's grid), of upstream's ``ref - tba``.
+    Ours: ``sum c_k u^i v^j`` of ``tba - ref`` with ``u = (x - x_c) / s = a_0 + a_1 col`` (and
+    ``v`` likewise), expanded binomially."""
+    x0, dx, y0, dy = (float(v) for v in learned["pixel_axes_"])
+    xc, yc = (float(v) for v in learned["center_"])
+    s = float(learned["scale_"])
+    terms = [(int(i), int(j)) for i, j in learned["terms_"]]
+    n = max(max(t) for t in terms)
+    a0, a1, b0, b1 = (x0 - xc) / s, dx / s, (y0 - yc) / s, dy / s
+    out = np.zeros((n + 1, n + 1))
+    for (i, j), c in zip(terms, np.asarray(learned["coefs_"], dtype=np.float64)):
+        pu = np.polynomial.polynomial.polypow([a0, a1], i)  # coefficients of col^0..col^i
+        pv = np.polynomial.polynomial.polypow([b0, b1], j)
+        out[: i + 1, : j + 1] -= c * np.outer(pu, pv)
+    return out.ravel()
+
+
 def _upstream_fit_params(coreg: Coreg, learned: Mapping[str, Any]) -> np.ndarray | None:
     """``fit_params_`` in upstream's layout. Sums of sinusoids: ours model ``tba - ref`` as
     ``c + sum(a sin(w u) + b cos(w u))`` of the standardized variable ``u = (x - centre) / scale``;
     upstream's model ``ref - tba`` as ``sum(amplitude sin(2 pi x / wavelength + phase))`` of ``x``:
     ``(amplitude, wavelength, phase)`` per frequency, the phase shifted by pi for the sign (our
-    constant ``c`` has no place there: it stays in ``fit_params_``). Other functions: ours."""
+    constant ``c`` has no place there: it stays in ``fit_params_``). Deramp: :func:`_upstream_ramp`.
+    Other functions: ours."""
+    if "pixel_axes_" in learned and "coefs_" in learned:  # Deramp
+        return _upstream_ramp(learned)
     p = learned.get("fit_params_")
     params = coreg.get_params(deep=False)  # the model, from the hyper-parameters (no probing of the estimator)
     name = "sumsin" if "nb_freq" in params else params.get("fit_func")

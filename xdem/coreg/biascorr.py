@@ -169,9 +169,11 @@ class BiasCorr(Coreg):
     fit_or_bin
         ``"fit"``, ``"bin"`` or ``"bin_and_fit"``.
     fit_func
-        Name of a function of :data:`xdem.coreg.fitfuncs.FIT_FUNCTIONS` (``"linear"``,
-        ``"polynomial_1"`` to ``"polynomial_3"`` of total degree n in all variables,
-        ``"sumsin"``, ``"sumsin_2"``, ``"sumsin_3"`` for one variable), fitted on normalised
+        Name of a function of :data:`xdem.coreg.fitfuncs.FIT_FUNCTIONS` (default
+        ``"norder_polynomial"``, upstream's: a polynomial of one variable of order 1 to 6
+        chosen automatically; ``"linear"``, ``"polynomial_1"`` to ``"polynomial_3"`` of total
+        degree n in all variables; ``"sumsin"``, ``"sumsin_2"``, ``"sumsin_3"`` for one
+        variable), fitted on normalised
         variables; or a callable ``f(x, *params)`` (``x`` 1-D for one variable, else
         ``(n_vars, n)``) fitted with :func:`scipy.optimize.curve_fit` on the raw variables.
         A callable cannot be saved to JSON.
@@ -228,7 +230,7 @@ class BiasCorr(Coreg):
         self,
         *,
         fit_or_bin: str = "fit",
-        fit_func: str | Callable[..., np.ndarray] = "linear",
+        fit_func: str | Callable[..., np.ndarray] = "norder_polynomial",
         bin_sizes: BinSizes = 10,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",
@@ -384,7 +386,7 @@ class BiasCorr(Coreg):
 
     def _fit_values(self, names: list[str], xs: list[np.ndarray], dh: np.ndarray) -> None:
         func = self._func()
-        if not callable(func):
+        if not callable(func) and self.fit_or_bin != "bin":  # "bin" does not use fit_func
             ff = fit_function(func)
             if ff.n_vars is not None and ff.n_vars != len(names):
                 raise InputError(f"fit_func {func!r} takes {ff.n_vars} variable(s), got {len(names)}: {names}")
@@ -424,7 +426,8 @@ class BiasCorr(Coreg):
             center = 0.5 * (lo + hi)
             scale = np.where(hi > lo, 0.5 * (hi - lo), 1.0)
             u = np.vstack([(x - c) / sc for x, c, sc in zip(xs, center, scale)])
-            n_min = {"sumsin": 20, "sumsin_2": 40, "sumsin_3": 60}.get(func, 3 * len(xs) + 3)
+            n_min = {"sumsin": 20, "sumsin_2": 40, "sumsin_3": 60, "nfreq_sumsin": 60, "norder_polynomial": 10
+                     }.get(func, 3 * len(xs) + 3)
             if u.shape[1] < n_min:
                 raise NotEnoughDataError(f"fitting {func!r} needs at least {n_min} points, got {u.shape[1]}")
             params = fit_function(func).fit(u, dh)
@@ -505,10 +508,12 @@ class TerrainBias(BiasCorr):
     terrain_attribute
         ``"elevation"``, a name of :data:`xdem.terrain.ATTRIBUTES` (``"maximum_curvature"``,
         ``"slope"``, ``"aspect"``, ..., our meaning) or of upstream's only
-        (:data:`xdem.terrain.upstream.UPSTREAM_ONLY`: ``"max_curvature"`` is upstream 0.2.3's
-        maximal curvature, Florinsky's fit, as its ``TerrainBias`` derives it).
+        (:data:`xdem.terrain.upstream.UPSTREAM_ONLY`: ``"max_curvature"``, the default as
+        upstream's, is upstream 0.2.3's maximal curvature, Florinsky's fit, as its
+        ``TerrainBias`` derives it: :func:`xdem.terrain.max_curvature`).
     fit_or_bin, fit_func, bin_sizes, bin_statistic, bin_apply_method, min_bin_count, subsample, random_state
-        As in :class:`BiasCorr`; default: 100 bins of the median, applied linearly.
+        As in :class:`BiasCorr`; default: 100 bins of the median, applied linearly
+        (``fit_func="norder_polynomial"``, used with ``"fit"``/``"bin_and_fit"``, as upstream).
 
     Examples
     --------
@@ -524,9 +529,9 @@ class TerrainBias(BiasCorr):
     def __init__(
         self,
         *,
-        terrain_attribute: str = "maximum_curvature",
+        terrain_attribute: str = "max_curvature",
         fit_or_bin: str = "bin",
-        fit_func: str | Callable[..., np.ndarray] = "polynomial_2",
+        fit_func: str | Callable[..., np.ndarray] = "norder_polynomial",
         bin_sizes: BinSizes = 100,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",

@@ -1,18 +1,19 @@
 """Deramping: a polynomial surface of the coordinates fitted to ``dh = tba - ref``.
 
-The surface is a polynomial of total degree ``<= poly_order`` in the normalised coordinates
+The surface is a polynomial of order ``poly_order`` in the normalised coordinates
 ``u = (x - x_c) / s`` and ``v = (y - y_c) / s``, where ``(x_c, y_c)`` is the centre of the
-reference grid and ``s`` half its larger side (so ``u, v`` lie in ``[-1, 1]``). The terms
-are ``u^i v^j`` with ``i + j <= poly_order``, ordered by degree:
+reference grid and ``s`` half its larger side (so ``u, v`` lie in ``[-1, 1]``). Which
+monomials ``u^i v^j`` it has is chosen by ``terms``:
 
-- ``poly_order=0``: ``1`` (a vertical shift; 1 term)
-- ``poly_order=1``: ``1, u, v`` (a plane; 3 terms)
-- ``poly_order=2``: ``1, u, v, u^2, u v, v^2`` (6 terms)
-- ``poly_order=3``: ``1, u, v, u^3 ... v^3``: ``(n + 1)(n + 2) / 2`` terms in general.
+- ``terms="tensor"`` (the default, upstream xdem 0.2.3's ``polynomial_2d``, i.e.
+  ``numpy.polynomial.polynomial.polyval2d`` with an ``(n + 1) x (n + 1)`` coefficient array):
+  every ``u^i v^j`` with ``i <= n`` and ``j <= n``, ``(n + 1)^2`` terms; ``poly_order=2``
+  has the 9 terms up to ``u^2 v^2``.
+- ``terms="total"``: those of total degree ``i + j <= n``, ``(n + 1)(n + 2) / 2`` terms
+  (``poly_order=1``: a plane ``1, u, v``; ``poly_order=2``: ``1, u, v, u^2, u v, v^2``).
 
-(Some implementations use every ``u^i v^j`` with ``i, j <= n``, i.e. ``(n + 1)^2`` terms;
-this one does not.) Applying evaluates the surface chunk by chunk from the block offsets,
-never building a full-size coordinate grid.
+Both are ordered by total degree, then by decreasing ``i``. Applying evaluates the surface
+chunk by chunk from the block offsets, never building a full-size coordinate grid.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from xdem.kernels.surface import polynomial_surface
 from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
-__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_xy", "subtract_surface", "fitted_surface",
-           "FittedRamp"]
+__all__ = ["Deramp", "surface_terms", "check_poly_order", "grid_normalisation", "pixel_axes", "pixel_xy",
+           "subtract_surface", "fitted_surface", "FittedRamp", "TERMS"]
 
 
 def check_poly_order(poly_order: object) -> int:
@@ -48,15 +49,28 @@ def check_poly_order(poly_order: object) -> int:
     return int(poly_order)
 
 
-def surface_terms(poly_order: int) -> list[tuple[int, int]]:
-    """Exponents ``(i, j)`` of ``u^i v^j`` with ``i + j <= poly_order``, by degree.
+#: Accepted values of ``terms`` (:func:`surface_terms`).
+TERMS = ("tensor", "total")
+
+
+def surface_terms(poly_order: int, terms: str = "total") -> list[tuple[int, int]]:
+    """Exponents ``(i, j)`` of ``u^i v^j`` of a polynomial surface, by total degree then
+    decreasing ``i``: ``i + j <= poly_order`` (``terms="total"``), or ``i, j <= poly_order``
+    (``terms="tensor"``, upstream xdem's ``polynomial_2d``).
 
     Examples
     --------
     >>> surface_terms(2)
     [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2)]
+    >>> surface_terms(1, "tensor")
+    [(0, 0), (1, 0), (0, 1), (1, 1)]
     """
-    return [(d - j, j) for d in range(check_poly_order(poly_order) + 1) for j in range(d + 1)]
+    n = check_poly_order(poly_order)
+    if terms not in TERMS:
+        raise InputError(f"terms must be 'tensor' (every u^i v^j with i, j <= poly_order, upstream's) or 'total' "
+                         f"(i + j <= poly_order), got {terms!r}")
+    top = 2 * n if terms == "tensor" else n
+    return [(d - j, j) for d in range(top + 1) for j in range(d + 1) if terms == "total" or max(d - j, j) <= n]
 
 
 def grid_normalisation(dem: xr.DataArray) -> tuple[list[float], float]:
@@ -66,6 +80,12 @@ def grid_normalisation(dem: xr.DataArray) -> tuple[list[float], float]:
     xc, yc = t * (nx / 2.0, ny / 2.0)
     scale = 0.5 * max(abs(t.a) * nx, abs(t.e) * ny)
     return [float(xc), float(yc)], float(scale)
+
+
+def pixel_axes(transform: Affine) -> list[float]:
+    """``[x_0, dx, y_0, dy]``: pixel centres at ``x = x_0 + col dx``, ``y = y_0 + row dy``."""
+    return [float(transform.c + 0.5 * transform.a), float(transform.a), float(transform.f + 0.5 * transform.e),
+            float(transform.e)]
 
 
 def pixel_xy(transform: Affine, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -132,9 +152,10 @@ def subtract_surface(
 class Deramp(Coreg):
     """Polynomial surface of the coordinates fitted to ``dh = tba - ref`` and subtracted.
 
-    The model is ``dh(x, y) = sum_k c_k u^i_k v^j_k`` with ``i_k + j_k <= poly_order`` (total
-    degree; see the module notes for the exact terms) in coordinates normalised by the
-    reference grid, and the correction is ``corrected = tba - surface(x, y)``. The fit takes
+    The model is ``dh(x, y) = sum_k c_k u^i_k v^j_k`` in coordinates normalised by the
+    reference grid, with every ``i_k, j_k <= poly_order`` by default (upstream xdem 0.2.3's
+    ``polynomial_2d``; ``terms="total"``: ``i_k + j_k <= poly_order``; see the module notes
+    for the exact terms), and the correction is ``corrected = tba - surface(x, y)``. The fit takes
     a reproducible subsample of valid pixels (one pass over the data, two when few are valid), solves the linear
     least-squares problem, then refines it with a robust (soft L1) loss so that outliers
     weigh less. ``apply`` is lazy: one ``map_blocks`` evaluating the surface per chunk.
@@ -142,7 +163,10 @@ class Deramp(Coreg):
     Parameters
     ----------
     poly_order
-        Total degree of the polynomial (``>= 0``; 1 = a plane).
+        Order of the polynomial (``>= 0``; 2 by default, as upstream).
+    terms
+        ``"tensor"`` (default, upstream's): every ``u^i v^j`` with ``i, j <= poly_order``;
+        ``"total"``: total degree ``i + j <= poly_order`` (``poly_order=1``: a plane).
     subsample
         Fraction (``<= 1``) or count (``> 1``) of valid pixels used.
     random_state
@@ -162,19 +186,24 @@ class Deramp(Coreg):
         Points in the fit.
     passes_ : int
         Passes over the data made by the fit (1, or 2 when few pixels are valid).
+    pixel_axes_ : list of float
+        ``[x_0, dx, y_0, dy]`` of the fit's grid (pixel centres ``x = x_0 + col dx``,
+        ``y = y_0 + row dy``): the pixel indices in which upstream's ``fit_params`` are given
+        (``meta["outputs"]["fitorbin"]["fit_params"]``).
 
     Examples
     --------
     >>> from xdem.examples import example_pair
     >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0, tilt=(0.001, 0.0))
-    >>> dr = Deramp(poly_order=1).fit(ref, tba)
+    >>> dr = Deramp(poly_order=1, terms="total").fit(ref, tba)
     >>> round(float(dr.coefs_[1] / dr.scale_), 6)  # slope along x, metres per metre
     0.001
     """
 
     #: What it can do (:class:`~xdem.coreg.Capabilities`).
     tags = Coreg.tags.but(fits_points=True, in_frame=True, blockwise_step=True, moves_points=True)
-    def __init__(self, *, poly_order: int = 1, subsample: float | int = 500_000, random_state: int | None = None,
+    def __init__(self, *, poly_order: int = 2, terms: str = "tensor", subsample: float | int = 500_000,
+                 random_state: int | None = None,
                  fit_or_bin: str | None = None, fit_func: str | Callable[..., object] | None = None,
                  fit_optimizer: Callable[..., object] | None = None, bin_sizes: int | dict[str, int] | None = None,
                  bin_statistic: Callable[[np.ndarray], float] | None = None, bin_apply_method: str | None = None):
@@ -185,11 +214,15 @@ class Deramp(Coreg):
         self.bin_statistic = bin_statistic
         self.bin_apply_method = bin_apply_method
         self.poly_order = poly_order
+        self.terms = terms
         self.subsample = subsample
         self.random_state = random_state
 
+    def _terms(self) -> list[tuple[int, int]]:
+        return surface_terms(self.poly_order, self.terms)
+
     def _fit(self, data: FitData) -> None:
-        terms = surface_terms(self.poly_order)
+        terms = self._terms()
         need = max(len(terms) + 1, 10)
         pts = data.points
         if isinstance(pts, SharedPoints) and pts.serves(self.subsample, self.random_state):
@@ -207,12 +240,13 @@ class Deramp(Coreg):
             self.passes_ = int(s.passes)
         x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
         self._fit_surface(x, y, s["dh"], grid_normalisation(data.ref))
+        self.pixel_axes_ = pixel_axes(get_transform(data.ref))
 
     def _fit_surface(self, x: np.ndarray, y: np.ndarray, dh: np.ndarray,
                      normalisation: tuple[list[float], float]) -> np.ndarray:
         """Fit the surface to ``dh`` at coordinates ``x, y`` (a sample of pixels, or points);
         sets the learned attributes and returns the residuals ``dh - surface``."""
-        terms = surface_terms(self.poly_order)
+        terms = self._terms()
         center, scale = normalisation
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         with single_thread_blas():
@@ -229,11 +263,12 @@ class Deramp(Coreg):
         """On points (:mod:`xdem.coreg._point_sample`): the surface fitted to ``dh`` at the
         points (no horizontal motion, so the same whichever side the points are on), then
         refitted without the points whose residual is an outlier."""
-        need = max(len(surface_terms(self.poly_order)) + 1, 10)
+        need = max(len(self._terms()) + 1, 10)
         ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state, what="Deramp")
         dh, fin = ps.dh(need=need)
         x, y = ps.points.x, ps.points.y
         norm = grid_normalisation(data.dem)
+        self.pixel_axes_ = pixel_axes(get_transform(data.dem))
         residual = np.full(len(dh), np.nan)
         residual[fin] = self._fit_surface(x[fin], y[fin], dh[fin], norm)
         ok = ps.inliers(residual, fin)

@@ -76,10 +76,13 @@ class DirectionalBias(BiasCorr):
     and ``angle + 180`` give the same correction (the axis reversed). ``(x_0, y_0)``
     (``origin_``) is the corner pixel centre of the reference grid where ``a`` is smallest, so
     that on that grid ``a`` goes from 0 to the along-track extent, as upstream's. It is computed
-    per chunk from the block offsets, never stored. By default a sum of ``nb_freq`` sinusoids of
-    ``a`` is fitted (``fit_func="sumsin"``, ``"sumsin_2"`` or ``"sumsin_3"``: wavelengths found
-    by a deterministic scan of binned medians, then refined by robust least squares);
-    ``fit_or_bin="bin"`` bins ``dh`` by ``a`` instead. Correction: ``corrected = tba - bias(a)``.
+    per chunk from the block offsets, never stored. By default, as upstream xdem 0.2.3
+    (``fit_or_bin="bin_and_fit"``, ``fit_func="nfreq_sumsin"``, ``bin_sizes=100``), the
+    medians of ``dh`` in 100 bins of ``a`` are fitted with a sum of 1 to 3 sinusoids, their
+    number chosen automatically (:mod:`xdem.coreg.fitfuncs`, ``"nfreq_sumsin"``); ``nb_freq=n``
+    fixes it (wavelengths found by a deterministic scan of binned medians, then refined by
+    robust least squares); ``fit_or_bin="fit"`` fits the sampled pixels themselves,
+    ``fit_or_bin="bin"`` bins ``dh`` by ``a`` only. Correction: ``corrected = tba - bias(a)``.
 
     Before issue 23 ``angle`` was counter-clockwise from
     east (``a = ... + (y - y_0) sin(angle)``): an old ``angle=θ`` is the new ``angle=-θ``. A JSON
@@ -94,7 +97,8 @@ class DirectionalBias(BiasCorr):
         As in :class:`BiasCorr`; ``bin_sizes=n`` gives ``n`` equal bins over the whole sampled
         along-track range (no percentile cut: a coordinate has no outliers).
     nb_freq
-        Number of sinusoids (1 to 3).
+        Number of sinusoids (1 to 3), or ``None`` (default): chosen automatically among 1 to
+        3, as upstream's ``"nfreq_sumsin"``.
 
     Learned attributes
     ------------------
@@ -112,8 +116,8 @@ class DirectionalBias(BiasCorr):
     >>> ref, tba, _ = example_pair(shift_x=0, shift_y=0, shift_z=0)
     >>> wave = 0.3 * np.sin(2 * np.pi * ref["x"] / 80.0)
     >>> db = DirectionalBias(angle=0).fit(ref, tba + wave)
-    >>> round(float(db.wavelengths_[0]), 1), round(float(db.amplitudes_[0]), 2)
-    (80.0, 0.3)
+    >>> len(db.wavelengths_), round(float(db.wavelengths_[0])), round(float(db.amplitudes_[0]), 2)
+    (1, 80, 0.3)
     """
 
     tags = BiasCorr.tags.but(needs_bias_vars=False)
@@ -123,8 +127,8 @@ class DirectionalBias(BiasCorr):
         self,
         *,
         angle: float = 0.0,
-        fit_or_bin: str = "fit",
-        nb_freq: int = 1,
+        fit_or_bin: str = "bin_and_fit",
+        nb_freq: int | None = None,
         bin_sizes: BinSizes = 100,
         bin_statistic: Callable[[np.ndarray], float] = np.nanmedian,
         bin_apply_method: str = "linear",
@@ -148,8 +152,10 @@ class DirectionalBias(BiasCorr):
         self.random_state = random_state
 
     def _func(self) -> str:
+        if self.nb_freq is None:
+            return "nfreq_sumsin"
         if isinstance(self.nb_freq, bool) or self.nb_freq not in (1, 2, 3):
-            raise InputError(f"nb_freq must be 1, 2 or 3, got {self.nb_freq!r}")
+            raise InputError(f"nb_freq must be 1, 2 or 3 (or None: chosen automatically), got {self.nb_freq!r}")
         return "sumsin" if self.nb_freq == 1 else f"sumsin_{self.nb_freq}"
 
     def _fit_arrays(self, data: FitData) -> dict[str, da.Array]:

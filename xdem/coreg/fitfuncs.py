@@ -13,6 +13,14 @@ correction stores ``centre`` and ``scale``), so that their parameters are well c
     parameters: solved by linear least squares, then refined with a robust loss.
 ``"linear"``
     Same as ``"polynomial_1"``: ``c + sum_k b_k u_k``.
+``"norder_polynomial"``
+    Upstream xdem 0.2.3's default of ``BiasCorr``/``TerrainBias``: a polynomial of ONE
+    variable whose order is chosen automatically, as upstream's
+    ``robust_norder_polynomial_fit``: every order 1 to 6 is fitted (robustly, as above), its
+    cost is upstream's soft loss ``sum(2 * 0.5^2 * (sqrt(1 + (r / 0.5)^2) - 1))`` of the
+    residuals ``r``, and the lowest order whose cost is within 20 % of the smallest (among
+    orders up to the best one) is kept. Parameters: ``[c_0, c_1, ..., c_order]`` of
+    ``sum_k c_k u^k`` (their number gives the order).
 ``"sumsin"``, ``"sumsin_2"``, ``"sumsin_3"``
     Sum of 1, 2 or 3 sinusoids of one variable:
     ``c + sum_k (a_k sin(2 pi u / L_k) + b_k cos(2 pi u / L_k))``, parameters
@@ -20,6 +28,13 @@ correction stores ``centre`` and ``scale``), so that their parameters are well c
     ``L_k`` in normalised units). Initialised deterministically by a scan of wavelengths on
     binned medians (a least-squares periodogram, one frequency at a time), then refined by
     :func:`scipy.optimize.least_squares` with a robust loss from the best few starts.
+``"nfreq_sumsin"``
+    Upstream xdem 0.2.3's default of ``DirectionalBias``: the sum of 1, 2 or 3 sinusoids
+    (as above) whose number is chosen automatically, as upstream's
+    ``robust_nfreq_sumsin_fit``: the one of lowest number whose soft-loss cost is within 20 %
+    of the smallest (:func:`choose_order`), among the fits within upstream's bounds (here twice
+    them: wavelengths up to twice the extent, amplitudes up to twice the range of ``dh``). The
+    number of parameters gives the number of sinusoids.
 
 Examples
 --------
@@ -45,7 +60,7 @@ from xdem.kernels.robust import group_by, nmad  # noqa: F401 (nmad: imported fro
 
 __all__ = [
     "FitFunction", "FIT_FUNCTIONS", "fit_function", "poly_terms", "poly_design", "nmad", "robust_refine",
-    "single_thread_blas",
+    "single_thread_blas", "choose_order",
 ]
 
 
@@ -216,13 +231,19 @@ def _linear_params(x: np.ndarray, y: np.ndarray, wavelengths: np.ndarray) -> np.
     return np.array(p, dtype=np.float64)
 
 
+_FEW_POINTS = 1024  # up to this many points the scan of wavelengths runs on the points, not on binned medians
+
+
 def _sumsin_fit(nb_freq: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     def fit(u: np.ndarray, y: np.ndarray) -> np.ndarray:
         x = np.atleast_2d(u)[0].astype(np.float64)
         y = np.asarray(y, dtype=np.float64)
-        n_bins = int(np.clip(len(x) // 20, 16, 1024))
-        bx, by, width = _binned_medians(x, y, n_bins)
         extent = float(x.max() - x.min()) or 1.0
+        if len(x) <= _FEW_POINTS:  # e.g. bin medians (bin_and_fit): scan the points themselves
+            order = np.argsort(x, kind="stable")
+            bx, by, width = x[order], y[order], extent / max(len(x) - 1, 1)
+        else:
+            bx, by, width = _binned_medians(x, y, int(np.clip(len(x) // 20, 16, 1024)))
         # Wavelengths from 4 bins (well above the binning's Nyquist limit) to twice the extent.
         grid = np.geomspace(4.0 * width, 2.0 * extent, 600)
         starts: list[np.ndarray] = []
@@ -262,14 +283,71 @@ def _sumsin_fit(nb_freq: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     return fit
 
 
+# --- a 1-D polynomial of automatically chosen order (upstream's "norder_polynomial") ----------
+NORDER_MAX_ORDER = 6
+NORDER_MARGIN = 20.0  # percent
+
+
+def _soft_loss(r: np.ndarray, scale: float = 0.5) -> float:
+    """Upstream's ``xdem.fit.soft_loss`` of residuals ``r`` (metres)."""
+    return float(np.sum(scale**2 * 2.0 * (np.sqrt(1.0 + (r / scale) ** 2) - 1.0)))
+
+
+def choose_order(costs: Sequence[float], margin: float = NORDER_MARGIN) -> int:
+    """Index of the lowest order whose cost is within ``margin`` percent of the smallest, among
+    the orders up to the best one (upstream's ``_choice_best_order``; a near-zero smallest cost
+    counts as zero).
+
+    Examples
+    --------
+    >>> choose_order([10.0, 1.1, 1.0, 0.95])
+    1
+    """
+    c = np.asarray(costs, dtype=np.float64)
+    best = int(np.argmin(c))
+    finite = c[np.isfinite(c)]
+    floor = max(float(c[best]), 1e-12 * float(np.max(finite, initial=0.0)), 1e-300)
+    within = (c - c[best]) / floor < margin / 100.0
+    return next(i for i in range(best + 1) if within[i])
+
+
+def _norder_evaluate(u: np.ndarray, params: np.ndarray) -> np.ndarray:
+    x = np.atleast_2d(u)[0]
+    return np.asarray(np.polynomial.polynomial.polyval(x, np.asarray(params, dtype=np.float64)))
+
+
+def _norder_fit(u: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = np.atleast_2d(u)[0].astype(np.float64)
+    fits = [_poly_fit(order)(x[None, :], y) for order in range(1, NORDER_MAX_ORDER + 1)]
+    costs = [_soft_loss(y - _norder_evaluate(x, p)) for p in fits]
+    return fits[choose_order(costs)]
+
+
+def _nfreq_sumsin_fit(u: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = np.atleast_2d(u)[0]
+    fits = [_sumsin_fit(k)(u, y) for k in (1, 2, 3)]
+    costs = [_soft_loss(y - _sumsin_evaluate(x[None, :], p)) for p in fits]
+    extent, spread = float(np.ptp(x)), float(np.ptp(y))
+    for k, p in enumerate(fits[1:], start=1):
+        lams = np.sort(np.abs(p[3::3]))
+        amps = np.hypot(p[1::3], p[2::3])
+        # upstream's bounds (wavelength <= extent, amplitude <= range of y; 2x here), and two
+        # sinusoids of one wavelength: degenerate forms of fewer sinusoids
+        if lams[-1] > 2.0 * extent or amps.max() > 2.0 * spread or np.any(np.diff(lams) <= 1e-3 * lams[1:]):
+            costs[k] = np.inf
+    return fits[choose_order(costs)]
+
+
 #: Registry of named fit functions (the names stored in JSON).
 FIT_FUNCTIONS: dict[str, FitFunction] = {}
 for _n in (1, 2, 3):
     FIT_FUNCTIONS[f"polynomial_{_n}"] = FitFunction(f"polynomial_{_n}", None, _poly_evaluate(_n), _poly_fit(_n))
 FIT_FUNCTIONS["linear"] = FitFunction("linear", None, _poly_evaluate(1), _poly_fit(1))
+FIT_FUNCTIONS["norder_polynomial"] = FitFunction("norder_polynomial", 1, _norder_evaluate, _norder_fit)
 FIT_FUNCTIONS["sumsin"] = FitFunction("sumsin", 1, _sumsin_evaluate, _sumsin_fit(1))
 FIT_FUNCTIONS["sumsin_2"] = FitFunction("sumsin_2", 1, _sumsin_evaluate, _sumsin_fit(2))
 FIT_FUNCTIONS["sumsin_3"] = FitFunction("sumsin_3", 1, _sumsin_evaluate, _sumsin_fit(3))
+FIT_FUNCTIONS["nfreq_sumsin"] = FitFunction("nfreq_sumsin", 1, _sumsin_evaluate, _nfreq_sumsin_fit)
 
 
 def fit_function(name: str) -> FitFunction:

@@ -3,8 +3,9 @@
 Why: a tilt (or any smooth ramp) in ``dh = tba - ref`` is not purely aspect-driven, so
 Nuth & Kääb fitted first absorbs part of it into the shift, and a deramp fitted afterwards
 cannot undo that. Measured on the bundled 1 m DEM shifted by (9.6, -4.0) m with a plane of
-``tilt=(0.004, -0.003)`` (about 2 m across the 400 m DEM): ``NuthKaab() + Deramp()`` in one
-pass is off by (0.99, -1.02) m in shift and 0.08 m RMS in the plane, while this joint fit
+``tilt=(0.004, -0.003)`` (about 2 m across the 400 m DEM): ``NuthKaab() + Deramp()`` (a
+plane then: ``Deramp(poly_order=1, terms="total")`` today) in one pass is off by
+(0.99, -1.02) m in shift and 0.08 m RMS in the plane, while this joint fit
 recovers both to millimetres (see ``tests/coreg/test_nuthkaab_deramp.py``).
 
 Model, linearised around the current shift ``(s_x, s_y)`` (Gauss-Newton)::
@@ -14,7 +15,8 @@ Model, linearised around the current shift ``(s_x, s_y)`` (Gauss-Newton)::
 
 with ``d_ref/dx = -tan(slope) sin(aspect)``, ``d_ref/dy = -tan(slope) cos(aspect)`` of the
 reference (so the columns are those of Nuth & Kääb), ``u, v`` the normalised coordinates and
-the same total-degree terms as :class:`~xdem.coreg.Deramp`. Each iteration solves this
+the total-degree terms of :class:`~xdem.coreg.Deramp` with ``terms="total"`` (not upstream's
+``Deramp()`` default, ``"tensor"``: this class is ours, and a plane is what it is for). Each iteration solves this
 linear least-squares problem on the sampled pixels (rejecting residuals beyond 4 NMAD and
 solving again), moves the shift by ``(e_x, e_y)`` and re-evaluates ``tba`` by interpolation
 in small windows gathered once around the sampled pixels, until the step is below
