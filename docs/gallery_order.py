@@ -20,7 +20,7 @@ ORDER = [
     "plot_write_cog.py",
     "plot_save_reapply.py",
     # upstream/ (upstream xdem 0.2.3's gallery and pages, in upstream's order)
-    "plot_nuth_kaab.py",
+    "plot_nuth_kaab_glaciers.py",
     "plot_icp_coregistration.py",
     "plot_logging_configuration.py",
     "plot_terrain_attributes.py",

@@ -38,7 +38,7 @@ REQUIRED = {
     "writing COGs": "advanced/plot_write_cog.py",
     "saving and re-applying a coregistration": "advanced/plot_save_reapply.py",
     # upstream xdem 0.2.3's gallery and pages, adapted (issue 26); those of issue 27 are not here yet
-    "upstream: Nuth and Kääb": "upstream/plot_nuth_kaab.py",
+    "upstream: Nuth and Kääb": "upstream/plot_nuth_kaab_glaciers.py",
     "upstream: ICP": "upstream/plot_icp_coregistration.py",
     "upstream: logging": "upstream/plot_logging_configuration.py",
     "upstream: terrain attributes": "upstream/plot_terrain_attributes.py",
