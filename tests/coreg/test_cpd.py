@@ -20,8 +20,8 @@ import xdem
 from xdem.coreg import CPD
 from xdem.errors import InputError
 from xdem.kernels.cpd import rigid_cpd
-from xdem.kernels.robust import nmad
 from xdem.kernels.rigid import rigid_matrix, rotation_matrix, rotations_of
+from xdem.kernels.robust import nmad
 
 pytestmark = pytest.mark.filterwarnings("ignore::xdem.errors.ConvergenceWarning")
 
