@@ -110,3 +110,19 @@ def test_rotated_lidar_dem_as_upstream_case():
     residual = (cpd.apply(moved) - ref).data.compressed()
     assert nmad(residual) < 0.45
     assert nmad((moved - ref).data.compressed()) > 0.6
+
+
+@pytest.mark.parametrize("sigma2", [2.0, 1e-2, 1e-4])
+@pytest.mark.parametrize("c", [0.0, 0.05])
+def test_kernel_sums_equal_the_full_weighting(sigma2, c):
+    """The E step visits only the non-negligible pairs: its sums are the dense ``M x N`` ones."""
+    from xdem.kernels.cpd import _sums
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 3)) * [1.0, 1.0, 0.2]
+    ty = np.vstack([rng.normal(size=(250, 3)) * [1.0, 1.0, 0.2], [[40.0, 40.0, 0.0]]])  # one far away
+    x[0] = [-40.0, 0.0, 0.0]  # a fixed point far from every moving one
+    k = np.exp(-np.sum((ty[:, None, :] - x[None, :, :]) ** 2, axis=2) / (2.0 * sigma2))
+    p = k / (np.maximum(k.sum(axis=0), np.finfo(np.float64).eps) + c)
+    for got, want in zip(_sums(x, ty, sigma2, c), (p.sum(axis=1), p.sum(axis=0), p @ x), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
