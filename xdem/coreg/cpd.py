@@ -1,13 +1,13 @@
 """Coherent Point Drift (:class:`CPD`): a rigid transform fitted by matching two point clouds
 drawn from the DEMs, as upstream xdem 0.2.3's ``xdem.coreg.CPD`` (Myronenko & Song 2010).
 
-The fit works on a sample, like :class:`~xdem.coreg.ICP`: one pass draws twice the
-subsample of the pixels valid in both DEMs (:func:`xdem.sampling.sample_valid`, reproducible
-and the same for any chunking), and alternate draws (in global pixel order) make the two
-clouds: the reference's points at one half, the to-be-aligned DEM's at the other, ``(x, y, z)``
-at pixel centres. Upstream takes both clouds at the same pixels; two disjoint draws keep the
-horizontal footprints of the clouds from coinciding, which otherwise holds the horizontal
-shift near zero. Everything after the draw runs in memory on the sample
+The fit works on a sample, like :class:`~xdem.coreg.ICP`: one pass draws the subsample of the
+pixels valid in both DEMs (:func:`xdem.sampling.sample_valid`, reproducible and the same for
+any chunking) and, as upstream, both clouds are taken at those same pixels: the reference's
+``(x, y, z)`` and the to-be-aligned DEM's, at pixel centres. (Drawing the two clouds at
+alternate pixels of a draw of twice the size, tried before, is worse against known truth: on
+the lidar DEM rotated by (0.2, 0.1, 0) degrees it did not converge in 100 iterations and was
+off by up to 0.3 degree.) Everything after the draw runs in memory on the sample
 (:func:`xdem.kernels.cpd.rigid_cpd`), and applying is the one warp of every rigid method.
 """
 
@@ -43,9 +43,10 @@ class CPD(RigidCoreg):
     until the objective stops changing (:mod:`xdem.kernels.cpd`). As upstream, the clouds are
     first centred on the median of the reference points (``centroid_``, the rotation centre)
     and, with ``standardize``, divided by the mean NMAD of their three coordinates (the
-    tolerance too). Each iteration weighs every pair of points: time grows with the square of
-    the subsample (5000 points: about 0.2 s per iteration), memory is bounded by blocks of
-    32 MB; more than 20 000 points per cloud is an :class:`~xdem.errors.InputError`.
+    tolerance too). Each iteration weighs the pairs of points that are not negligibly far apart
+    (every pair while the variance is large, a neighbourhood once it has shrunk): the default
+    5000 points fit in about 2 s on a 400 x 400 DEM, memory grows with the points only; more
+    than 20 000 points per cloud is an :class:`~xdem.errors.InputError`.
 
     CPD aligns clouds, not surfaces: on DEM samples its horizontal shift is decimetre-scale
     at best (ICP or LZD are far more precise on the same data), as upstream warns.
@@ -132,17 +133,15 @@ class CPD(RigidCoreg):
             raise InputError(_too_many(int(s)))
 
     def _draw(self, data: FitData) -> tuple[np.ndarray, np.ndarray, int]:
-        """The reference and to-be-aligned clouds (alternate draws of one sample), and the passes made."""
-        s = self.subsample
-        twice = min(1.0, 2.0 * float(s)) if s <= 1 else 2 * int(round(float(s)))
-        sample = sample_valid(data.valid(), {"ref": data.ref.data, "tba": data.tba.data}, subsample=twice,
-                              random_state=self.random_state, min_count=2 * _MIN_POINTS, what="CPD")
+        """The reference and to-be-aligned clouds (at the same drawn pixels), and the passes made."""
+        sample = sample_valid(data.valid(), {"ref": data.ref.data, "tba": data.tba.data}, subsample=self.subsample,
+                              random_state=self.random_state, min_count=_MIN_POINTS, what="CPD")
         t = get_transform(data.ref)
         cc, rr = sample["col"] + 0.5, sample["row"] + 0.5
         x, y = t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f
-        ref = np.column_stack([x, y, sample["ref"]])[0::2]
-        tba = np.column_stack([x, y, sample["tba"]])[1::2]
-        if min(len(ref), len(tba)) > MAX_POINTS:
+        ref = np.column_stack([x, y, sample["ref"]])
+        tba = np.column_stack([x, y, sample["tba"]])
+        if len(ref) > MAX_POINTS:
             raise InputError(_too_many(len(ref)))
         return ref, tba, int(sample.passes)
 

@@ -9,9 +9,10 @@ The moving points ``Y`` (``M x 3``) are the centroids of a Gaussian mixture of c
 - M step: the rotation (from the SVD of the weighted cross-covariance, a reflection excluded),
   the translation and the variance that maximise the expected likelihood.
 
-``P`` is never held whole: it is built block by block over the fixed points (each column's
-normalisation needs all the moving points, which every block holds), so memory is
-``M x block`` floats whatever ``N``. Stopping is upstream xdem's: the absolute change of the
+``P`` is never held whole: one compiled pass per iteration weighs, for each fixed point, only
+the moving points whose weight is not negligible next to its nearest one's (below ``exp(-60)``
+of it, a window of the moving points sorted along x), so memory is ``O(M + N)`` and time
+shrinks with the variance. Stopping is upstream xdem's: the absolute change of the
 objective ``Q`` (Eq. 7) below ``tolerance``, not before the third iteration.
 
 Examples
@@ -28,12 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = ["CPDResult", "rigid_cpd"]
 
-#: Elements of a block of ``P`` (``M x block``): 32 MB of float64.
-_BLOCK_ELEMENTS = 4_000_000
+#: A pair is left out of the E step when its weight is below ``exp(-_CUT)`` times the largest of
+#: its column: with at most 20 000 moving points, a relative change of the sums below 1e-22.
+_CUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -49,22 +52,82 @@ class CPDResult:
 
 
 def _sums(x: np.ndarray, ty: np.ndarray, sigma2: float, c: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P 1`` (per moving point), ``P^T 1`` (per fixed point) and ``P X`` (``M x 3``), blockwise."""
-    m = len(ty)
-    block = max(1, _BLOCK_ELEMENTS // max(m, 1))
-    p1 = np.zeros(m)
-    pt1 = np.zeros(len(x))
-    px = np.zeros((m, x.shape[1]))
-    ty2 = np.sum(ty**2, axis=1)[:, None]
-    for start in range(0, len(x), block):
-        xb = x[start:start + block]
-        d2 = np.maximum(ty2 + np.sum(xb**2, axis=1)[None, :] - 2.0 * ty @ xb.T, 0.0)
-        k = np.exp(-d2 / (2.0 * sigma2))
-        den = np.maximum(k.sum(axis=0), np.finfo(np.float64).eps) + c
-        p = k / den
-        p1 += p.sum(axis=1)
-        pt1[start:start + block] = p.sum(axis=0)
-        px += p @ xb
+    """``P 1`` (per moving point), ``P^T 1`` (per fixed point) and ``P X`` (``M x 3``).
+
+    For each fixed point, only the moving points whose squared distance is within
+    ``2 sigma2 * _CUT`` of its nearest one are weighed (found in the moving points sorted along
+    x): every pair left out weighs less than ``exp(-_CUT)`` times the largest weight of its
+    column, so the sums are the full ``M x N`` weighting's to a relative ``M exp(-_CUT)``.
+    """
+    order = np.argsort(ty[:, 0], kind="stable")
+    tys = np.ascontiguousarray(ty[order], dtype=np.float64)
+    xc = np.ascontiguousarray(x, dtype=np.float64)
+    start = np.searchsorted(tys[:, 0], xc[:, 0])
+    p1s, pt1, pxs = _sums_loop(xc, tys, start, 1.0 / (2.0 * sigma2), 2.0 * sigma2 * _CUT, float(c),
+                               float(np.finfo(np.float64).eps))
+    p1, px = np.empty_like(p1s), np.empty_like(pxs)
+    p1[order], px[order] = p1s, pxs
+    return p1, pt1, px
+
+
+@numba.njit(cache=True, nogil=True)
+def _d2(tys: np.ndarray, j: int, x: np.ndarray, n: int) -> float:  # pragma: no cover - compiled
+    out = 0.0
+    for k in range(x.shape[1]):
+        diff = tys[j, k] - x[n, k]
+        out += diff * diff
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _nearest(tys: np.ndarray, x: np.ndarray, n: int, i0: int) -> float:  # pragma: no cover - compiled
+    """Squared distance from ``x[n]`` to its nearest moving point (outward from ``i0`` along x)."""
+    best = np.inf
+    for step in (1, -1):
+        j = i0 if step == 1 else i0 - 1
+        while 0 <= j < tys.shape[0]:
+            dx = tys[j, 0] - x[n, 0]
+            if dx * dx >= best:
+                break
+            best = min(best, _d2(tys, j, x, n))
+            j += step
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _sums_loop(x: np.ndarray, tys: np.ndarray, start: np.ndarray, inv2s: float, lim: float, c: float,
+               eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The E step's sums; ``tys`` sorted along x, ``start[n]`` where ``x[n]`` falls in that order."""
+    n_fixed, d = x.shape
+    m = tys.shape[0]
+    p1, pt1, px = np.zeros(m), np.zeros(n_fixed), np.zeros((m, d))
+    buf, idx = np.empty(m), np.empty(m, dtype=np.int64)
+    for n in range(n_fixed):
+        cut = _nearest(tys, x, n, start[n]) + lim
+        cnt, total = 0, 0.0
+        for step in (1, -1):
+            j = start[n] if step == 1 else start[n] - 1
+            while 0 <= j < m:
+                dx = tys[j, 0] - x[n, 0]
+                if dx * dx > cut:
+                    break
+                d2 = _d2(tys, j, x, n)
+                if d2 <= cut:
+                    w = np.exp(-d2 * inv2s)
+                    buf[cnt], idx[cnt] = w, j
+                    cnt += 1
+                    total += w
+                j += step
+        den = max(total, eps) + c
+        col = 0.0
+        for i in range(cnt):
+            w = buf[i] / den
+            j = idx[i]
+            p1[j] += w
+            for k in range(d):
+                px[j, k] += w * x[n, k]
+            col += w
+        pt1[n] = col
     return p1, pt1, px
 
 
