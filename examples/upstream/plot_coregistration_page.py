@@ -73,8 +73,8 @@ before_after("vertical shift", tba_dem_vshifted, aligned_dem)
 # Rotations of 0.2 degree about x and 0.1 about y and a translation of (2, 1, 5) m, around a
 # point near the north-west corner. Coherent Point Drift (CPD) matches sparse samples of the
 # two clouds: it finds the tilts and the vertical offset, but its horizontal shift is poor on
-# smooth terrain (upstream's own tests leave it out), and its cost grows with the square of
-# its sample; prefer LZD, ICP or Nuth and Kääb.
+# smooth terrain (upstream's own tests leave it out; ours and upstream's find the same
+# numbers here); prefer LZD, ICP or Nuth and Kääb.
 rotations = np.array([0.2, 0.1, 0])
 shifts = np.array([2, 1, 5])
 matrix = xdem.coreg.matrix_from_translations_rotations(*shifts, *rotations)
@@ -85,14 +85,13 @@ print(f"NMAD of the differences before: {before:.3f} m")
 
 pipeline = xdem.coreg.CoregPipeline([xdem.coreg.ICP(), xdem.coreg.NuthKaab()])
 pipeline = xdem.coreg.ICP() + xdem.coreg.NuthKaab()  # the same, by summing
-cpd = xdem.coreg.CPD(subsample=1000)  # every iteration weighs all pairs of points: 1000 keeps it to seconds
-methods = (xdem.coreg.LZD(), "LZD"), (xdem.coreg.ICP(), "ICP"), (cpd, "CPD"), (pipeline, "ICP + NK")
+methods = (xdem.coreg.LZD(), "LZD"), (xdem.coreg.ICP(), "ICP"), (xdem.coreg.CPD(), "CPD"), (pipeline, "ICP + NK")
 for coreg, title in methods:
     aligned_dem = coreg.fit_and_apply(ref_dem, tba_dem_shifted_rotated)
     after = before_after(title, tba_dem_shifted_rotated, aligned_dem)
     print(f"{title}: NMAD after {after:.3f} m")
-    if title == "CPD":  # good tilts and vertical offset, a horizontal shift off by a fraction of a metre
-        assert after < before
+    if title == "CPD":  # tilts within 0.06 degree, a horizontal shift off by a fraction of a metre
+        assert after < 0.45 < before
     else:
         assert after < 0.01
 
