@@ -26,10 +26,11 @@ demo: $(STAMP)
 	@echo "  coreg.json         fitted shifts, 4x4 matrix, dh statistics before/after, timing, memory"
 	@echo "  report.html        HTML report (open it in a browser)"
 
-# The suite runs on PYTEST_WORKERS processes (pytest-xdist; CI has 2 cores), a test module per
-# process so that module fixtures are built once; the 25 slowest tests are listed at the end.
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist), a test module per process so that
+# module fixtures are built once; the 25 slowest tests are listed at the end. CI has 2 cores: 3
+# workers keep them busy while many tests wait on subprocesses, servers and browsers.
 # `$(BIN)/python -m pytest -m "not slow"` is the quick loop without the end-to-end tests.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 
 test: $(STAMP) chromium-check lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --durations=25
