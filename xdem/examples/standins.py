@@ -40,7 +40,7 @@ import numpy as np
 from shapely.geometry import Polygon
 
 from xdem.errors import OutputError
-from xdem.examples._files import DEFAULT_SHIFT, get_path
+from xdem.examples._files import DEFAULT_SHIFT
 from xdem.examples.pair import _make_pair_arrays, _write_tif  # the same resampling as example_pair
 from xdem.io.atomic import move_into_place
 from xdem.io.grid import block_xy
@@ -141,7 +141,3 @@ def write_standins(folder: str | os.PathLike) -> dict[str, Path]:
             os.remove(tmp)
     return paths
 
-
-def ref_path() -> Path:
-    """The reference of the stand-in pair (the bundled lidar DEM)."""
-    return get_path("lidar")

@@ -15,7 +15,7 @@ produces a stacked block per chunk, then splits it lazily: computing the outputs
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import partial
 from typing import Any, overload
 
@@ -70,12 +70,17 @@ _ALIASES = {
 }
 
 
-def _canonical(name: str) -> str:
+def canonical_name(name: str, names: Collection[str], aliases: Mapping[str, str]) -> str:
+    """``name`` as one of ``names`` (case, ``-``/``_`` and ``aliases`` forgiven), or one clear line."""
     key = str(name).strip().lower().replace("-", "_")
-    key = _ALIASES.get(key, key)
-    if key not in ATTRIBUTES:
-        raise InputError(f"unknown terrain attribute {name!r}; choose from {', '.join(ATTRIBUTES)}")
+    key = aliases.get(key, key)
+    if key not in names:
+        raise InputError(f"unknown terrain attribute {name!r}; choose from {', '.join(names)}")
     return key
+
+
+def _canonical(name: str) -> str:
+    return canonical_name(name, ATTRIBUTES, _ALIASES)
 
 
 def _depth(name: str, opts: TerrainOptions) -> int:

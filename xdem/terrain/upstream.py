@@ -70,11 +70,7 @@ def fit_name(method: str | None, surface_fit: str | None, default: str = "horn")
 
 def upstream_name(name: str) -> str:
     """Upstream's canonical name of an attribute (``"maximum_curvature"`` -> ``"max_curvature"``)."""
-    key = str(name).strip().lower().replace("-", "_")
-    key = _UPSTREAM_ALIASES.get(key, key)
-    if key not in UPSTREAM_NAMES:
-        raise InputError(f"unknown terrain attribute {name!r}; choose from {', '.join(UPSTREAM_NAMES)}")
-    return key
+    return A.canonical_name(name, UPSTREAM_NAMES, _UPSTREAM_ALIASES)
 
 
 def _is_ours(name: str) -> bool:
