@@ -3,6 +3,8 @@ functions take it, numpy's functions act on it with upstream's meaning, and it s
 
 from __future__ import annotations
 
+import warnings
+
 import geopandas as gpd
 import geoutils as gu
 import matplotlib
@@ -14,6 +16,7 @@ import shapely
 from helpers import count_computes
 
 import xdem
+from xdem.checks import InputCheckWarning
 from xdem.errors import InputError
 
 matplotlib.use("Agg")
@@ -235,3 +238,25 @@ def test_arrays_given_to_a_dem_are_neither_shared_nor_made_read_only(raw):
     array[:] = 100.0  # the user's array stays theirs: writeable, and not read later by the DEMs
     assert float(total.data.mean()) == pytest.approx(float(raw.mean()), rel=1e-6)
     assert float(copied.data.max()) == 0.0
+
+
+def test_an_undeclared_void_value_is_said_in_one_line_and_a_declared_one_is_silent(tmp_path):
+    """-9999 holes in a file that declares no nodata stay elevations (upstream's meaning), so
+    ``np.nanmean(dem)`` would be wrong without a word: the constructor says so, naming the fix."""
+    with rasterio.open(LIDAR) as src:
+        values, profile = src.read(1), src.profile
+    values[100:150, 100:150] = -9999.0
+    profile.update(nodata=None)
+    bad = tmp_path / "holes.tif"
+    with rasterio.open(bad, "w", **profile) as dst:
+        dst.write(values, 1)
+    with pytest.warns(InputCheckWarning, match=r"exactly -9999.*pass nodata=-9999") as record:
+        xdem.DEM(bad)
+    said = [str(r.message) for r in record if issubclass(r.category, InputCheckWarning)]
+    assert len(said) == 1 and len(said[0].splitlines()) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputCheckWarning)
+        declared = xdem.DEM(bad, nodata=-9999)
+        xdem.DEM(LIDAR)
+    assert float(np.nanmean(declared)) == pytest.approx(float(np.nanmean(xdem.DEM(LIDAR).data[values != -9999])),
+                                                        rel=1e-6)

@@ -210,6 +210,12 @@ def window_ground_side(src: rasterio.io.DatasetReader, band: int = 1) -> float:
     return WINDOW_SIDE * factor * max(abs(src.transform.a), abs(src.transform.e))
 
 
+def sample_values(src: rasterio.io.DatasetReader, band: int = 1) -> np.ndarray:
+    """The values :func:`read_windows` reads in the :func:`_windows` grid over ``src``: a few tiles
+    spread over the file, whatever its size (declared nodata: NaN)."""
+    return read_windows(src, band, _windows(tuple(src.bounds), window_ground_side(src, band)))
+
+
 def _windows(bounds: tuple[float, float, float, float], side: float,
              n: int = WINDOWS) -> list[tuple[float, float, float, float]]:
     """``n x n`` boxes centred on the cells of an ``n x n`` grid over ``bounds``, each ``side`` wide

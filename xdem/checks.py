@@ -44,10 +44,9 @@ from xdem._check_base import (
     InputCheckWarning,
     _fix,
     _raise,
-    _windows,
     find_sentinels,
     read_windows,
-    window_ground_side,
+    sample_values,
 )
 from xdem._mask_checks import mask_findings
 from xdem._scale_checks import pair_scale_finding
@@ -175,7 +174,7 @@ def check_dem(path: str | os.PathLike, *, side: Literal["reference", "to_be_alig
             if problem is not None:
                 _raise(problem)
             b = band or 1
-            values = read_windows(src, b, _windows(tuple(src.bounds), window_ground_side(src, b)))
+            values = sample_values(src, b)
             if nodata is not None and not np.isnan(nodata):
                 values[values == nodata] = np.nan
             problem = _kind_finding(src, path, side, b, values)

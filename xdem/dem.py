@@ -41,6 +41,7 @@ from affine import Affine
 from odc.geo import resxy_
 
 from xdem import terrain
+from xdem._check_base import InputCheckWarning, find_sentinels, sample_values
 from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
 from xdem._dem_raster import RasterAttributes
@@ -133,6 +134,8 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
         else:
             arr = open_dem(src, nodata=nodata)  # type: ignore[arg-type]  # open_dem says what it refuses
             file_nodata = _source_nodata(src)
+            if nodata is None and file_nodata is None:
+                _warn_undeclared_voids(src)
         self._da: xr.DataArray = arr.persist() if load_data else arr
         self._loaded, self._filename = load_data, os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
         self._nodata: float | None = file_nodata if nodata is None else float(nodata)
@@ -526,6 +529,21 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
 
 class _Coreg:  # what coregister_3d needs of a coregistration (xdem.coreg is above this module)
     def fit_and_apply(self, *args: object, **kwargs: object) -> object: ...
+
+
+def _warn_undeclared_voids(src: object) -> None:
+    """One :class:`~xdem.checks.InputCheckWarning` line per value that looks like an undeclared void
+    (-9999, -32768...) in a local file that declares no nodata (a few sampled tiles): as upstream,
+    those pixels stay elevations here unless ``nodata=`` is given, so the user is told."""
+    if not isinstance(src, (str, os.PathLike)) or not os.path.isfile(src):
+        return
+    with rasterio.open(src) as ds:
+        values = sample_values(ds)
+    for value, share in find_sentinels(values):
+        warnings.warn(InputCheckWarning(
+            f"xdem.DEM('{os.fspath(src)}'): {100 * share:.1f} % of the sampled pixels are exactly {value:g}, far "
+            f"outside the other elevations, and the file declares no nodata: they count as elevations; "
+            f"pass nodata={value:g} if they are voids"), stacklevel=3)
 
 
 def _edge_bounds(t: Affine, shape: tuple[int, int]) -> tuple[float, float, float, float]:
