@@ -399,7 +399,9 @@ def _issue_27(call: Callable[[], object]) -> None:
 
 @one_liner("xdem.dDEM(ddem, start_time, end_time)")
 def _ddem(d):
-    _issue_27(lambda: xdem.dDEM)
+    dem = xdem.DEM(d.path)
+    ddem = xdem.dDEM(dem - dem, start_time=np.datetime64("1990-08-01"), end_time=np.datetime64("2009-08-01"))
+    assert ddem.time.days == 6940 and ddem.shape == dem.shape and float(np.nanmax(np.abs(ddem.data))) == 0.0
 
 
 @one_liner("xdem.DEMCollection(dems, timestamps)")

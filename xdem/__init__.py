@@ -28,36 +28,34 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from xdem._version import __version__
-from xdem.errors import InputError as _InputError  # tiny (no imports): the one line of upstream's names of issue 27
+from xdem.errors import InputError as _InputError  # tiny (no imports): the one line of a name not built yet
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from xdem import coreg, errors, examples, spatialstats, terrain
+    from xdem.ddem import dDEM
     from xdem.dem import DEM
     from xdem.io import open_dem, write_cog, write_zarr
     from xdem.io.grid import align_pair
 
-__all__ = ["__version__", "DEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
-           "spatialstats"]
+__all__ = ["__version__", "DEM", "dDEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples",
+           "terrain", "spatialstats"]
 
 #: Sub-packages imported on first access of ``xdem.<name>``.
-_SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain"})
+_SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain", "volume", "vcrs"})
 #: Functions imported on first access: name -> the module that defines it.
 _FUNCTIONS = {"open_dem": "xdem.io", "write_cog": "xdem.io", "write_zarr": "xdem.io", "align_pair": "xdem.io.grid",
-              "DEM": "xdem.dem"}
-
-#: Upstream 0.2.3's names that need issue 27: each raises one InputError line naming it.
-_NEXT_ISSUE = {"dDEM": "DEM differences", "DEMCollection": "DEM time series", "volume": "volume change",
-               "vcrs": "vertical CRSs"}
+              "DEM": "xdem.dem", "dDEM": "xdem.ddem", "DEMCollection": "xdem.demcollection"}
 
 
 def __getattr__(name: str) -> object:
     """Import a name of ``__all__`` on first use and keep it in the module (:pep:`562`)."""
+    module = f"xdem.{name}" if name in _SUBMODULES else _FUNCTIONS.get(name)
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise _InputError(f"upstream's xdem.{name} is not available here yet (issue 27)")
     if name in _SUBMODULES:
         value: object = importlib.import_module(f"xdem.{name}")
     elif name in _FUNCTIONS:
         value = getattr(importlib.import_module(_FUNCTIONS[name]), name)
-    elif name in _NEXT_ISSUE:
-        raise _InputError(f"upstream's xdem.{name} ({_NEXT_ISSUE[name]}) is not available here yet (issue 27)")
     elif not name.startswith("__") and importlib.util.find_spec(f"xdem.{name}") is not None:
         value = importlib.import_module(f"xdem.{name}")  # another sub-module, as an eager import made it an attribute
     else:
