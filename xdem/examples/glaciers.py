@@ -47,9 +47,11 @@ import dask.array as da
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
 import rioxarray  # noqa: F401 - the .rio accessor
 import xarray as xr
 from affine import Affine
+from rasterio.features import rasterize
 from scipy.ndimage import gaussian_filter
 from scipy.special import ndtri
 from shapely.geometry import Polygon
@@ -147,10 +149,21 @@ def _outline(m: Mountain, tile_x: float, tile_y: float) -> Polygon:
     return Polygon(np.column_stack([cx + r * np.cos(theta), cy + r * np.sin(theta)]))
 
 
+def _elevation_range(m: Mountain) -> tuple[float, float]:
+    """Lowest and highest elevation of mountain ``m``'s glacier (the same in every tile: periodic)."""
+    poly = _outline(m, ORIGIN[0], ORIGIN[1])
+    x0, y0, x1, y1 = poly.bounds
+    xs, ys = np.meshgrid(np.linspace(x0, x1, 120), np.linspace(y0, y1, 120))
+    inside = shapely.contains_xy(poly, xs, ys)
+    zs = terrain_elevation(xs[inside], ys[inside])
+    return float(zs.min()), float(zs.max())
+
+
 def _outlines(shape: tuple[int, int], resolution: float, origin: tuple[float, float]) -> gpd.GeoDataFrame:
     """Every glacier whose outline lies wholly inside the grid (tiles in row-major order)."""
     width, height = shape[1] * resolution, shape[0] * resolution
-    names, geoms, lows, highs = [], [], [], []
+    ranges = {m.name: _elevation_range(m) for m in GLACIERS}
+    rows = []
     for r in range(math.ceil(height / PERIOD)):
         for c in range(math.ceil(width / PERIOD)):
             for m in GLACIERS:
@@ -158,14 +171,10 @@ def _outlines(shape: tuple[int, int], resolution: float, origin: tuple[float, fl
                 x0, y0, x1, y1 = poly.bounds
                 if x0 < origin[0] or x1 > origin[0] + width or y1 > origin[1] or y0 < origin[1] - height:
                     continue
-                names.append(m.name if r == c == 0 else f"{m.name}_{r}_{c}")
-                geoms.append(poly)
-                xs, ys = np.meshgrid(np.linspace(x0, x1, 80), np.linspace(y0, y1, 80))
-                inside = gpd.GeoSeries(gpd.points_from_xy(xs.ravel(), ys.ravel())).within(poly).to_numpy()
-                zs = terrain_elevation(xs.ravel()[inside], ys.ravel()[inside], origin=origin)
-                lows.append(float(zs.min()))
-                highs.append(float(zs.max()))
-    return gpd.GeoDataFrame({"NAME": names, "z_low": lows, "z_high": highs}, geometry=geoms, crs=CRS)
+                rows.append((m.name if r == c == 0 else f"{m.name}_{r}_{c}", *ranges[m.name], poly))
+    names, lows, highs, geoms = zip(*rows) if rows else ((), (), (), ())
+    return gpd.GeoDataFrame({"NAME": list(names), "z_low": list(lows), "z_high": list(highs)}, geometry=list(geoms),
+                            crs=CRS)
 
 
 @dataclass(frozen=True)
@@ -191,20 +200,25 @@ def _centres(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> tuple[np
 
 
 def _index_block(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> np.ndarray:
-    from rasterio.features import rasterize
-
     t = g.transform * Affine.translation(col0, row0)
-    if not g.geoms:
+    bx0, by1 = t * (0, 0)
+    bx1, by0 = t * (shape[1], shape[0])
+    hits = [(p, i + 1) for i, p in enumerate(g.geoms)
+            if p.bounds[0] < bx1 and p.bounds[2] > bx0 and p.bounds[1] < by1 and p.bounds[3] > by0]
+    if not hits:
         return np.zeros(shape, dtype=np.int32)
-    return rasterize([(p, i + 1) for i, p in enumerate(g.geoms)], out_shape=shape, transform=t, fill=0,
-                     dtype="int32")
+    return rasterize(hits, out_shape=shape, transform=t, fill=0, dtype="int32")
 
 
-def _slope_degrees(g: _Grid, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    d = g.resolution
-    gx = (terrain_elevation(x + d, y, origin=g.origin) - terrain_elevation(x - d, y, origin=g.origin)) / (2 * d)
-    gy = (terrain_elevation(x, y + d, origin=g.origin) - terrain_elevation(x, y - d, origin=g.origin)) / (2 * d)
-    return np.degrees(np.arctan(np.hypot(gx, gy)))
+def _elevation_and_slope(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Elevation of a block's pixel centres and its slope (degrees; central differences of the
+    analytic terrain, one pixel apart), from one evaluation on the block grown by one pixel."""
+    x, y = _centres(g, row0 - 1, col0 - 1, (shape[0] + 2, shape[1] + 2))
+    z = terrain_elevation(x, y, origin=g.origin)
+    d = 2.0 * g.resolution
+    gx = (z[1:-1, 2:] - z[1:-1, :-2]) / d
+    gy = (z[:-2, 1:-1] - z[2:, 1:-1]) / d
+    return z[1:-1, 1:-1], np.degrees(np.arctan(np.hypot(gx, gy)))
 
 
 def _standard_error(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> np.ndarray:
@@ -228,21 +242,22 @@ def _standard_error(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> n
 def _layer_block(block: np.ndarray, *, g: _Grid, layer: str, block_info: dict | None = None) -> np.ndarray:
     row0, col0 = block_pixel_offsets(block_info)
     shape = block.shape
-    x, y = _centres(g, row0, col0, shape)
-    z = terrain_elevation(x, y, origin=g.origin)
     if layer == "ref":
-        return z.astype(np.float32)
+        x, y = _centres(g, row0, col0, shape)
+        return terrain_elevation(x, y, origin=g.origin).astype(np.float32)
+    z, slope = _elevation_and_slope(g, row0, col0, shape)
     if layer == "error":
-        return g.noise.sigma(_slope_degrees(g, x, y)).astype(np.float32)
+        return g.noise.sigma(slope).astype(np.float32)
     index = _index_block(g, row0, col0, shape)
     if layer == "index":
         return index
     signal = np.where(index > 0, thinning_profile(z), 0.0)
     if layer == "signal":
         return signal.astype(np.float32)
+    x, y = _centres(g, row0, col0, shape)
     if layer == "voids":
         return _voids(g, index, x, y, z)
-    dh = signal + g.noise.sigma(_slope_degrees(g, x, y)) * _standard_error(g, row0, col0, shape)
+    dh = signal + g.noise.sigma(slope) * _standard_error(g, row0, col0, shape)
     if layer == "ddem":
         dh = np.where(_voids(g, index, x, y, z), np.nan, dh)
     return dh.astype(np.float32)
