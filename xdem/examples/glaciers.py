@@ -47,8 +47,8 @@ import dask.array as da
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import shapely
 import rioxarray  # noqa: F401 - the .rio accessor
+import shapely
 import xarray as xr
 from affine import Affine
 from rasterio.features import rasterize
