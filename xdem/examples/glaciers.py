@@ -61,7 +61,7 @@ from xdem.io.grid import block_pixel_offsets
 from xdem.sampling import pixel_uniform
 
 __all__ = ["GlacierSet", "NoiseModel", "GLACIERS", "PERIOD", "glacier_set", "thinning_profile", "terrain_elevation",
-           "write_glacier_set", "START", "END"]
+           "write_glacier_set", "standard_error_field", "START", "END"]
 
 #: Side of the periodic tile (m): three mountains and three glaciers per tile.
 PERIOD = 8000.0
@@ -221,22 +221,36 @@ def _elevation_and_slope(g: _Grid, row0: int, col0: int, shape: tuple[int, int])
     return z[1:-1, 1:-1], np.degrees(np.arctan(np.hypot(gx, gy)))
 
 
-def _standard_error(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> np.ndarray:
-    """The standardised error ``z`` of a block: nugget + Gaussian-smoothed white noise, keyed on global indices."""
-    s = g.noise.range / 4.0 / g.resolution  # kernel std in pixels: rho(h) = exp(-h^2 / (4 s^2))
+def standard_error_field(shape: tuple[int, int], *, resolution: float, noise: NoiseModel, seed: int = 0,
+                         offset: tuple[int, int] = (0, 0), ncols: int | None = None) -> np.ndarray:
+    """The standardised error ``z`` (unit variance, :class:`NoiseModel`'s correlation) of a window.
+
+    A white nugget plus Gaussian-smoothed white noise, both keyed on global pixel indices: the
+    window of ``shape`` at global ``offset`` (row, col) of a grid of ``ncols`` columns (default:
+    the window's own width) has the same values however the grid is cut into windows.
+
+    Examples
+    --------
+    >>> z = standard_error_field((64, 64), resolution=20.0, noise=NoiseModel())
+    >>> part = standard_error_field((16, 16), resolution=20.0, noise=NoiseModel(), offset=(8, 8), ncols=64)
+    >>> bool(np.array_equal(z[8:24, 8:24], part))
+    True
+    """
+    ncols = shape[1] if ncols is None else ncols
+    row0, col0 = offset
+    s = noise.range / 4.0 / resolution  # kernel std in pixels: rho(h) = exp(-h^2 / (4 s^2))
     halo = int(4.0 * s + 0.5) + 1
     ext = (shape[0] + 2 * halo, shape[1] + 2 * halo)
-    ncols = g.shape[1] + 2 * halo
-    u = pixel_uniform(row0, col0, ext, ncols, g.seed * 7919 + _KEY_FIELD)
+    u = pixel_uniform(row0, col0, ext, ncols + 2 * halo, seed * 7919 + _KEY_FIELD)
     white = ndtri(np.clip(u, 1e-12, 1 - 1e-12))
     smooth = gaussian_filter(white, s, mode="constant", truncate=4.0)[halo:-halo, halo:-halo]
     radius = int(4.0 * s + 0.5)
     k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / s) ** 2)
     k /= k.sum()
     smooth /= float((k**2).sum())  # the separable kernel leaves a variance (sum k^2)^2: back to 1
-    u2 = pixel_uniform(row0, col0, shape, g.shape[1], g.seed * 7919 + _KEY_WHITE)
+    u2 = pixel_uniform(row0, col0, shape, ncols, seed * 7919 + _KEY_WHITE)
     nugget = ndtri(np.clip(u2, 1e-12, 1 - 1e-12))
-    return math.sqrt(1.0 - g.noise.nugget) * smooth + math.sqrt(g.noise.nugget) * nugget
+    return math.sqrt(1.0 - noise.nugget) * smooth + math.sqrt(noise.nugget) * nugget
 
 
 def _layer_block(block: np.ndarray, *, g: _Grid, layer: str, block_info: dict | None = None) -> np.ndarray:
@@ -257,7 +271,9 @@ def _layer_block(block: np.ndarray, *, g: _Grid, layer: str, block_info: dict | 
     x, y = _centres(g, row0, col0, shape)
     if layer == "voids":
         return _voids(g, index, x, y, z)
-    dh = signal + g.noise.sigma(slope) * _standard_error(g, row0, col0, shape)
+    z_err = standard_error_field(shape, resolution=g.resolution, noise=g.noise, seed=g.seed, offset=(row0, col0),
+                                 ncols=g.shape[1])
+    dh = signal + g.noise.sigma(slope) * z_err
     if layer == "ddem":
         dh = np.where(_voids(g, index, x, y, z), np.nan, dh)
     return dh.astype(np.float32)
