@@ -33,8 +33,11 @@ from pathlib import Path
 #: upstream name -> bundled stand-in (the data loading: the only change made to upstream's code)
 NAMES = {
     '"longyearbyen_ref_dem"': '"lidar_ref_dem"',
+    '"longyearbyen_tba_dem_coreg"': '"lidar_tba_dem_coreg"',
     '"longyearbyen_tba_dem"': '"lidar_tba_dem"',
+    '"longyearbyen_glacier_outlines_2010"': '"lidar_outlines_2010"',
     '"longyearbyen_glacier_outlines"': '"lidar_outlines"',
+    '"longyearbyen_ddem"': '"lidar_ddem"',
 }
 
 #: data-specific lines: a crop window in Longyearbyen's coordinates -> one inside the lidar DEM
@@ -45,6 +48,10 @@ DATA_LINES = {
     "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config)":
         "xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), mp_config=mp_config, block_size_fit=200)",
     "block_size_fit=500,": "block_size_fit=200,",  # the coregistration page's blockwise cell
+    # upstream's glacier names (RGI outlines of Svalbard) -> the stand-ins' three outlines
+    '"Brombreen"': '"north glacier"', '"Medalsbreen"': '"east glacier"', '"Svendsenbreen"': '"south glacier"',
+    "'Scott Turnerbreen'": "'north glacier'",
+    "scott_extent = [518600, 523800, 8666600, 8672300]": "scott_extent = [429280, 429440, 5150720, 5150860]",
 }
 
 #: what upstream's code calls that belongs to issue 27 (dDEMs, DEM series, volumes, uncertainty, vertical datums)
@@ -83,6 +90,9 @@ PATHS = {
     '"lidar_ref_dem"': _DATA / "lidar_dem.tif",
     '"lidar_tba_dem"': _DATA / "lidar_tba_dem.tif",
     '"lidar_outlines"': _DATA / "lidar_outlines.gpkg",
+    '"lidar_tba_dem_coreg"': _DATA / "lidar_tba_dem_coreg.tif",
+    '"lidar_outlines_2010"': _DATA / "lidar_outlines_2010.gpkg",
+    '"lidar_ddem"': _DATA / "lidar_ddem.tif",
 }
 
 

@@ -17,6 +17,9 @@ _FILES = {
     "lidar_ref_dem": "lidar_dem.tif",
     "lidar_tba_dem": "lidar_tba_dem.tif",
     "lidar_outlines": "lidar_outlines.gpkg",
+    "lidar_outlines_2010": "lidar_outlines_2010.gpkg",
+    "lidar_tba_dem_coreg": "lidar_tba_dem_coreg.tif",
+    "lidar_ddem": "lidar_ddem.tif",
 }
 
 #: Default displacement ``(dx, dy, dz)`` in metres applied to make the example ``tba``.
@@ -56,7 +59,11 @@ def get_path(name: str = "lidar", output_dir: str | None = None, overwrite: bool
         upstream's ``"longyearbyen_ref_dem"``, ``"longyearbyen_tba_dem"`` and
         ``"longyearbyen_glacier_outlines"`` (the lidar DEM; a copy moved by
         :data:`DEFAULT_SHIFT` and lowered inside the outlines; three made-up outlines), with
-        their truth in :mod:`xdem.examples.standins`. Upstream's
+        their truth in :mod:`xdem.examples.standins`; ``"lidar_outlines_2010"``,
+        ``"lidar_tba_dem_coreg"`` and ``"lidar_ddem"`` stand in for
+        ``"longyearbyen_glacier_outlines_2010"``, ``"longyearbyen_tba_dem_coreg"`` and
+        ``"longyearbyen_ddem"`` (shrunk outlines; the coregistered copy with known errors; their
+        difference). Upstream's
         names (:data:`UPSTREAM_EXAMPLES`, e.g. ``"longyearbyen_ref_dem"``) raise one line saying
         the data is not bundled and naming the alternatives.
     output_dir, overwrite

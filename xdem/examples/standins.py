@@ -13,7 +13,17 @@ bundled files made from the real lidar DEM, with a truth known exactly:
     outlines, the correction to find is ``(-dx, -dy, -dz)`` = (-3.27, +1.64, -2.5) m.
 ``"lidar_outlines"``
     Three made-up polygons standing in for glacier outlines (unstable terrain), EPSG:26915,
-    one of them reaching beyond the DEM (so that ``Vector.crop(dem, clip=True)`` matters).
+    one of them reaching beyond the DEM (so that ``Vector.crop(dem, clip=True)`` matters);
+    their names are in ``NAME``, as in upstream's RGI outlines.
+``"lidar_outlines_2010"``
+    The same outlines at the later epoch: each shrunk to 90 % of its radius.
+``"lidar_tba_dem_coreg"``
+    ``lidar_tba_dem`` as a perfect coregistration leaves it, with the errors a real DEM has:
+    the reference plus the thinning plus known errors :data:`ERRORS` (1-sigma
+    ``0.05 + 0.01 * slope`` m, slope in degrees, spatially correlated: a 20 % nugget and a
+    Gaussian correlation of effective range 40 m; :func:`xdem.examples.glaciers.standard_error_field`).
+``"lidar_ddem"``
+    ``lidar_ref_dem - lidar_tba_dem_coreg``: minus the thinning, minus the errors.
 
 :func:`write_standins` rebuilds the files; a test checks that the bundled ones are what it
 writes.
@@ -37,10 +47,12 @@ from typing import TYPE_CHECKING
 
 import geopandas as gpd
 import numpy as np
+import rasterio
 from shapely.geometry import Polygon
 
 from xdem.errors import OutputError
-from xdem.examples._files import DEFAULT_SHIFT
+from xdem.examples._files import DEFAULT_SHIFT, get_path
+from xdem.examples.glaciers import NoiseModel, standard_error_field
 from xdem.examples.pair import _make_pair_arrays, _write_tif  # the same resampling as example_pair
 from xdem.io.atomic import move_into_place
 from xdem.io.grid import block_xy
@@ -49,7 +61,7 @@ if TYPE_CHECKING:
     from affine import Affine
     from rasterio.crs import CRS
 
-__all__ = ["Blob", "OUTLINES", "thinning", "outline_polygons", "write_standins", "TRUTH"]
+__all__ = ["Blob", "OUTLINES", "thinning", "outline_polygons", "write_standins", "TRUTH", "ERRORS", "error_field"]
 
 #: The correction a coregistration must find on stable terrain (to apply to ``lidar_tba_dem``).
 TRUTH = {"shift_x": -DEFAULT_SHIFT[0], "shift_y": -DEFAULT_SHIFT[1], "shift_z": -DEFAULT_SHIFT[2]}
@@ -91,12 +103,17 @@ def thinning(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def outline_polygons(n: int = 90) -> list[list[tuple[float, float]]]:
-    """Each outline as a closed ring of ``n`` vertices (counter-clockwise)."""
+#: The errors of ``lidar_tba_dem_coreg`` (and so of ``lidar_ddem``), on the 1 m lidar grid.
+ERRORS = NoiseModel(sigma0=0.05, slope_gain=0.01, range=40.0, nugget=0.2)
+_ERROR_SEED = 27
+
+
+def outline_polygons(n: int = 90, scale: float = 1.0) -> list[list[tuple[float, float]]]:
+    """Each outline as a closed ring of ``n`` vertices (counter-clockwise), its radius times ``scale``."""
     theta = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
     rings = []
     for blob in OUTLINES:
-        rad = blob.radius(theta)
+        rad = scale * blob.radius(theta)
         ring = [(float(blob.x + r * np.cos(t)), float(blob.y + r * np.sin(t))) for r, t in zip(rad, theta)]
         rings.append([*ring, ring[0]])
     return rings
@@ -111,33 +128,68 @@ def _tba_array() -> tuple[np.ndarray, Affine, CRS]:
     return (tba + thinning(x[None, :], y[:, None])).astype(np.float32), transform, crs
 
 
-def write_standins(folder: str | os.PathLike) -> dict[str, Path]:
-    """Write ``lidar_tba_dem.tif`` and ``lidar_outlines.gpkg`` to ``folder`` (as bundled).
+def error_field(ref: np.ndarray, transform: Affine) -> np.ndarray:
+    """The errors of ``lidar_tba_dem_coreg`` (m) on the reference's grid: :data:`ERRORS`' spread
+    at the reference's slope (central differences) times its keyed correlated field."""
+    res = abs(transform.a)
+    gy, gx = np.gradient(ref.astype(np.float64), res)
+    slope = np.degrees(np.arctan(np.hypot(gx, gy)))
+    z = standard_error_field(ref.shape, resolution=res, noise=ERRORS, seed=_ERROR_SEED)
+    return ERRORS.sigma(slope) * z
 
-    Examples
-    --------
-    >>> import tempfile
-    >>> sorted(p.name for p in write_standins(tempfile.mkdtemp()).values())
-    ['lidar_outlines.gpkg', 'lidar_tba_dem.tif']
-    """
-    folder = Path(folder)
-    paths = {"lidar_tba_dem": folder / "lidar_tba_dem.tif", "lidar_outlines": folder / "lidar_outlines.gpkg"}
-    if not folder.is_dir():
-        raise OutputError(f"'{folder}' is not a folder; create it or choose another")
-    tba, transform, crs = _tba_array()
-    _write_tif(paths["lidar_tba_dem"], tba, transform, crs)
+
+def _coreg_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """``lidar_tba_dem_coreg`` and ``lidar_ddem`` (float32) on the reference's grid."""
+    ref, transform, _ = _read_reference()
+    x, y = block_xy(transform, 0, 0, ref.shape)
+    coreg = ref + thinning(x[None, :], y[:, None]) + error_field(ref, transform)
+    return coreg.astype(np.float32), (ref - coreg).astype(np.float32)
+
+
+def _read_reference() -> tuple[np.ndarray, Affine, CRS]:
+    with rasterio.open(get_path("lidar")) as src:
+        return src.read(1).astype(np.float64), src.transform, src.crs
+
+
+def _write_outlines(path: Path, scale: float, crs: CRS) -> None:
+    names = [b.name for b in OUTLINES]
     frame = gpd.GeoDataFrame(
-        {"name": [b.name for b in OUTLINES], "thinning_centre_m": [-6.0] * 3, "thinning_edge_m": [-1.0] * 3},
-        geometry=[Polygon(r) for r in outline_polygons()], crs=crs,
+        {"NAME": names, "thinning_centre_m": [-6.0] * 3, "thinning_edge_m": [-1.0] * 3},
+        geometry=[Polygon(r) for r in outline_polygons(scale=scale)], crs=crs,
     )
-    fd, tmp = tempfile.mkstemp(prefix=".lidar_outlines-", suffix=".gpkg", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".gpkg", dir=path.parent)
     os.close(fd)
     os.remove(tmp)  # the GPKG driver creates the file
     try:
         frame.to_file(tmp, driver="GPKG", layer="outlines")
-        move_into_place(tmp, paths["lidar_outlines"], overwrite=True)
+        move_into_place(tmp, path, overwrite=True)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def write_standins(folder: str | os.PathLike) -> dict[str, Path]:
+    """Write the stand-in files to ``folder`` (as bundled); returns their paths by name.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> sorted(p.name for p in write_standins(tempfile.mkdtemp()).values())  # doctest: +NORMALIZE_WHITESPACE
+    ['lidar_ddem.tif', 'lidar_outlines.gpkg', 'lidar_outlines_2010.gpkg', 'lidar_tba_dem.tif',
+     'lidar_tba_dem_coreg.tif']
+    """
+    folder = Path(folder)
+    names = ("lidar_tba_dem", "lidar_tba_dem_coreg", "lidar_ddem")
+    paths = {name: folder / f"{name}.tif" for name in names}
+    paths |= {name: folder / f"{name}.gpkg" for name in ("lidar_outlines", "lidar_outlines_2010")}
+    if not folder.is_dir():
+        raise OutputError(f"'{folder}' is not a folder; create it or choose another")
+    tba, transform, crs = _tba_array()
+    _write_tif(paths["lidar_tba_dem"], tba, transform, crs)
+    coreg, ddem = _coreg_arrays()
+    _write_tif(paths["lidar_tba_dem_coreg"], coreg, transform, crs)
+    _write_tif(paths["lidar_ddem"], ddem, transform, crs)
+    _write_outlines(paths["lidar_outlines"], 1.0, crs)
+    _write_outlines(paths["lidar_outlines_2010"], 0.9, crs)
     return paths
 
