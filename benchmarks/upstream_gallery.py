@@ -9,9 +9,10 @@ repository: point the script at a checkout of upstream at tag v0.2.3::
     python benchmarks/upstream_gallery.py upstream-xdem [--only NAME] [--timeout 300]
 
 Each script runs in a fresh temporary folder with ``MPLBACKEND=Agg``. The only edits made to
-upstream's code are the data loading: its three Longyearbyen names become the bundled
-stand-ins (:mod:`xdem.examples.standins`), and, for the ICP example, its crop window (in
-Longyearbyen coordinates) becomes one inside the lidar DEM, and for the blockwise example the
+upstream's code are the data loading: its six Longyearbyen names become the bundled
+stand-ins (:mod:`xdem.examples.standins`); for the ICP example, its crop window (in
+Longyearbyen coordinates) becomes one inside the lidar DEM, and so does the DEM-collection
+example's map window; upstream's glacier names become the stand-ins' three; for the blockwise example the
 tile size becomes 200 pixels (upstream's 500 fit once in the 400-pixel stand-in). A doc page's code cells run in
 order as one script; a page whose cells use issue 27 (:data:`ISSUE_27`) is also run without
 those cells. The result is one line per script (``ran`` or the last line of its
