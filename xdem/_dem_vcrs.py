@@ -10,6 +10,7 @@ import pyproj
 import xarray as xr
 
 from xdem.errors import InputError
+from xdem.io.vertical import file_crs
 from xdem.vcrs import VcrsInput, VerticalRef, compound_crs, convert_heights, parse_vcrs, vcrs_of_crs
 
 if TYPE_CHECKING:
@@ -20,9 +21,7 @@ __all__ = ["VcrsMembers", "declared_vcrs"]
 
 def declared_vcrs(source: object) -> VerticalRef | None:
     """The vertical CRS a raster file's CRS declares (a compound or 3-D CRS), else ``None``."""
-    from xdem.io.vertical import file_crs  # noqa: PLC0415 - reads one file's metadata
-
-    crs = file_crs(source) if isinstance(source, str) else None  # type: ignore[arg-type]
+    crs = file_crs(source) if isinstance(source, str) else None
     try:
         return vcrs_of_crs(crs)
     except InputError:
@@ -93,4 +92,4 @@ class VcrsMembers:
             return None
         out = self._like(new)  # type: ignore[attr-defined]  # DEM's
         out._vcrs = dst
-        return out  # type: ignore[no-any-return]
+        return out

@@ -32,7 +32,6 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import dask.array as da

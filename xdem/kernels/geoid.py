@@ -84,7 +84,7 @@ def undulation_block(shape: tuple[int, int], offset: tuple[int, int], *, transfo
         return out
     lon, lat = pixel_lonlat(shape, offset, transform=transform, crs_wkt=crs_wkt)
     for grid, sign in grids:
-        pipe = _cached(("grid", grid), lambda g=grid: _grid_pipeline(g))  # type: ignore[misc]
+        pipe = _cached(("grid", grid), lambda g=grid: _grid_pipeline(g))
         n = np.asarray(pipe.transform(lon.ravel(), lat.ravel(), np.zeros(lon.size))[2], dtype=np.float64)
         n[~np.isfinite(n) | (np.abs(n) > 1e30)] = np.nan  # PROJ's HUGE_VAL: outside the grid
         out += sign * n.reshape(shape)

@@ -56,7 +56,6 @@ from xdem.workflows import points as P
 from xdem.workflows._state import PointsSide, RunState, Sides
 from xdem.workflows.document import CoregDocument, SchedulerInfo, input_checks_record, stats_record, verdict_record
 from xdem.workflows.filters import filter_mask, usable_mask
-from xdem.workflows.vertical import declare_output, vertical_pair
 from xdem.workflows.request import (
     CheckedPaths,
     CoregRequest,
@@ -67,6 +66,7 @@ from xdem.workflows.request import (
     current_scheduler,
     grid_chunks,
 )
+from xdem.workflows.vertical import declare_output, vertical_pair
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "current_scheduler", "run_coreg",
            "check_request", "request_paths", "open_inputs", "fit", "write", "measure", "document", "report", "finish"]

@@ -80,4 +80,5 @@ def declare_output(aligned: xr.DataArray, r: CoregRequest) -> xr.DataArray:
     if r.to_vcrs is None or aligned.rio.crs is None:
         return aligned
     target = parse_vcrs(vcrs_value(r.to_vcrs))  # type: ignore[arg-type]  # a str given
-    return aligned.rio.write_crs(compound_crs(aligned.rio.crs, target).to_wkt())
+    out: xr.DataArray = aligned.rio.write_crs(compound_crs(aligned.rio.crs, target).to_wkt())
+    return out
