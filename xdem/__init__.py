@@ -31,23 +31,22 @@ from xdem._version import __version__
 from xdem.errors import InputError as _InputError  # tiny (no imports): the one line of upstream's names of issue 27
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
-    from xdem import coreg, errors, examples, spatialstats, terrain
+    from xdem import coreg, errors, examples, spatialstats, terrain, vcrs
     from xdem.dem import DEM
     from xdem.io import open_dem, write_cog, write_zarr
     from xdem.io.grid import align_pair
 
 __all__ = ["__version__", "DEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples", "terrain",
-           "spatialstats"]
+           "spatialstats", "vcrs"]
 
 #: Sub-packages imported on first access of ``xdem.<name>``.
-_SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain"})
+_SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain", "vcrs"})
 #: Functions imported on first access: name -> the module that defines it.
 _FUNCTIONS = {"open_dem": "xdem.io", "write_cog": "xdem.io", "write_zarr": "xdem.io", "align_pair": "xdem.io.grid",
               "DEM": "xdem.dem"}
 
 #: Upstream 0.2.3's names that need issue 27: each raises one InputError line naming it.
-_NEXT_ISSUE = {"dDEM": "DEM differences", "DEMCollection": "DEM time series", "volume": "volume change",
-               "vcrs": "vertical CRSs"}
+_NEXT_ISSUE = {"dDEM": "DEM differences", "DEMCollection": "DEM time series", "volume": "volume change"}
 
 
 def __getattr__(name: str) -> object:

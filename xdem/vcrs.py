@@ -120,9 +120,9 @@ def _aliases(grid: str) -> tuple[str, ...]:
 
 
 def find_grid(grid: str | os.PathLike[str]) -> str:
-    """The absolute path of a geoid grid file: ``grid`` itself if it is a file, else the
-    first of its PROJ names (e.g. ``us_nga_egm96_15.tif`` or ``egm96_15.gtx``) found in
-    :func:`grid_dirs`.
+    """The absolute path of a geoid grid file: ``grid`` itself if it is a path (with a folder,
+    e.g. ``./my_geoid.tif``), else the first of its PROJ names (e.g. ``us_nga_egm96_15.tif`` or
+    ``egm96_15.gtx``) found in :func:`grid_dirs`.
 
     Raises
     ------
@@ -134,9 +134,13 @@ def find_grid(grid: str | os.PathLike[str]) -> str:
     >>> find_grid("egm96_15.gtx").endswith(("egm96_15.gtx", "us_nga_egm96_15.tif"))
     True
     """
-    if os.path.isfile(grid):
-        return os.path.abspath(grid)
-    names, dirs = _aliases(os.fspath(grid)), grid_dirs()
+    text = os.fspath(grid)
+    if os.path.dirname(text):  # a path (./name for the current folder): that file only
+        if not os.path.isfile(text):
+            raise InputError(f"geoid grid file '{text}' does not exist: give an existing file, or a bare grid name "
+                             "(e.g. us_nga_egm96_15.tif) to look for it in the grid folders")
+        return os.path.abspath(text)
+    names, dirs = _aliases(text), grid_dirs()
     for d in dirs:
         for name in names:
             if os.path.isfile(os.path.join(d, name)):
