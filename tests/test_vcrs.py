@@ -161,8 +161,10 @@ def _plane_grid(folder) -> None:
 
 
 def test_egm2008_route_with_a_grid_in_xdem_grids_dir(tmp_path, monkeypatch, lidar):
-    _plane_grid(tmp_path)
-    monkeypatch.setenv("XDEM_GRIDS_DIR", str(tmp_path))
+    folder = tmp_path / "grids with spaces"  # PROJ gets the path quoted
+    folder.mkdir()
+    _plane_grid(folder)
+    monkeypatch.setenv("XDEM_GRIDS_DIR", str(folder))
     arr = lidar.to_xarray()
     xs, ys = np.meshgrid(arr.x.values, arr.y.values)  # pixel centres
     lon, lat = pyproj.Transformer.from_crs(26915, 4269, always_xy=True).transform(xs, ys)

@@ -253,7 +253,11 @@ def _grid_of(v: VerticalRef, role: str) -> str:
     if v.grid is None:
         raise InputError(f"no geoid grid is known for the {role} vertical CRS '{v.name}': give its PROJ grid file "
                          "instead (e.g. vcrs='us_noaa_g2018u0.tif'), or 'Ellipsoid', 'EGM96', 'EGM08'")
-    return find_grid(v.grid)
+    path = find_grid(v.grid)
+    if "," in path or '"' in path:
+        raise InputError(f"geoid grid path '{path}' holds a comma or a double quote, which PROJ cannot take: copy or "
+                         "link the grid into a folder without them (e.g. set $XDEM_GRIDS_DIR to it)")
+    return path
 
 
 def _shift_field(arr: xr.DataArray, grids: tuple[tuple[str, float], ...]) -> xr.DataArray:

@@ -50,7 +50,7 @@ def _grid_pipeline(grid: str) -> pyproj.Transformer:
     # multiplier=1: the output z is z + N, so a z of 0 gives N (the geoid above the ellipsoid)
     return pyproj.Transformer.from_pipeline(
         "+proj=pipeline +step +proj=unitconvert +xy_in=deg +xy_out=rad "
-        f"+step +proj=vgridshift +grids={grid} +multiplier=1")
+        f'+step +proj=vgridshift +grids="{grid}" +multiplier=1')  # quoted: a path may hold spaces
 
 
 def pixel_lonlat(shape: tuple[int, int], offset: tuple[int, int], *, transform: Sequence[float],
