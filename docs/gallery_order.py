@@ -15,6 +15,7 @@ ORDER = [
     "plot_pipeline_biascorr.py",
     "plot_terrain.py",
     "plot_dh_statistics.py",
+    "plot_vertical_datums.py",
     # advanced/
     "plot_out_of_core_cluster.py",
     "plot_write_cog.py",

@@ -34,6 +34,7 @@ REQUIRED = {
     "pipeline with a bias correction": "basic/plot_pipeline_biascorr.py",
     "terrain attributes": "basic/plot_terrain.py",
     "dh statistics and a variogram": "basic/plot_dh_statistics.py",
+    "vertical datums (ellipsoid to EGM96)": "basic/plot_vertical_datums.py",
     "out-of-core run on a LocalCluster": "advanced/plot_out_of_core_cluster.py",
     "writing COGs": "advanced/plot_write_cog.py",
     "saving and re-applying a coregistration": "advanced/plot_save_reapply.py",

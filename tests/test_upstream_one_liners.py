@@ -15,7 +15,8 @@ after it):
   numpy functions on DEMs, ``dem[gu_mask]``, ``dem[:]``, the upstream-only DEM methods...);
 - after: 48 of 55 run; the other 7 need issue 27 (dDEM, DEMCollection, vertical CRSs, volume,
   the uncertainty workflow) and each raises one clear :class:`~xdem.errors.InputError` line
-  naming issue 27, which is what they assert.
+  naming issue 27, which is what they assert;
+- issue 27's vertical datums: ``set_vcrs`` and ``to_vcrs`` run (checked against the undulation).
 """
 
 from __future__ import annotations
@@ -411,12 +412,16 @@ def _dem_collection(d):
 
 @one_liner("dem.set_vcrs('Ellipsoid')")
 def _set_vcrs(d):
-    _issue_27(lambda: xdem.DEM(d.path).set_vcrs("Ellipsoid"))
+    dem = xdem.DEM(d.path)
+    dem.set_vcrs("Ellipsoid")
+    assert dem.vcrs == "Ellipsoid" and dem.vcrs_name.startswith("Ellipsoid") and dem.ccrs.to_epsg() is None
 
 
 @one_liner("dem.to_vcrs('EGM96')")
 def _to_vcrs(d):
-    _issue_27(lambda: xdem.DEM(d.path).to_vcrs("EGM96"))
+    dem = xdem.DEM(d.path, vcrs="Ellipsoid")
+    diff = (dem.to_vcrs("EGM96") - dem).data  # H - h = -N: Minnesota's EGM96 undulation is about -28 m
+    assert dem.vcrs == "Ellipsoid" and 27 < float(diff.min()) <= float(diff.max()) < 29
 
 
 @one_liner("dem.estimate_uncertainty(other)")

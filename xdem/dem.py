@@ -45,6 +45,7 @@ from xdem._check_base import InputCheckWarning, find_sentinels, sample_values
 from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
 from xdem._dem_raster import RasterAttributes
+from xdem._dem_vcrs import VcrsMembers, declared_vcrs
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
 from xdem.io.grid import (
@@ -58,6 +59,7 @@ from xdem.io.grid import (
     same_grid,
 )
 from xdem.io.open import open_dem
+from xdem.vcrs import VerticalRef, parse_vcrs
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -83,7 +85,7 @@ def _source_nodata(source: object) -> float | None:
     return None if value is None else float(value)
 
 
-class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ours first
+class DEM(RasterAttributes, VcrsMembers, gu.Raster):  # geoutils is untyped (Any to mypy); ours first
     """A digital elevation model, lazy: upstream xdem's ``DEM`` over :func:`xdem.open_dem`.
 
     As upstream's, it is a :class:`geoutils.Raster` (``isinstance(dem, gu.Raster)``), so
@@ -98,7 +100,9 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
         a georeferenced :class:`xarray.DataArray`, or a DEM (which is shared, not copied).
         From a numpy array: :meth:`DEM.from_array`.
     vcrs
-        Vertical CRS, kept as given (``vcrs``); converting between vertical CRSs is not here yet.
+        Vertical CRS of the heights (:func:`xdem.vcrs.parse_vcrs`: ``"Ellipsoid"``, ``"EGM96"``,
+        ``"EGM08"``, a geoid grid file, a vertical CRS or EPSG code); by default the one the
+        file's (compound) CRS declares. Converted with :meth:`to_vcrs`.
     load_data
         Read the values into memory now (``persist``); by default nothing is read until
         values are asked for.
@@ -126,7 +130,7 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
             raise InputError(f"downsample={downsample!r} is not available here: use dem.reproject(res=...) (lazy)")
         src = filename_or_dataset
         if isinstance(src, DEM):
-            arr, file_nodata, vcrs = src._da, src._nodata, src.vcrs if vcrs is None else vcrs
+            arr, file_nodata, vcrs = src._da, src._nodata, src._vcrs if vcrs is None else vcrs
         elif isinstance(src, rasterio.io.DatasetReader):
             arr, file_nodata = open_dem(src.name, nodata=nodata), _source_nodata(src.name)
         elif isinstance(src, np.ndarray):
@@ -139,10 +143,10 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
         self._da: xr.DataArray = arr.persist() if load_data else arr
         self._loaded, self._filename = load_data, os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
         self._nodata: float | None = file_nodata if nodata is None else float(nodata)
-        self._vcrs = vcrs
+        self._vcrs = _initial_vcrs(src, vcrs)
 
     @classmethod
-    def _wrap(cls, arr: xr.DataArray, nodata: float | None, vcrs: object | None = None) -> DEM:
+    def _wrap(cls, arr: xr.DataArray, nodata: float | None, vcrs: VerticalRef | None = None) -> DEM:
         """A DEM over ``arr`` (already as :func:`xdem.open_dem` gives it), without reprocessing it."""
         out = cls.__new__(cls)
         out._da, out._nodata, out._vcrs = arr, nodata, vcrs
@@ -223,11 +227,6 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
     def dtype(self) -> np.dtype:
         """Data type of the elevations (floating: integer files read as float32)."""
         return np.dtype(self._da.dtype)
-
-    @property
-    def vcrs(self) -> object | None:
-        """The vertical CRS given to the constructor, if any."""
-        return self._vcrs
 
     @property
     def data(self) -> np.ma.MaskedArray:
@@ -407,15 +406,6 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
         return out
 
     # --- upstream's methods that need issue 27 ------------------------------------------------
-    def set_vcrs(self, new_vcrs: object) -> None:
-        """Upstream's vertical-CRS setter: not here yet (issue 27); one :class:`InputError` line."""
-        raise InputError("DEM.set_vcrs (vertical CRSs) is not available here yet (issue 27); "
-                         "xdem.DEM(..., vcrs=...) only stores the name")
-
-    def to_vcrs(self, vcrs: object, force_source_vcrs: object | None = None, inplace: bool = False) -> DEM | None:
-        """Upstream's vertical-CRS transformation: not here yet (issue 27); one :class:`InputError` line."""
-        raise InputError("DEM.to_vcrs (vertical CRS transformations) is not available here yet (issue 27)")
-
     def estimate_uncertainty(self, other_elev: object, *args: object, **kwargs: object) -> tuple[DEM, object]:
         """Upstream's uncertainty workflow: not here yet (issue 27); one :class:`InputError` line."""
         raise InputError("DEM.estimate_uncertainty (the uncertainty workflow) is not available here yet (issue 27); "
@@ -529,6 +519,16 @@ class DEM(RasterAttributes, gu.Raster):  # geoutils is untyped (Any to mypy); ou
 
 class _Coreg:  # what coregister_3d needs of a coregistration (xdem.coreg is above this module)
     def fit_and_apply(self, *args: object, **kwargs: object) -> object: ...
+
+
+def _initial_vcrs(src: object, vcrs: object | None) -> VerticalRef | None:
+    """The DEM's vertical CRS: the one given (one warning if the file declares another), else the file's."""
+    given = None if vcrs is None else parse_vcrs(vcrs)  # type: ignore[arg-type]  # parse_vcrs says what it refuses
+    declared = declared_vcrs(os.fspath(src)) if isinstance(src, (str, os.PathLike)) else None
+    if given is not None and declared is not None and (given.crs, given.grid) != (declared.crs, declared.grid):
+        warnings.warn(f"The CRS in the raster metadata already has a vertical component ({declared.name}), "
+                      f"the user-input '{given.name}' will override it.", UserWarning, stacklevel=3)
+    return given if given is not None else declared
 
 
 def _warn_undeclared_voids(src: object) -> None:

@@ -281,6 +281,10 @@ def _checked_options(p: Mapping[str, Any]) -> list[Step]:
         for flag, key in (("--dh-out", "dh_out"), ("--stable-mask-out", "stable_mask_out")):
             if p[key] is not None:
                 raise click.BadParameter(NOT_FOR_POINTS[key], param_hint=f"'{flag}'")
+        for flag in ("ref_vcrs", "tba_vcrs", "to_vcrs"):
+            if p[flag] is not None:
+                raise click.BadParameter("is for two DEMs (a points file's heights are taken as they are)",
+                                         param_hint=f"'--{flag.replace('_', '-')}'")
     check_raster_output(p["dh_out"], "--dh-out")
     check_raster_output(p["stable_mask_out"], "--stable-mask-out")
     min_slope, max_slope = p["min_slope"], p["max_slope"]
@@ -322,7 +326,7 @@ def request_from_options(params: Mapping[str, object]) -> tuple[CoregRequest, Ch
         stable_mask_out=p["stable_mask_out"],
         filters=OutlierFilters(min_slope=p["min_slope"], max_slope=p["max_slope"], nmad_filter=p["nmad_filter"]),
         **{f"{side}_{what}": p[f"{side}_{what}"] for side in ("ref", "tba")
-           for what in ("band", "nodata", "vertical_scale")},
+           for what in ("band", "nodata", "vertical_scale", "vcrs")}, to_vcrs=p["to_vcrs"],
     )
     paths = request_paths(request)
     return dataclasses.replace(request, coreg=build_coreg(classes, options)), paths

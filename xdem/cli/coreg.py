@@ -121,6 +121,14 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
 @click.option("--tba-vertical-scale", type=click.FloatRange(min=0, min_open=True), default=None, metavar="F",
               help="Multiply TBA's elevations by F (e.g. 0.3048: feet to metres). Default: from its vertical CRS "
                    "(feet are converted), else 1.")
+@click.option("--ref-vcrs", default=None, metavar="VCRS",
+              help="Vertical CRS of REF's heights, instead of the one its file declares: Ellipsoid, EGM96, EGM08, a "
+                   "geoid grid file (.tif, .gtx) or an EPSG code (5773: EGM96 height, 3855: EGM2008 height).")
+@click.option("--tba-vcrs", default=None, metavar="VCRS", help="Vertical CRS of TBA's heights (as --ref-vcrs).")
+@click.option("--to-vcrs", default=None, metavar="VCRS",
+              help="Convert REF and TBA to this vertical CRS before the fit (geoid grids found on disk, see the docs' "
+                   "vertical datums page); the output is in it and its COG declares it. Without it, DEMs in different "
+                   "vertical CRSs give a warning.")
 @click.option("--inlier-mask", type=click.Path(dir_okay=False), default=None,
               help="Stable terrain to USE: raster (non-zero = stable) or vector (inside polygons = stable).")
 @click.option("--exclude-mask", type=click.Path(dir_okay=False), default=None,

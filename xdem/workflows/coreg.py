@@ -48,7 +48,6 @@ from xdem.io.atomic import output_journal
 from xdem.io.cog import BlockStats, write_cogs
 from xdem.io.grid import _reproject_like, same_grid
 from xdem.io.open import open_dem
-from xdem.io.vertical import compare_vertical
 from xdem.io.zarr import write_zarr
 from xdem.io.zarr_store import is_zarr_path
 from xdem.verdict import verdict_of_run
@@ -67,6 +66,7 @@ from xdem.workflows.request import (
     current_scheduler,
     grid_chunks,
 )
+from xdem.workflows.vertical import declare_output, vertical_pair
 
 __all__ = ["CoregRequest", "CoregResult", "CheckedPaths", "check_coreg_paths", "current_scheduler", "run_coreg",
            "check_request", "request_paths", "open_inputs", "fit", "write", "measure", "document", "report", "finish"]
@@ -205,9 +205,9 @@ def _open_pair(r: CoregRequest, *, sinfo: SchedulerInfo, prog: ProgressLike, chu
     prog.echo(f"  scheduler {sinfo['address'] or sinfo['scheduler']} ({n_workers} worker{'' if n_workers == 1 else 's'}), "
               f"chunks {chunk_shape[0]} x {chunk_shape[1]}")
     (ref_facts, ref_crs), (tba_facts, tba_crs) = input_facts(ref), input_facts(tba)
-    vertical = compare_vertical(ref_crs, tba_crs)
+    ref_d, tba_d, vertical, category = vertical_pair(r, ref_d, tba_d, ref_crs, tba_crs)
     if vertical:
-        warnings.warn(vertical, UserWarning, stacklevel=3)
+        warnings.warn(vertical, category, stacklevel=3)
     return Sides(ref=ref_d, tba=tba_d, checks=checks, facts=(ref_facts, tba_facts), vertical=vertical)
 
 
@@ -284,7 +284,7 @@ def _cog_items(state: RunState, fused: bool) -> tuple[list[_CogItem], list[list[
         also = [block_stats, S.verdict_while_writing(ref, aligned, **masks, random_state=r.random_state,
                                                      finishers=finishers)]
         state.finish_verdict = finishers[0]
-    items: list[_CogItem] = [(aligned, paths.output)]
+    items: list[_CogItem] = [(declare_output(aligned, r), paths.output)]
     alsos = [also]
     if paths.dh_out is not None:
         items.append((_dh_after(ref, aligned), paths.dh_out))

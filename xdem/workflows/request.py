@@ -94,6 +94,10 @@ class CoregRequest:
         Factor multiplying the elevations, lazily (e.g. 0.3048 for feet). ``None``: from the
         vertical CRS (1 if untagged). The inputs are checked before the fit
         (:func:`xdem.checks.check_inputs`): the JSON document's ``input_checks``.
+    ref_vcrs, tba_vcrs, to_vcrs
+        Vertical CRS of REF / TBA (``"Ellipsoid"``, ``"EGM96"``, ``"EGM08"``, a geoid grid
+        file, an EPSG code; ``None``: the one the file declares), and the one to convert both
+        to before the fit (the output declares it), :mod:`xdem.workflows.vertical`.
     dh_out
         Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
         pass as the aligned DEM. Two DEMs only.
@@ -131,6 +135,9 @@ class CoregRequest:
     tba_nodata: float | None = None
     ref_vertical_scale: float | None = None
     tba_vertical_scale: float | None = None
+    ref_vcrs: str | None = None
+    tba_vcrs: str | None = None
+    to_vcrs: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
