@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO_DIR ?= demo_output
 
-.PHONY: venv demo test lint bench docs clean chromium-check
+.PHONY: venv demo test lint bench docs clean chromium-check geoid-check
 
 venv: $(STAMP)
 
@@ -32,7 +32,7 @@ demo: $(STAMP)
 # `$(BIN)/python -m pytest -m "not slow"` is the quick loop without the end-to-end tests.
 PYTEST_WORKERS ?= 3
 
-test: $(STAMP) chromium-check lint
+test: $(STAMP) chromium-check geoid-check lint
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope --durations=25
 
 # ruff (style, imports, bug patterns) and mypy (types of xdem/), configured in pyproject.toml; fast.
@@ -49,6 +49,18 @@ chromium-check:
 	else \
 		echo "WARNING: chromium is missing and cannot be installed (not root): tests/report/test_report.py will fail;" \
 		     "install it with: sudo apt-get install -y chromium chromium-driver" >&2; \
+	fi
+
+# xdem.vcrs converts to EGM96 with PROJ's grid egm96_15.gtx, shipped by Debian's proj-data
+# (/usr/share/proj); nothing is downloaded at run time.
+geoid-check:
+	@test -f /usr/share/proj/egm96_15.gtx || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends proj-data || \
+		 (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends proj-data)); \
+	else \
+		echo "WARNING: the EGM96 grid is missing and cannot be installed (not root): tests/test_vcrs.py will fail;" \
+		     "install it with: sudo apt-get install -y proj-data" >&2; \
 	fi
 
 bench: $(STAMP)
