@@ -41,6 +41,7 @@ import xarray as xr
 from pyproj.crs import CompoundCRS, VerticalCRS
 
 from xdem.errors import InputError
+from xdem.io.vertical import vertical_part
 from xdem.kernels.geoid import undulation_block
 
 __all__ = ["VerticalRef", "parse_vcrs", "find_grid", "grid_dirs", "available_grids", "geoid_undulation",
@@ -233,7 +234,7 @@ def vcrs_of_crs(crs: object) -> VerticalRef | None:
     if crs is None:
         return None
     pc = pyproj.CRS.from_user_input(crs.to_wkt() if hasattr(crs, "to_wkt") else crs)
-    sub = next((s for s in (pc.sub_crs_list if pc.is_compound else [pc]) if s.is_vertical), None)
+    sub = vertical_part(pc)
     if sub is not None:
         return _from_crs(sub)
     if len(pc.axis_info) > 2:

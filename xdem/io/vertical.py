@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: this module imports nothing at import tim
 
     from xdem.typing import CRSLike, PathLike
 
-__all__ = ["vertical_crs", "vertical_unit_factor", "compare_vertical", "file_crs"]
+__all__ = ["vertical_crs", "vertical_unit_factor", "compare_vertical", "file_crs", "vertical_part"]
 
 
 def file_crs(path: PathLike) -> rasterio.crs.CRS | None:
@@ -54,7 +54,7 @@ def _pyproj(crs: Any) -> Any:
         return None
 
 
-def _gravity_part(pc: Any) -> Any:
+def vertical_part(pc: Any) -> Any:
     """The vertical CRS of ``pc`` (itself, or the vertical part of a compound CRS), or ``None``."""
     subs = pc.sub_crs_list if pc.is_compound else [pc]
     return next((sub for sub in subs if sub.is_vertical), None)
@@ -73,7 +73,7 @@ def vertical_crs(crs: CRSLike | None) -> dict[str, str | int | None] | None:
     pc = _pyproj(crs)
     if pc is None:
         return None
-    sub = _gravity_part(pc)
+    sub = vertical_part(pc)
     if sub is not None:
         return {"name": sub.name, "kind": "gravity", "epsg": sub.to_epsg()}
     if not pc.is_compound and pc.is_geographic and len(pc.axis_info) == 3:
@@ -92,7 +92,7 @@ def vertical_unit_factor(crs: CRSLike | None) -> tuple[float, str] | None:
     True
     """
     pc = _pyproj(crs)
-    sub = None if pc is None else _gravity_part(pc)
+    sub = None if pc is None else vertical_part(pc)
     if sub is None or not sub.axis_info:
         return None
     return float(sub.axis_info[0].unit_conversion_factor), sub.axis_info[0].unit_name
