@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -287,6 +287,15 @@ def _voids(g: _Grid, index: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndar
     return (index > 0) & (z > mid) & (patch > threshold)
 
 
+def _block_sums(index: np.ndarray, *layers: np.ndarray, n: int) -> np.ndarray:
+    """Per glacier index of a block: the pixel count and the sums of ``layers`` (shape (1, 1, 1 + len, n)):
+    a grouped pass whose memory is one block, whatever the grid's width."""
+    idx = index.ravel()
+    rows = [np.bincount(idx, minlength=n)] + [np.bincount(idx, weights=a.ravel().astype(np.float64), minlength=n)
+                                             for a in layers]
+    return np.stack(rows).astype(np.float64)[None, None]
+
+
 @dataclass(frozen=True)
 class GlacierSet:
     """The synthetic glacier set: lazy layers on one grid, the outlines and the noise model."""
@@ -302,7 +311,6 @@ class GlacierSet:
     noise: NoiseModel
     start: datetime = START
     end: datetime = END
-    extras: dict[str, object] = field(default_factory=dict)
 
     @property
     def dem_start(self) -> xr.DataArray:
@@ -319,13 +327,13 @@ class GlacierSet:
         the full elevation change (``volume_full``, what gap filling should recover) and of the
         noise-free thinning (``volume_signal``); one pass over the layers."""
         n = len(self.outlines) + 1
-        idx = self.index.data.ravel()
-        parts = [da.bincount(idx, minlength=n),
-                 da.bincount(idx, weights=self.voids.data.ravel().astype(np.float64), minlength=n),
-                 da.bincount(idx, weights=self.ddem_full.data.ravel().astype(np.float64), minlength=n),
-                 da.bincount(idx, weights=self.signal.data.ravel().astype(np.float64), minlength=n)]
-        count, voids, full, signal = (np.asarray(p)[1:] for p in da.compute(*parts))
+        nbr, nbc = self.index.data.numblocks
+        sums = da.map_blocks(partial(_block_sums, n=n), self.index.data, self.voids.data, self.ddem_full.data,
+                             self.signal.data, new_axis=[2, 3], chunks=((1,) * nbr, (1,) * nbc, (4,), (n,)),
+                             dtype=np.float64, meta=np.array((), dtype=np.float64))
+        count, voids, full, signal = np.asarray(sums.sum(axis=(0, 1)).compute())[:, 1:]
         a = self.pixel_area
+        count = count.astype(np.int64)
         return pd.DataFrame({"pixels": count, "area": count * a, "void_fraction": voids / np.maximum(count, 1),
                              "volume_full": full * a, "volume_signal": signal * a},
                             index=pd.Index(self.outlines["NAME"], name="NAME"))
