@@ -85,9 +85,6 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
     def __str__(self) -> str:
         return f"dDEM from {self.start_time} to {self.end_time}.\n\n{super().__str__()}"
 
-    def _like(self, arr: xr.DataArray) -> DEM:  # arithmetic on a dDEM gives a DEM, as upstream's
-        return DEM._wrap(arr, self._nodata, self._vcrs)
-
     def copy(self, new_array: np.ndarray | None = None) -> dDEM:
         """A dDEM with the same epochs (and filled values), sharing this one's lazy data or holding ``new_array``."""
         out = dDEM(DEM.copy(self, new_array), start_time=self.start_time, end_time=self.end_time, error=self.error)
