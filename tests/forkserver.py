@@ -5,8 +5,9 @@ that interrupts a run at 30+ moments would spend most of its time importing. Thi
 imports the CLI once, then forks one child per command: each child is a real process (its
 own signals, threads and exit code) that runs ``xdem`` exactly as ``python -m xdem`` does after
 its imports, and ends as the interpreter does (waiting for its threads, then the atexit
-functions; see :func:`_child`). The server itself never computes anything, so it has no thread
-when it forks.
+functions; see :func:`_child`). The server itself never computes anything, so it has no Python
+thread when it forks (pyarrow's jemalloc keeps one native background thread, which jemalloc
+itself handles across fork).
 
 Protocol, one JSON object per line on stdin, one answer per line on stdout:
 
@@ -72,9 +73,19 @@ def _child(req: dict) -> None:
 
 def serve() -> None:
     """The server loop (``python tests/forkserver.py``)."""
-    import xdem.cli  # noqa: F401 - the slow imports, once
+    # The slow imports, once. The commands import their engine lazily (``xdem --help`` stays
+    # fast), so importing ``xdem.cli`` alone would leave every child to import numpy, dask,
+    # xarray, rasterio... again (~2.5 s of CPU a child): import what the commands run.
+    import zarr  # noqa: F401 - the Zarr outputs
+
+    import xdem.cli  # noqa: F401
+    import xdem.cli._convert_run  # noqa: F401
+    import xdem.cli._coreg_run  # noqa: F401
+    import xdem.cli._terrain_run  # noqa: F401
     import xdem.cli.coreg  # noqa: F401
+    import xdem.io.zarr  # noqa: F401
     import xdem.report  # noqa: F401
+    import xdem.report.write  # noqa: F401
 
     out = sys.stdout
     for line in sys.stdin:
