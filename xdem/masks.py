@@ -16,12 +16,14 @@ from xdem.io.grid import _reproject_like, align_pair, block_pixel_offsets, dask_
 from xdem.io.open import open_dem
 from xdem.typing import GeoDataFrameLike, MaskLike, PathLike
 
-__all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like", "mask_path"]
+__all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like", "labels_like", "read_polygons", "mask_path"]
 
 _VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson", ".json", ".fgb", ".gml", ".kml", ".parquet"}
 
 
-def _rasterize_block(block: np.ndarray, *, geoms: list, transform, block_info=None) -> np.ndarray:
+def _rasterize_block(block: np.ndarray, *, geoms: list, transform, labels: bool = False,
+                     block_info=None) -> np.ndarray:
+    """One block of the burnt polygons: True inside (or, with ``labels``, ``i + 1`` inside polygon ``i``)."""
     from affine import Affine
     from rasterio.features import rasterize
     from shapely import box
@@ -30,14 +32,18 @@ def _rasterize_block(block: np.ndarray, *, geoms: list, transform, block_info=No
     row0, col0 = block_pixel_offsets(block_info)
     t = transform @ Affine.translation(col0, row0)
     ny, nx = block.shape
-    if not geoms:
-        return np.zeros(block.shape, dtype=bool)
+    empty = np.zeros(block.shape, dtype=np.int32 if labels else bool)
+    if not any(g is not None for g in geoms):
+        return empty
     x0, y0 = t @ (0, 0)
     x1, y1 = t @ (nx, ny)
-    tree = STRtree(geoms)
-    hits = tree.query(box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+    tree = STRtree([g if g is not None else box(0, 0, 0, 0) for g in geoms])
+    hits = sorted(i for i in tree.query(box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+                  if geoms[i] is not None)
     if len(hits) == 0:
-        return np.zeros(block.shape, dtype=bool)
+        return empty
+    if labels:  # later polygons burn over earlier ones where they overlap
+        return rasterize([(geoms[i], i + 1) for i in hits], out_shape=(ny, nx), transform=t, fill=0, dtype="int32")
     burned = rasterize([(geoms[i], 1) for i in hits], out_shape=(ny, nx), transform=t, fill=0, dtype="uint8")
     return burned.astype(bool)
 
@@ -84,12 +90,10 @@ def _read_vector(path: str | os.PathLike) -> Any:
         ) from exc
 
 
-def rasterize_like(vector: PathLike | GeoDataFrameLike, dem: xr.DataArray) -> da.Array:
-    """Lazy boolean array on ``dem``'s grid, True inside the polygons of ``vector``.
-
-    ``vector`` is a path to a vector file or a :class:`geopandas.GeoDataFrame`; it is
-    reprojected to the DEM's CRS once and burnt chunk by chunk (pixel centres inside).
-    """
+def read_polygons(vector: PathLike | GeoDataFrameLike, crs: object) -> Any:
+    """The polygons of ``vector`` (a vector file's path or a GeoDataFrame) in ``crs``, as a new
+    GeoDataFrame (the caller's is never changed); one :class:`~xdem.errors.InputError` line for a
+    file that cannot be read, something else than a GeoDataFrame, or one without a CRS."""
     import geopandas as gpd
 
     gdf = _read_vector(vector) if isinstance(vector, (str, os.PathLike)) else vector
@@ -97,12 +101,41 @@ def rasterize_like(vector: PathLike | GeoDataFrameLike, dem: xr.DataArray) -> da
         raise InputError(f"expected a vector file or GeoDataFrame, got {type(vector).__name__}")
     if gdf.crs is None:
         raise InputError("the vector mask has no CRS; set one, e.g. gdf.set_crs('EPSG:XXXX')")
-    gdf = gdf.to_crs(dem.rio.crs)
+    return gdf.to_crs(crs)
+
+
+def rasterize_like(vector: PathLike | GeoDataFrameLike, dem: xr.DataArray) -> da.Array:
+    """Lazy boolean array on ``dem``'s grid, True inside the polygons of ``vector``.
+
+    ``vector`` is a path to a vector file or a :class:`geopandas.GeoDataFrame`; it is
+    reprojected to the DEM's CRS once and burnt chunk by chunk (pixel centres inside).
+    """
+    gdf = read_polygons(vector, dem.rio.crs)
     geoms = [g for g in gdf.geometry if g is not None and not g.is_empty]
-    data = dask_data(dem)
     return da.map_blocks(
-        _rasterize_block, data, geoms=geoms, transform=get_transform(dem), dtype=bool,
+        _rasterize_block, dask_data(dem), geoms=geoms, transform=get_transform(dem), dtype=bool,
         meta=np.array((), dtype=bool),
+    )
+
+
+def labels_like(vector: PathLike | GeoDataFrameLike, dem: xr.DataArray) -> da.Array:
+    """Lazy int32 polygon index map on ``dem``'s grid: ``0`` outside every polygon, ``i + 1``
+    inside the polygon of row ``i`` of ``vector`` (pixel centres inside; where polygons overlap,
+    the later row wins), burnt chunk by chunk, so memory is one chunk whatever the DEM's size.
+
+    Examples
+    --------
+    >>> from xdem.examples.glaciers import glacier_set
+    >>> g = glacier_set((200, 200), chunks=100)
+    >>> labels = labels_like(g.outlines, g.ref)
+    >>> bool((labels.compute() == g.index.values).all())
+    True
+    """
+    gdf = read_polygons(vector, dem.rio.crs)
+    geoms = [None if g is None or g.is_empty else g for g in gdf.geometry]
+    return da.map_blocks(
+        _rasterize_block, dask_data(dem), geoms=geoms, transform=get_transform(dem), labels=True, dtype=np.int32,
+        meta=np.array((), dtype=np.int32),
     )
 
 
