@@ -95,17 +95,15 @@ class DEMCollection:
 
     def __init__(self, dems: Sequence[object], timestamps: Sequence[datetime | np.datetime64] | None = None,
                  outlines: object | Mapping[datetime, object] | None = None, reference_dem: int | object = 0) -> None:
-        if timestamps is None:
-            stamps = [getattr(d, "datetime", None) for d in dems]
-            if any(s is None for s in stamps):
-                raise InputError("give timestamps=[...] (one date per DEM): the DEMs carry no date")
-            timestamps = stamps  # type: ignore[assignment]
-        if len(dems) != len(timestamps):
-            raise InputError(f"{len(dems)} DEMs but {len(timestamps)} timestamps; give one date per DEM")
+        stamps: list[object] = [getattr(d, "datetime", None) for d in dems] if timestamps is None else list(timestamps)
+        if any(s is None for s in stamps):
+            raise InputError("give timestamps=[...] (one date per DEM): the DEMs carry no date")
+        if len(dems) != len(stamps):
+            raise InputError(f"{len(dems)} DEMs but {len(stamps)} timestamps; give one date per DEM")
         if len(dems) < 2:
             raise InputError("a DEM collection needs at least two DEMs")
         given = [d if isinstance(d, DEM) else DEM(d) for d in dems]
-        stamps64 = np.array([_datetime64(t) for t in timestamps], dtype="datetime64[ns]")
+        stamps64 = np.array([_datetime64(t) for t in stamps], dtype="datetime64[ns]")
         order = np.argsort(stamps64.astype("int64"), kind="stable")
         self.timestamps = stamps64[order]
         self.dems: list[DEM] = [given[i] for i in order]
@@ -160,9 +158,11 @@ class DEMCollection:
         as elevation and :meth:`get_ddem_mask` as mask; returns their ``filled_data``."""
         self._check_ddems()
         for ddem in self.ddems:
-            ddem.interpolate(method=method, reference_elevation=self.reference_dem,  # type: ignore[attr-defined]
-                             mask=self.get_ddem_mask(ddem))
-        return [ddem.filled_data for ddem in self.ddems]  # type: ignore[attr-defined]
+            interpolate = getattr(ddem, "interpolate", None)
+            if interpolate is None:  # until dDEM's gap filling lands (issue 27)
+                raise InputError("dDEM.interpolate (gap filling) is not available here yet (issue 27)")
+            interpolate(method=method, reference_elevation=self.reference_dem, mask=self.get_ddem_mask(ddem))
+        return [getattr(ddem, "filled_data") for ddem in self.ddems]  # noqa: B009 - with interpolate, above
 
     def _check_ddems(self) -> None:
         if not self.ddems:

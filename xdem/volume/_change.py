@@ -29,7 +29,8 @@ the exact variance of a disk's mean rather than Rolstad's centre-to-point approx
 with :math:`f_{void} = 1 - n_i/N_i` and :math:`\mathrm{sd}(dh)` the spread of dh over the
 valid pixels of the polygon: the voids' unknown mean is taken to differ from the measured one
 by up to :math:`k` times that spread (``void_factor``, default 2: voids gather where dh differs
-systematically, e.g. in accumulation areas; gap-fill first for a better estimate). Then :math:`\sigma_{\Delta V} = A_i\,\sigma_{\overline{dh}}` and
+systematically, e.g. in accumulation areas; gap-fill first for a better estimate). Then
+:math:`\sigma_{\Delta V} = A_i\,\sigma_{\overline{dh}}` and
 
 .. math::
 
@@ -61,7 +62,8 @@ from xdem.spatialstats.variogram import VariogramParams, fit_sum_model_variogram
 from xdem.stats import nmad
 from xdem.typing import GeoDataFrameLike, MaskLike, PathLike
 
-__all__ = ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "stable_error_model", "volume_change", "polygon_sums"]
+__all__ = ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "stable_error_model", "volume_change",
+           "polygon_sums"]
 
 #: Volume-to-mass conversion density (kg m^-3) and its uncertainty (Huss 2013, The Cryosphere 7, 877-887).
 DENSITY, DENSITY_ERROR = 850.0, 60.0
