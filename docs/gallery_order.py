@@ -30,6 +30,8 @@ ORDER = [
     "plot_deramp.py",
     "plot_blockwise_coreg.py",
     "plot_slope_methods.py",
+    "plot_volume_change.py",  # basic/
+    "plot_demcollection.py",  # upstream/
 ]
 
 

@@ -48,6 +48,8 @@ REQUIRED = {
     "upstream: blockwise": "upstream/plot_blockwise_coreg.py",
     "upstream: coregistration page": "upstream/plot_coregistration_page.py",
     "upstream: bias-correction page": "upstream/plot_biascorr_page.py",
+    "volume and mass change with uncertainties": "basic/plot_volume_change.py",
+    "upstream: DEM collection": "upstream/plot_demcollection.py",
 }
 
 _pool: ThreadPoolExecutor | None = None
