@@ -95,7 +95,7 @@ def test_dated_outlines_union_and_another_crs(g, truth):
     ddem = c.subtract_dems()[0]
     mask = c.get_ddem_mask(ddem).compute()
     # the union of the two dates' outlines; the 1990 one went through EPSG:4326 and back: its
-    # vertices move by micrometres and its 40 m edges bend by far less than a millimetre, so no
+    # vertices move by micrometres and its edges (about 25 m) bend by far less than a millimetre, so no
     # pixel centre (20 m pixels) changes side here
     want = (g.index.values == 1) | (g.index.values == 2)
     assert np.count_nonzero(mask != want) == 0
