@@ -141,22 +141,28 @@ def _as_dataarray(dh: object, name: str) -> xr.DataArray:
     raise InputError(f"{name} must be an xarray.DataArray or an xdem.DEM/dDEM, got {type(dh).__name__}")
 
 
-def _sums_block(labels: np.ndarray, dh: np.ndarray, err: np.ndarray, *, n: int) -> np.ndarray:
-    """Per label of a block: pixels, valid pixels, sums of dh, dh^2 and error on the valid ones
-    (shape (1, 1, 5, n)): memory is one block."""
+def _sums_block(labels: np.ndarray, dh: np.ndarray, *err: np.ndarray, n: int) -> np.ndarray:
+    """Per label of a block: pixels, valid pixels, sums of dh, dh^2 and error (1 without an error
+    block) on the valid ones (shape (1, 1, 5, n)): memory is a few copies of one block."""
     idx = labels.ravel()
-    v = dh.ravel().astype(np.float64)
-    e = err.ravel().astype(np.float64)
-    ok = np.isfinite(v) & np.isfinite(e)
-    iv, vv, ev = idx[ok], v[ok], e[ok]
-    rows = [np.bincount(idx, minlength=n), np.bincount(iv, minlength=n), np.bincount(iv, weights=vv, minlength=n),
-            np.bincount(iv, weights=vv * vv, minlength=n), np.bincount(iv, weights=ev, minlength=n)]
+    v = dh.ravel()
+    ok = np.isfinite(v)
+    if err:
+        e = err[0].ravel()
+        ok &= np.isfinite(e)
+    iv = idx[ok]
+    vv = v[ok].astype(np.float64)
+    valid = np.bincount(iv, minlength=n)
+    rows = [np.bincount(idx, minlength=n), valid, np.bincount(iv, weights=vv, minlength=n),
+            np.bincount(iv, weights=vv * vv, minlength=n),
+            np.bincount(iv, weights=e[ok].astype(np.float64), minlength=n) if err else valid]
     return np.stack(rows).astype(np.float64)[None, None]
 
 
 def polygon_sums(dh: xr.DataArray, labels: da.Array, *, n_polygons: int, error: xr.DataArray | None = None) -> pd.DataFrame:
     """One grouped pass: per label ``0..n_polygons`` (0 = outside every polygon) the pixel
-    count, the valid count and the sums of dh, dh^2 and of ``error`` on the valid pixels.
+    count, the valid count and the sums of dh, dh^2 and of ``error`` (1 if omitted) on the
+    valid pixels.
 
     Examples
     --------
@@ -167,11 +173,12 @@ def polygon_sums(dh: xr.DataArray, labels: da.Array, *, n_polygons: int, error: 
     True
     """
     data = dask_data(dh)
-    err = da.ones_like(data, dtype=np.float32) if error is None else dask_data(error).rechunk(data.chunks)
-    lab = labels.rechunk(data.chunks)
+    arrays = [labels.rechunk(data.chunks), data]
+    if error is not None:
+        arrays.append(dask_data(error).rechunk(data.chunks))
     n = n_polygons + 1
     nbr, nbc = data.numblocks
-    sums = da.map_blocks(partial(_sums_block, n=n), lab, data, err, new_axis=[2, 3],
+    sums = da.map_blocks(partial(_sums_block, n=n), *arrays, new_axis=[2, 3],
                          chunks=((1,) * nbr, (1,) * nbc, (len(_SUMS),), (n,)), dtype=np.float64,
                          meta=np.array((), dtype=np.float64))
     table = np.asarray(sums.sum(axis=(0, 1)).compute())
