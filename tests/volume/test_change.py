@@ -145,3 +145,12 @@ def test_bad_inputs_are_one_line_errors(tile):
                        coords={"y": np.arange(4.0)[::-1], "x": np.arange(4.0)}).rio.write_crs("EPSG:4326")
     with pytest.raises(CRSError, match="projected"):
         volume_change(geo, tile.outlines, error_model=KNOWN)
+
+
+def test_outlines_off_the_dem_or_empty_are_one_line_errors(tile):
+    far = tile.outlines.copy()
+    far["geometry"] = far.translate(xoff=1e6)
+    with pytest.raises(InputError, match="no outline covers"):
+        volume_change(tile.ddem, far, error_model=KNOWN)
+    with pytest.raises(InputError, match="no polygon"):
+        volume_change(tile.ddem, tile.outlines.iloc[:0], error_model=KNOWN)

@@ -338,7 +338,12 @@ def volume_change(
             raise InputError("error must be on the dDEM's grid (same shape, transform and CRS); reproject it first")
     years = _years(start, end)
     gdf = read_polygons(outlines, dh.rio.crs)
+    if len(gdf) == 0:
+        raise InputError("the outlines hold no polygon; give a vector file with at least one outline")
     labels = labels_like(gdf, dh)
+    sums = polygon_sums(dh, labels, n_polygons=len(gdf), error=error)
+    if not (sums["pixels"].iloc[1:] > 0).any():
+        raise InputError("no outline covers a pixel centre of the dDEM; check the outlines and the DEMs cover one area")
     if error_model is None:
         stable = labels == 0
         if stable_mask is not None:
@@ -346,7 +351,6 @@ def volume_change(
         error_model = stable_error_model(dh, stable, error=error, models=models, subsample=subsample,
                                          random_state=random_state)
     rx, ry = get_resolution(dh)
-    sums = polygon_sums(dh, labels, n_polygons=len(gdf), error=error)
     table = _table(sums, error_model, rx * ry, float(density), float(density_error),
                    float(void_factor))
     if years is not None:
