@@ -327,6 +327,7 @@ def request_from_options(params: Mapping[str, object]) -> tuple[CoregRequest, Ch
         filters=OutlierFilters(min_slope=p["min_slope"], max_slope=p["max_slope"], nmad_filter=p["nmad_filter"]),
         **{f"{side}_{what}": p[f"{side}_{what}"] for side in ("ref", "tba")
            for what in ("band", "nodata", "vertical_scale", "vcrs")}, to_vcrs=p["to_vcrs"],
+        geoid_interpolation=p["geoid_interpolation"],
     )
     paths = request_paths(request)
     return dataclasses.replace(request, coreg=build_coreg(classes, options)), paths

@@ -71,7 +71,7 @@ def vertical_pair(r: CoregRequest, ref: xr.DataArray, tba: xr.DataArray, ref_crs
         if src is None:
             raise InputError(f"{_LABEL[key]}'s vertical CRS is unknown (its file declares none): give --{key}-vcrs "
                              "(e.g. Ellipsoid, EGM96, EGM08, 5773) to convert it with --to-vcrs")
-        out.append(convert_heights(arr, source=src, target=target))
+        out.append(convert_heights(arr, source=src, target=target, interpolation=r.geoid_interpolation))
     return out[0], out[1], None, InputCheckWarning
 
 
