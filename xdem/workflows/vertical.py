@@ -76,9 +76,15 @@ def vertical_pair(r: CoregRequest, ref: xr.DataArray, tba: xr.DataArray, ref_crs
 
 
 def declare_output(aligned: xr.DataArray, r: CoregRequest) -> xr.DataArray:
-    """``aligned`` with the compound CRS of ``to_vcrs`` (what its COG declares), else as it is."""
+    """``aligned`` with the compound CRS of ``to_vcrs`` (what its COG declares), else as it is.
+
+    Ellipsoid heights in a projected CRS keep the 2-D CRS: GeoTIFF cannot declare a 3-D
+    projected CRS (GDAL writes none at all), and a DEM that declares no vertical CRS is what
+    ellipsoid-height products deliver; a geographic one becomes its 3-D CRS (EPSG:4979)."""
     if r.to_vcrs is None or aligned.rio.crs is None:
         return aligned
     target = parse_vcrs(vcrs_value(r.to_vcrs))  # type: ignore[arg-type]  # a str given
+    if target.is_ellipsoid and not aligned.rio.crs.is_geographic:
+        return aligned
     out: xr.DataArray = aligned.rio.write_crs(compound_crs(aligned.rio.crs, target).to_wkt())
     return out
