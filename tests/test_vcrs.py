@@ -236,10 +236,12 @@ def test_cli_warns_on_different_vertical_crss_and_converts_with_to_vcrs(pair, tm
     n = V.geoid_undulation(xdem.open_dem(pair["tba"]), vcrs="EGM96").values
     ok = np.isfinite(aligned) & np.isfinite(out.to_xarray().values)
     np.testing.assert_allclose(out.to_xarray().values[ok], (aligned - n)[ok], atol=1e-3)
-    res = runner.invoke(main, [*base, "-o", str(tmp_path / "d.tif"), "--ref-vcrs", "Ellipsoid", "--tba-vcrs",
-                               "Ellipsoid", "--to-vcrs", "EGM96", "--geoid-interpolation", "spline"])
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "d.tif"), "--force-vcrs", "Ellipsoid", "--to-vcrs",
+                               "EGM96", "--geoid-interpolation", "spline"])
     assert res.exit_code == 0, res.output
     n_spline = V.geoid_undulation(xdem.open_dem(pair["tba"]), vcrs="EGM96", interpolation="spline").values
     spline_out = xdem.DEM(tmp_path / "d.tif").to_xarray().values
     np.testing.assert_allclose(spline_out[ok], (aligned - n_spline)[ok], atol=1e-3)
     assert np.abs(n_spline - n).max() > 1e-4  # the option changed the conversion
+    res = runner.invoke(main, [*base, "-o", str(tmp_path / "e.tif"), "--force-vcrs", "Ellipsoid", "--ref-vcrs", "5773"])
+    assert res.exit_code == 2 and "--force-vcrs" in res.output
