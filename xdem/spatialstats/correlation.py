@@ -32,7 +32,7 @@ import pandas as pd
 
 from xdem.errors import InputError
 from xdem.spatialstats._fields import as_field, lazy, stable_values
-from xdem.spatialstats.variogram import VariogramParams, _components, fit_sum_model_variogram, model_function
+from xdem.spatialstats.variogram import VariogramParams, _components, fit_sum_model_variogram
 from xdem.spatialstats.variogram import sample_empirical_variogram as _sample
 
 __all__ = ["get_variogram_model_func", "covariance_from_variogram", "correlation_from_variogram",
@@ -45,6 +45,34 @@ SUBSAMPLE_METHODS = ("cdist_equidistant", "cdist_point", "pdist_point", "pdist_d
 Function = Callable[[float | np.ndarray], np.ndarray]
 
 
+def _vector_model(name: str, h: np.ndarray, r: float, s: float) -> np.ndarray:
+    """scikit-gstat's model ``name`` (effective range ``r``, partial sill ``s``, no nugget), in numpy
+    (scikit-gstat evaluates its models point by point)."""
+    if name == "spherical":
+        x = np.minimum(h / r, 1.0)
+        return s * (1.5 * x - 0.5 * x**3)
+    if name == "exponential":
+        return s * -np.expm1(-3.0 * h / r)
+    if name == "gaussian":
+        return s * -np.expm1(-((2.0 * h / r) ** 2))
+    x = np.minimum(h / r, 1.0)  # cubic
+    return s * (7 * x**2 - 8.75 * x**3 + 3.5 * x**5 - 0.75 * x**7)
+
+
+class _Gamma:
+    """The sum of models of ``params`` as a vectorised, picklable function of the lag."""
+
+    def __init__(self, params: VariogramParams) -> None:
+        self.params = _components(params)
+
+    def __call__(self, h: float | np.ndarray) -> np.ndarray:
+        h = np.asarray(h, dtype=np.float64)
+        out = np.zeros(h.shape)
+        for m, r, s in self.params:
+            out += _vector_model(m, h, r, s)
+        return out if h.ndim else out[()]
+
+
 def get_variogram_model_func(params_variogram_model: VariogramParams) -> Function:
     """The sum of the variogram models of ``params_variogram_model`` (``model``, ``range``, and
     ``psill`` or ``sill``) as a vectorised function of the lag.
@@ -55,7 +83,7 @@ def get_variogram_model_func(params_variogram_model: VariogramParams) -> Functio
     >>> float(gamma(200.0))
     2.0
     """
-    return model_function(params_variogram_model)
+    return _Gamma(params_variogram_model)
 
 
 def covariance_from_variogram(params_variogram_model: VariogramParams) -> Function:
@@ -67,7 +95,7 @@ def covariance_from_variogram(params_variogram_model: VariogramParams) -> Functi
     2.0
     """
     total = sum(s for _m, _r, s in _components(params_variogram_model))
-    gamma = model_function(params_variogram_model)
+    gamma = _Gamma(params_variogram_model)
 
     def covariance(h: float | np.ndarray) -> np.ndarray:
         return total - gamma(h)
@@ -86,7 +114,7 @@ def correlation_from_variogram(params_variogram_model: VariogramParams) -> Funct
     total = sum(s for _m, _r, s in _components(params_variogram_model))
     if total <= 0:
         raise InputError("the variogram has a zero total sill: no correlation to compute")
-    gamma = model_function(params_variogram_model)
+    gamma = _Gamma(params_variogram_model)
 
     def correlation(h: float | np.ndarray) -> np.ndarray:
         return 1.0 - gamma(h) / total
