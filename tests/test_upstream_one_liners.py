@@ -436,7 +436,12 @@ def _volume(d):
 
 @one_liner("xdem.spatialstats.infer_heteroscedasticity_from_stable(dh, list_var)")
 def _heteroscedasticity(d):
-    _issue_27(lambda: xdem.spatialstats.infer_heteroscedasticity_from_stable)
+    slope = d.dem.slope()
+    s = np.ma.filled(slope.data, np.nan).astype(float)
+    dh = d.dem.copy(new_array=np.random.default_rng(0).normal(size=s.shape) * (0.5 + 0.05 * s))  # sigma = 0.5 + 0.05 slope
+    errors, df, fun = xdem.spatialstats.infer_heteroscedasticity_from_stable(dh, [slope], unstable_mask=gu.Vector(d.outlines))
+    assert isinstance(errors, xdem.DEM) and "nmad" in df.columns  # 160,000 independent draws: the spread within 10 %
+    assert float(fun((np.array([10.0]),))[0]) == pytest.approx(1.0, rel=0.1)
 
 
 def test_there_are_55_one_liners():

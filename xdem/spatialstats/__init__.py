@@ -42,6 +42,25 @@ from xdem.spatialstats.binned import (
     robust_summary,
     stats_by_slope_class,
 )
+from xdem.spatialstats.correlation import (
+    correlation_from_variogram,
+    covariance_from_variogram,
+    get_variogram_model_func,
+    infer_spatial_correlation_from_stable,
+)
+from xdem.spatialstats.heterosc import (
+    estimate_model_heteroscedasticity,
+    get_perbin_nd_binning,
+    infer_heteroscedasticity_from_stable,
+    interp_nd_binning,
+    two_step_standardization,
+)
+from xdem.spatialstats.propagation import (
+    neff_exact,
+    neff_hugonnet_approx,
+    number_effective_samples,
+    spatial_error_propagation,
+)
 from xdem.spatialstats.uncertainty import (
     neff_circular_approx_numerical,
     neff_circular_approx_theoretical,
@@ -60,7 +79,7 @@ from xdem.spatialstats.variogram import (
 from xdem.stats import median
 
 if TYPE_CHECKING:  # at run time: __getattr__ (matplotlib is imported on first use of a plot)
-    from xdem.spatialstats.plots import plot_1d_binning, plot_2d_binning
+    from xdem.spatialstats.plots import plot_1d_binning, plot_2d_binning, plot_variogram
 
 __all__ = [
     "nmad",
@@ -83,11 +102,26 @@ __all__ = [
     "nd_binning",
     "plot_1d_binning",
     "plot_2d_binning",
+    # upstream 0.2.3's uncertainty workflow (issue 27)
+    "infer_heteroscedasticity_from_stable",
+    "estimate_model_heteroscedasticity",
+    "interp_nd_binning",
+    "get_perbin_nd_binning",
+    "two_step_standardization",
+    "infer_spatial_correlation_from_stable",
+    "get_variogram_model_func",
+    "covariance_from_variogram",
+    "correlation_from_variogram",
+    "neff_exact",
+    "neff_hugonnet_approx",
+    "number_effective_samples",
+    "spatial_error_propagation",
+    "plot_variogram",
 ]
 
 
 def __getattr__(name: str) -> object:
-    if name in ("plot_1d_binning", "plot_2d_binning"):
+    if name in ("plot_1d_binning", "plot_2d_binning", "plot_variogram"):
         value = getattr(importlib.import_module("xdem.spatialstats.plots"), name)
         globals()[name] = value
         return value
@@ -96,9 +130,8 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: Upstream 0.2.3's uncertainty workflow (issue 27): one InputError line each.
-_NEXT_ISSUE = frozenset({"infer_heteroscedasticity_from_stable", "infer_spatial_correlation_from_stable",
-                         "spatial_error_propagation", "two_step_standardization", "estimate_model_heteroscedasticity"})
+#: Upstream 0.2.3's names not available yet (issue 27): one InputError line each.
+_NEXT_ISSUE = frozenset({"patches_method"})
 
 
 def __dir__() -> list[str]:
