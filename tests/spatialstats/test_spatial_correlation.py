@@ -2,10 +2,11 @@
 
 The standardised errors of the set have a nugget of 0.2 and a Gaussian-correlated part of
 partial sill 0.8 and effective range 400 m. On a 600 x 600 grid of 20 m (12 km: ~900
-independent patches of the range) with 2,500 points per variogram, the fitted range, partial
-sill and total sill are within 10 % of the truth (the issue's tolerance; measured over five
-error realisations: ranges 385-423 m, partial sills 0.78-0.86, total sills 0.99-1.07). The
-nugget is fitted as a short spherical model (range below the first lag class).
+independent patches of the range) with three variograms of 2,000 points averaged, the fitted
+range, partial sill and total sill are within 10 % of the truth (the issue's tolerance;
+measured over the draws of seeds 40-46: ranges 381-435 m, partial sills 0.75-0.81, total
+sills 0.95-1.04; one variogram of 2,500 points is not enough: 2 seeds of 10 confuse the
+two models). The nugget is fitted as a short spherical model (range below the first lag class).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def fitted():
     g = glacier_set((600, 600), chunks=200)
     z = g.ddem / g.error
     return ss.infer_spatial_correlation_from_stable(z, ["spherical", "gaussian"], unstable_mask=g.outlines,
-                                                    subsample=2500, random_state=42)
+                                                    subsample=2000, n_variograms=3, random_state=42)
 
 
 def test_fitted_range_and_sills_within_ten_percent(fitted):
