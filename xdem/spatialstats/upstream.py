@@ -196,7 +196,7 @@ def nd_binning(
     n = len(names)
     bins: list[int | Sequence[float]] = (
         [10] * n if list_var_bins is None
-        else [int(list_var_bins)] * n if np.ndim(list_var_bins) == 0  # type: ignore[arg-type]
+        else [int(list_var_bins)] * n if isinstance(list_var_bins, (int, np.integer))  # arrays of bins may differ in length
         else list(list_var_bins)  # type: ignore[arg-type]
     )
     if len(bins) != n or (list_ranges is not None and len(list_ranges) != n):
