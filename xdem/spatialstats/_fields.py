@@ -74,6 +74,11 @@ def as_field(x: object, name: str = "dvalues") -> Field:
     return Field(data=data, grid=grid, source=source)
 
 
+def chunks_of(data: np.ndarray | da.Array) -> tuple | None:
+    """The chunks of a dask array, ``None`` for numpy."""
+    return data.chunks if isinstance(data, da.Array) else None
+
+
 def lazy(data: np.ndarray | da.Array, chunks: tuple | None = None) -> da.Array:
     """``data`` as a dask array (numpy in one chunk, or on ``chunks``)."""
     if isinstance(data, da.Array):
@@ -113,13 +118,13 @@ def stable_values(field: Field, stable_mask: object, unstable_mask: object) -> n
             stable = stable & ~_mask_array(unstable_mask, field.data.shape, "unstable")
     if field.is_numpy and isinstance(stable, np.ndarray):
         return np.where(stable, field.data, np.nan)
-    return da.where(stable, lazy(field.data, None if field.is_numpy else field.data.chunks), np.nan)
+    return da.where(stable, lazy(field.data, chunks_of(field.data)), np.nan)
 
 
 def _unwrap(mask: object) -> Any:
     """geoutils Vectors are read through their GeoDataFrame (``.ds``); DEMs through their DataArray."""
     if type(mask).__name__ == "Vector" and hasattr(mask, "ds"):
-        return mask.ds  # type: ignore[attr-defined]
+        return mask.ds
     if _is_dem(mask):
         return mask.to_xarray()  # type: ignore[attr-defined]
     return mask
@@ -131,7 +136,7 @@ def apply_blocks(kernel: Callable[..., np.ndarray], fields: list[Field]) -> Any:
     first = fields[0]
     if all(f.is_numpy for f in fields):
         return first.like(kernel(*np.broadcast_arrays(*[f.data for f in fields])))
-    chunks = next(f.data.chunks for f in fields if not f.is_numpy)
+    chunks = next(chunks_of(f.data) for f in fields if not f.is_numpy)
     arrays = [lazy(f.data, chunks) if f.data.shape == first.data.shape else f.data for f in fields]
     out = da.map_blocks(kernel, *arrays, dtype=np.float64, meta=np.array((), dtype=np.float64))
     return first.like(out)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from xdem.errors import InputError
-from xdem.spatialstats._fields import as_field, lazy, stable_values
+from xdem.spatialstats._fields import as_field, chunks_of, lazy, stable_values
 from xdem.spatialstats.variogram import VariogramParams, _components, fit_sum_model_variogram
 from xdem.spatialstats.variogram import sample_empirical_variogram as _sample
 
@@ -198,7 +198,7 @@ def infer_spatial_correlation_from_stable(
         if err.data.shape != field.data.shape:
             raise InputError(f"errors has shape {err.data.shape} but dvalues has {field.data.shape}")
         values = values / (err.data if isinstance(values, np.ndarray) or not err.is_numpy
-                           else lazy(err.data, values.chunks))  # type: ignore[union-attr]
+                           else lazy(err.data, chunks_of(values)))
     scale = 1.0
     if field.grid is not None and "x" in field.grid.coords and "y" in field.grid.coords:
         data: Any = field.grid.copy(data=values)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from xdem.errors import InputError
-from xdem.spatialstats._fields import Field, apply_blocks, as_field, stable_values
+from xdem.spatialstats._fields import apply_blocks, as_field, chunks_of, stable_values
 from xdem.spatialstats.upstream import nd_binning, nmad
 
 __all__ = ["interp_nd_binning", "get_perbin_nd_binning", "two_step_standardization",
@@ -152,8 +152,8 @@ def interp_nd_binning(
         if all(isinstance(v, (int, float, np.integer, np.floating)) for v in col):
             mids[name] = col.astype(np.float64)
         else:
-            mids[name] = np.array([_as_interval(v).mid if isinstance(_as_interval(v), pd.Interval) else np.nan
-                                   for v in col])
+            ivs = [_as_interval(v) for v in col]
+            mids[name] = np.array([iv.mid if isinstance(iv, pd.Interval) else np.nan for iv in ivs])
     values = sub[stat].to_numpy(dtype=np.float64).copy()
     if min_count is not None:
         values[sub["count"].to_numpy(dtype=np.float64) < min_count] = np.nan
@@ -223,7 +223,7 @@ def get_perbin_nd_binning(
         key = tuple(pos[n].get(intervals[n][row]) for n in names)
         if None not in key and (min_count is None or c > min_count):
             table[key] = s
-    kw = dict(lefts=[np.array([iv.left for iv in uniq[n]]) for n in names],
+    kw: dict[str, Any] = dict(lefts=[np.array([iv.left for iv in uniq[n]]) for n in names],
               rights=[np.array([iv.right for iv in uniq[n]]) for n in names],
               closed_right=[np.array([iv.closed_right for iv in uniq[n]]) for n in names], table=table)
     return apply_blocks(functools.partial(_perbin_kernel, **kw), [as_field(v, "variable") for v in list_var])
@@ -299,7 +299,9 @@ def estimate_model_heteroscedasticity(
     """
     names = list(list_var_names)
     _spread(spread_statistic)  # refuse an unknown statistic before any pass
-    df = nd_binning(dvalues, list(list_var), names, list_var_bins=list_var_bins, statistics=[spread_statistic])
+    values = as_field(dvalues).data
+    variables = [as_field(v, "an explanatory variable").data for v in list_var]
+    df = nd_binning(values, variables, names, list_var_bins=list_var_bins, statistics=[spread_statistic])
     fun = interp_nd_binning(df, names, statistic=_stat_name(spread_statistic), min_count=min_count)
     final = two_step_standardization(dvalues, list_var, fun, spread_statistic=spread_statistic,
                                      fac_spread_outliers=fac_spread_outliers)[1]
@@ -357,4 +359,4 @@ def infer_heteroscedasticity_from_stable(
     errors = fun(tuple(list_var))
     if field.is_numpy or not isinstance(errors, np.ndarray):
         return (errors if field.grid is None else field.like(as_field(errors).data)), df, fun
-    return field.like(da.from_array(errors, chunks=field.data.chunks)), df, fun
+    return field.like(da.from_array(errors, chunks=chunks_of(field.data))), df, fun

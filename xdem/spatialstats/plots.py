@@ -1,4 +1,5 @@
-"""Plots of :func:`xdem.spatialstats.nd_binning` tables and of variograms (:func:`plot_variogram`), called as upstream xdem 0.2.3 calls them.
+"""Plots of :func:`xdem.spatialstats.nd_binning` tables and of variograms (:func:`plot_variogram`), called
+as upstream xdem 0.2.3 calls them.
 
 :func:`plot_1d_binning` draws the sample count of each bin above the statistic at the bin
 centres; :func:`plot_2d_binning` draws the statistic on the grid of two variables, with the

@@ -41,7 +41,6 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
-import pandas as pd
 import xarray as xr
 from affine import Affine
 
@@ -263,7 +262,7 @@ def _grid_at(area: object, res: float, chunks: int = 1024) -> xr.DataArray:
     if not (np.isfinite(res) and res > 0):
         raise InputError(f"rasterize_resolution must be a positive pixel size, got {res!r}")
     area = area.ds if type(area).__name__ == "Vector" else area  # type: ignore[attr-defined]
-    gdf = _read_vector(area) if isinstance(area, (str, os.PathLike)) else area
+    gdf: Any = _read_vector(area) if isinstance(area, (str, os.PathLike)) else area
     if type(gdf).__name__ != "GeoDataFrame" or gdf.crs is None:
         raise InputError("the area must be polygons with a CRS (a GeoDataFrame, geoutils Vector or vector file)")
     x0, y0, x1, y1 = gdf.total_bounds
