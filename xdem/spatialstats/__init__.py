@@ -55,6 +55,7 @@ from xdem.spatialstats.heterosc import (
     interp_nd_binning,
     two_step_standardization,
 )
+from xdem.spatialstats.patches import patches_method
 from xdem.spatialstats.propagation import (
     neff_exact,
     neff_hugonnet_approx,
@@ -116,6 +117,7 @@ __all__ = [
     "neff_hugonnet_approx",
     "number_effective_samples",
     "spatial_error_propagation",
+    "patches_method",
     "plot_variogram",
 ]
 
@@ -131,7 +133,7 @@ def __getattr__(name: str) -> object:
 
 
 #: Upstream 0.2.3's names not available yet (issue 27): one InputError line each.
-_NEXT_ISSUE = frozenset({"patches_method"})
+_NEXT_ISSUE: frozenset[str] = frozenset()
 
 
 def __dir__() -> list[str]:
