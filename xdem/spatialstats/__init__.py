@@ -13,6 +13,10 @@
 * Uncertainty of the mean dh over an area: :func:`neff_circular_approx_numerical`,
   :func:`neff_circular_approx_theoretical`, :func:`standard_error_of_mean`
   (Rolstad et al. 2009; Hugonnet et al. 2022).
+* Upstream 0.2.3's uncertainty workflow (issue 27): :func:`infer_heteroscedasticity_from_stable`
+  (error map), :func:`infer_spatial_correlation_from_stable` (variogram of stable terrain),
+  :func:`spatial_error_propagation` (standard error of the mean over areas of any shape),
+  :func:`patches_method` and their building blocks, out of core.
 
 Every function accepts numpy-, dask- or xarray-backed inputs and gives the same numbers
 for any chunking.
