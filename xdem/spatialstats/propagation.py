@@ -178,7 +178,7 @@ def _area_stats(mask: da.Array, errors: da.Array, transform: Affine, params: Var
 def _window(grid: xr.DataArray, bounds: tuple[float, float, float, float]) -> xr.DataArray:
     """The part of ``grid`` (whole pixels) covering ``bounds``, lazily."""
     inv = ~get_transform(grid)
-    (ca, ra), (cb, rb) = inv * (bounds[0], bounds[1]), inv * (bounds[2], bounds[3])
+    (ca, ra), (cb, rb) = inv @ (bounds[0], bounds[1]), inv @ (bounds[2], bounds[3])
     c0, c1 = max(0, math.floor(min(ca, cb))), min(grid.shape[1], math.ceil(max(ca, cb)))
     r0, r1 = max(0, math.floor(min(ra, rb))), min(grid.shape[0], math.ceil(max(ra, rb)))
     if c1 <= c0 or r1 <= r0:
