@@ -23,6 +23,8 @@ from xdem.io.cog import write_cog
 from xdem.io.grid import align_pair
 from xdem.io.open import open_dem
 from xdem.masks import read_polygons
+from xdem.spatialstats import infer_heteroscedasticity_from_stable
+from xdem.terrain import slope
 from xdem.volume import volume_change
 
 __all__ = ["run_dh", "write_table"]
@@ -76,13 +78,20 @@ def _check_outputs(ref: str, aligned: str, outlines: str, output: str, dh_out: s
         raise InputError(f"the outlines '{outlines}' do not exist; give a vector file (e.g. glaciers.gpkg)")
 
 
-def _elevation_change(ref: str, aligned: str, *, later: str, chunks: int | None) -> xr.DataArray:
-    """dh = later minus earlier DEM, on REF's grid (ALIGNED resampled onto it if needed)."""
+def _elevation_change(ref: str, aligned: str, *, later: str, chunks: int | None) -> tuple[xr.DataArray, xr.DataArray]:
+    """REF and dh = later minus earlier DEM, on REF's grid (ALIGNED resampled onto it if needed)."""
     r = open_dem(ref, chunks=chunks if chunks else "auto")
     a = open_dem(aligned, chunks=chunks if chunks else "auto")
     r, a = align_pair(r, a)
     dh = (r - a) if later == "ref" else (a - r)
-    return dh.rio.write_crs(r.rio.crs).rio.write_transform(r.rio.transform()).rio.write_nodata(np.nan, encoded=False)
+    return r, dh.rio.write_crs(r.rio.crs).rio.write_transform(r.rio.transform()).rio.write_nodata(np.nan, encoded=False)
+
+
+def _error_by_slope(dh: xr.DataArray, ref: xr.DataArray, *, outlines: str, stable_mask: str | None) -> xr.DataArray:
+    """The error of dh as a function of REF's slope, binned on stable terrain (lazy)."""
+    err, _, _ = infer_heteroscedasticity_from_stable(dh, [slope(ref)], stable_mask=stable_mask, unstable_mask=outlines,
+                                                     list_var_names=["slope"])
+    return dh.copy(data=err.data if isinstance(err, xr.DataArray) else err)
 
 
 def _json_value(v: object) -> object:
@@ -95,16 +104,22 @@ def _json_value(v: object) -> object:
 
 def run_dh(ref: str, aligned: str, *, outlines: str, output: str, later: str, start: datetime | None,
            end: datetime | None, density: float, density_error: float, stable_mask: str | None,
-           error_map: str | None, void_factor: float, dh_out: str | None, seed: int | None, chunks: int | None,
-           overwrite: bool, as_json: bool, progress: bool) -> None:
+           error_map: str | None, heteroscedastic: bool, void_factor: float, dh_out: str | None, seed: int | None,
+           chunks: int | None, overwrite: bool, as_json: bool, progress: bool) -> None:
     """The run of ``xdem dh`` (its options, parsed): the table per outline, and dh if asked."""
     _check_outputs(ref, aligned, outlines, output, dh_out, overwrite=overwrite)
     say = (lambda text: click.echo(text, err=True)) if progress else (lambda text: None)
-    dh = _elevation_change(ref, aligned, later=later, chunks=chunks)
+    if heteroscedastic and error_map is not None:
+        raise click.BadParameter("give either --error or --heteroscedastic", param_hint="'--heteroscedastic'")
+    r, dh = _elevation_change(ref, aligned, later=later, chunks=chunks)
     read_polygons(outlines, dh.rio.crs)  # a bad vector file: one line before any pass over the DEMs
     error = None
     if error_map is not None:
         _, error = align_pair(dh, open_dem(error_map, chunks=chunks if chunks else "auto"))
+    elif heteroscedastic:
+        say("error of dh by slope on stable terrain")
+        with interrupt.stage("the error of dh by slope", key="volume"):
+            error = _error_by_slope(dh, r, outlines=outlines, stable_mask=stable_mask)
     say(f"volume change per outline of {outlines}")
     with interrupt.stage(f"the volume change of {outlines}", key="volume"):
         table = volume_change(dh, outlines, error=error, stable_mask=stable_mask, density=density,

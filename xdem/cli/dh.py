@@ -43,6 +43,8 @@ def _run_module() -> ModuleType:
                    "outlines (default: everything outside the outlines).")
 @click.option("--error", "error_map", type=click.Path(dir_okay=False), default=None,
               help="Per-pixel error of dh (raster, m) for heteroscedastic uncertainties (default: uniform).")
+@click.option("--heteroscedastic", is_flag=True,
+              help="Error of dh as a function of REF's slope, binned on stable terrain (instead of uniform).")
 @click.option("--void-factor", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Void term: the voids' mean dh may differ from the measured one by this many spreads of dh.")
 @click.option("--dh-out", type=click.Path(dir_okay=False), default=None, help="Also write dh as a COG.")
@@ -52,7 +54,8 @@ def _run_module() -> ModuleType:
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON (one object per outline) on stdout.")
 @click.option("--progress", is_flag=True, help="Show the stages on stderr.")
 def dh(ref: str, aligned: str, outlines: str, output: str, later: str, start: datetime | None, end: datetime | None,
-       density: float, density_error: float, stable_mask: str | None, error_map: str | None, void_factor: float,
+       density: float, density_error: float, stable_mask: str | None, error_map: str | None, heteroscedastic: bool,
+       void_factor: float,
        dh_out: str | None, seed: int | None, chunks: int | None, overwrite: bool, as_json: bool,
        progress: bool) -> None:
     """Compute volume and mass change per outline from REF and ALIGNED, with their uncertainties.
@@ -69,5 +72,5 @@ def dh(ref: str, aligned: str, outlines: str, output: str, later: str, start: da
     """
     _run_module().run_dh(ref, aligned, outlines=outlines, output=output, later=later, start=start, end=end,
                          density=density, density_error=density_error, stable_mask=stable_mask, error_map=error_map,
-                         void_factor=void_factor, dh_out=dh_out, seed=seed, chunks=chunks, overwrite=overwrite,
-                         as_json=as_json, progress=progress)
+                         heteroscedastic=heteroscedastic, void_factor=void_factor, dh_out=dh_out, seed=seed,
+                         chunks=chunks, overwrite=overwrite, as_json=as_json, progress=progress)

@@ -68,7 +68,7 @@ __all__ = ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "s
 #: Volume-to-mass conversion density (kg m^-3) and its uncertainty (Huss 2013, The Cryosphere 7, 877-887).
 DENSITY, DENSITY_ERROR = 850.0, 60.0
 _YEAR_DAYS = 365.25
-_SUMS = ("pixels", "valid", "sum_dh", "sum_dh2", "sum_error")
+_SUMS = ("pixels", "valid", "sum_dh", "sum_dh2", "valid_error", "sum_error")
 
 
 def _pair_density(u: np.ndarray) -> np.ndarray:
@@ -142,27 +142,31 @@ def _as_dataarray(dh: object, name: str) -> xr.DataArray:
 
 
 def _sums_block(labels: np.ndarray, dh: np.ndarray, *err: np.ndarray, n: int) -> np.ndarray:
-    """Per label of a block: pixels, valid pixels, sums of dh, dh^2 and error (1 without an error
-    block) on the valid ones (shape (1, 1, 5, n)): memory is a few copies of one block."""
+    """Per label of a block: pixels, valid pixels (finite dh), sums of dh and dh^2 on them, and
+    the count and sum of the error where both dh and the error are finite (without an error
+    block: the valid count twice) (shape (1, 1, 6, n)): memory is a few copies of one block."""
     idx = labels.ravel()
     v = dh.ravel()
     ok = np.isfinite(v)
-    if err:
-        e = err[0].ravel()
-        ok &= np.isfinite(e)
     iv = idx[ok]
     vv = v[ok].astype(np.float64)
     valid = np.bincount(iv, minlength=n)
     rows = [np.bincount(idx, minlength=n), valid, np.bincount(iv, weights=vv, minlength=n),
-            np.bincount(iv, weights=vv * vv, minlength=n),
-            np.bincount(iv, weights=e[ok].astype(np.float64), minlength=n) if err else valid]
+            np.bincount(iv, weights=vv * vv, minlength=n)]
+    if err:
+        e = err[0].ravel()
+        both = ok & np.isfinite(e)
+        rows += [np.bincount(idx[both], minlength=n),
+                 np.bincount(idx[both], weights=e[both].astype(np.float64), minlength=n)]
+    else:
+        rows += [valid, valid]
     return np.stack(rows).astype(np.float64)[None, None]
 
 
 def polygon_sums(dh: xr.DataArray, labels: da.Array, *, n_polygons: int, error: xr.DataArray | None = None) -> pd.DataFrame:
     """One grouped pass: per label ``0..n_polygons`` (0 = outside every polygon) the pixel
-    count, the valid count and the sums of dh, dh^2 and of ``error`` (1 if omitted) on the
-    valid pixels.
+    count, the valid count (finite dh), the sums of dh and dh^2 on them, and the count and sum
+    of ``error`` (1 if omitted) where it is finite too.
 
     Examples
     --------
@@ -243,7 +247,7 @@ def _table(sums: pd.DataFrame, model: ErrorModel, pixel_area: float, density: fl
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(valid > 0, s["sum_dh"] / valid, np.nan)
         var = np.where(valid > 1, (s["sum_dh2"] - valid * mean**2) / (valid - 1), np.nan)
-        mean_err = np.where(valid > 0, s["sum_error"] / valid, np.nan)
+        mean_err = np.where(s["valid_error"] > 0, s["sum_error"] / s["valid_error"], np.nan)
         coverage = np.where(pixels > 0, valid / pixels, np.nan)
     noise = np.array([model.standard_error(float(n) * pixel_area, float(e)) for n, e in zip(valid, mean_err)])
     void = void_factor * (1.0 - coverage) * np.sqrt(np.maximum(var, 0.0))
