@@ -179,7 +179,8 @@ def curves_from_bins(stats: GroupStats, bins: Bins, *, count_threshold: int | No
                      ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], int]:
     """Upstream's curve of each binned glacier: the bins' medians, the empty ones interpolated along
     elevation (:func:`interpolate_hypsometric_bins`), through the middles of the bins with a value.
-    Returns the curves and the number of glaciers left without one (fewer than two such bins)."""
+    A glacier with one bin with values gets that value at every elevation. Returns the curves
+    and the number of glaciers left without one (no bin with values)."""
     curves: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     skipped = 0
     for i, label in enumerate(bins.labels):
@@ -192,8 +193,10 @@ def curves_from_bins(stats: GroupStats, bins: Bins, *, count_threshold: int | No
             table = interpolate_hypsometric_bins(table)
         x, y = np.asarray(table.index.mid, dtype=np.float64), table["value"].to_numpy(dtype=np.float64)
         ok = np.isfinite(y)
-        if np.count_nonzero(ok) < 2:
+        if not ok.any():
             skipped += 1
-            continue
-        curves[int(label)] = (x[ok], y[ok])
+        elif np.count_nonzero(ok) == 1:  # one bin with values: its value at every elevation
+            curves[int(label)] = (np.r_[x[ok] - 1.0, x[ok] + 1.0], np.r_[y[ok], y[ok]])
+        else:
+            curves[int(label)] = (x[ok], y[ok])
     return curves, skipped

@@ -60,8 +60,8 @@ def glacier_curves(dh: da.Array, z: da.Array, labels: da.Array, *, edges_from: s
                    min_coverage: float = 0.0, count_threshold: int | None = None,
                    what: str = "mask") -> tuple[Curves, GlacierStats]:
     """Each glacier's hypsometric curve (50 m bins from the lowest elevation of its ``inlier`` or
-    ``all`` pixels); glaciers under ``min_coverage`` or with fewer than two valid bins get none
-    (one warning says how many)."""
+    ``all`` pixels); glaciers under ``min_coverage`` or without a valid bin get none (one warning
+    says how many)."""
     stats = glacier_stats(labels, dh, z)
     _check_glaciers(stats, what)
     lo, hi = (stats.zmin_inlier, stats.zmax_inlier) if edges_from == "inlier" else (stats.zmin_all, stats.zmax_all)
@@ -70,8 +70,8 @@ def glacier_curves(dh: da.Array, z: da.Array, labels: da.Array, *, edges_from: s
     curves, skipped = curves_from_bins(binned_stats(labels, dh, z, bins), bins, count_threshold=count_threshold)
     left = int((~keep).sum()) + skipped
     if left:
-        warnings.warn(f"{left} of {stats.labels.size} glaciers left unfilled (coverage under {min_coverage:g} or "
-                      "fewer than two elevation bins with values)", EmptyBinWarning, stacklevel=3)
+        warnings.warn(f"{left} of {stats.labels.size} glaciers left unfilled (valid pixels under {min_coverage:.0%} "
+                      "of the glacier, or no elevation bin with values)", EmptyBinWarning, stacklevel=3)
     return Curves.of(curves), stats
 
 
