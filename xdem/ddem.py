@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
+from typing import cast
 
 import dask.array as da
 import numpy as np
@@ -37,7 +38,7 @@ from xdem.io import remote
 from xdem.io.grid import _reproject_like, dask_data, same_grid
 from xdem.io.open import open_dem
 from xdem.masks import labels_like, read_polygons
-from xdem.typing import CRSLike
+from xdem.typing import CRSLike, GeoDataFrameLike, PathLike
 from xdem.volume._hypsometry import IDW_DISTANCE, fill_voids, glacier_curves, model_values
 from xdem.volume._idw import idw_fill
 from xdem.volume._inputs import as_labels, as_lazy
@@ -184,7 +185,7 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
             vector = open_dem(vector)  # an index raster
         if type(vector).__name__ == "GeoDataFrame" or isinstance(vector, (str, os.PathLike)):
             said = f"the outlines '{os.fspath(vector)}'" if isinstance(vector, (str, os.PathLike)) else "the outlines"
-            gdf = read_polygons(vector, self.crs)
+            gdf = read_polygons(cast("PathLike | GeoDataFrameLike", vector), self.crs)
             x0, y0, x1, y1 = gdf.total_bounds if len(gdf) else (np.nan,) * 4
             b = self.bounds
             if not (x0 < b.right and x1 > b.left and y0 < b.top and y1 > b.bottom):

@@ -185,8 +185,7 @@ def _initial_queries(count: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple
 
 def _plan(q: _Queries, size: np.ndarray, value: np.ndarray) -> None:
     """Close intervals of one value; mark the smallest ones for gathering within the budget."""
-    open_ = q.state > 0
-    single = open_ & (q.lo == q.hi)
+    single = (q.state > 0) & (q.lo == q.hi)
     value[single] = q.lo[single]
     q.state[single] = 0
     open_ = np.flatnonzero(q.state > 0)
