@@ -30,6 +30,8 @@ ORDER = [
     "plot_deramp.py",
     "plot_blockwise_coreg.py",
     "plot_slope_methods.py",
+    "plot_dem_subtraction.py",
+    "plot_norm_regional_hypso.py",
 ]
 
 

@@ -48,6 +48,8 @@ REQUIRED = {
     "upstream: blockwise": "upstream/plot_blockwise_coreg.py",
     "upstream: coregistration page": "upstream/plot_coregistration_page.py",
     "upstream: bias-correction page": "upstream/plot_biascorr_page.py",
+    "upstream: DEM subtraction": "upstream/plot_dem_subtraction.py",
+    "upstream: normalised regional hypsometric": "upstream/plot_norm_regional_hypso.py",
 }
 
 _pool: ThreadPoolExecutor | None = None
