@@ -40,7 +40,7 @@ from xdem.io.open import open_dem
 from xdem.masks import labels_like, read_polygons
 from xdem.typing import CRSLike, GeoDataFrameLike, PathLike
 from xdem.volume._hypsometry import IDW_DISTANCE, fill_voids, glacier_curves, model_values
-from xdem.volume._idw import idw_fill
+from xdem.volume._idw import count_unfilled, idw_fill
 from xdem.volume._inputs import as_labels, as_lazy
 from xdem.volume._regional import norm_regional_hypsometric_interpolation
 
@@ -137,8 +137,8 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
         -------
         dask.array.Array
             :attr:`filled_data`: the filled values, lazy (``np.asarray`` computes them), NaN where
-            no value could be given (voids wider than twice the IDW search distance, glaciers
-            without a curve). :attr:`fill_method` says the method.
+            no value could be given (voids beyond the IDW search distance, glaciers without a
+            curve; :meth:`count_unfilled` counts them). :attr:`fill_method` says the method.
         """
         if method not in METHODS:
             raise InputError(f"unknown interpolation method {method!r}; choose among {', '.join(METHODS)}")
@@ -154,6 +154,13 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
         self._filled = self._da.copy(data=filled.astype(self._da.dtype))
         self._fill_method = method
         return self._filled.data
+
+    def count_unfilled(self) -> int:
+        """Voids of the dDEM still NaN in :attr:`filled_data` (computes, one pass): voids beyond the IDW
+        search distance, glaciers without a curve (see :doc:`/gapfill`, "the halo limit")."""
+        if self._filled is None:
+            raise InputError("nothing filled yet: call ddem.interpolate(method, ...) first")
+        return count_unfilled(dask_data(self._da), self._filled.data)
 
     def _hypsometric(self, method: str, dh: da.Array, z: da.Array, labels: da.Array) -> da.Array:
         if method == "norm_regional_hypsometric":

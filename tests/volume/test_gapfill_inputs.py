@@ -31,6 +31,18 @@ def _one_line(call, match):
 def test_unknown_method_is_one_line(ddem):
     _one_line(lambda: ddem.interpolate("kriging"), "unknown interpolation method 'kriging'")
     assert ddem.fill_method == ""
+    _one_line(ddem.count_unfilled, "nothing filled yet")
+
+
+def test_idw_leaves_the_voids_beyond_its_reach_and_counts_them(gset):
+    values = gset.ddem.values.copy()
+    values[50:90, 50:90] = np.nan  # 40 px wide: beyond the closing of the valid pixels (9 px)
+    ddem = xdem.dDEM(gset.ddem.copy(data=values), start_time=gset.start, end_time=gset.end)
+    filled = np.asarray(ddem.interpolate("idw"))
+    before = np.isnan(values)
+    left = int((before & np.isnan(filled)).sum())
+    assert ddem.fill_method == "idw" and ddem.count_unfilled() == left
+    assert np.isnan(filled[50:90, 50:90]).all() and 1600 <= left < before.sum()  # the small voids are filled
 
 
 def test_hypsometric_methods_need_the_reference_and_the_outlines(ddem, gset):
