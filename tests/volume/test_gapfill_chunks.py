@@ -42,3 +42,13 @@ def test_same_values_for_any_chunking_and_for_numpy(arrays, func):
         assert np.array_equal(got, ref, equal_nan=True), chunks
     on = index > 0
     assert np.isnan(ref[on]).sum() < np.isnan(dh[on]).sum() / 2  # something was filled
+
+
+@pytest.mark.parametrize("method", ["local_hypsometric", "norm_regional_hypsometric"])
+def test_ddem_interpolate_is_the_same_for_any_chunking(method):
+    results = []
+    for chunks in (300, (97, 131)):
+        g = glacier_set((300, 300), chunks=chunks)
+        ddem = xdem.dDEM(g.ddem, start_time=g.start, end_time=g.end)
+        results.append(np.asarray(ddem.interpolate(method, reference_elevation=g.ref, mask=g.outlines)))
+    assert np.array_equal(results[0], results[1], equal_nan=True)
