@@ -4,8 +4,10 @@ A void pixel takes the mean of the valid pixels within ``max_search_distance`` p
 weighted by the inverse squared distance. Each block is grown by a halo of exactly
 ``max_search_distance`` pixels (:func:`xdem.overlap.map_overlap_nan`: strips copied out of the
 neighbours, no chunk pinned), so a pixel's result depends only on pixels of its own disc and is
-the same for any chunking. Voids wider than twice the search distance keep NaN in their middle:
-no value lies within reach, whatever the chunking; :func:`count_unfilled` counts them.
+the same for any chunking. Void pixels farther than the search distance from any value keep NaN,
+whatever the chunking; :func:`count_unfilled` counts them. Memory: the blocks of the next row of
+chunks, read for their strips, wait for their own turn, so one row of chunks is held (measured:
++0.19 GiB at 10000 x 10000 with 1024-pixel chunks): it grows with the DEM's width, not its area.
 
 With ``extrapolate=False`` (upstream's default), a filled pixel is kept only inside the
 morphological closing of the valid pixels by a ``(max_search_distance - 1)``-square, as upstream
