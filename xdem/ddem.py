@@ -174,11 +174,16 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
             return filled
         return idw_fill(filled, max_search_distance=IDW_DISTANCE, extrapolate=False)
 
+    def _block(self) -> tuple[int, int]:
+        """The size of the dDEM's first chunk (rows, columns)."""
+        chunks = dask_data(self._da).chunks
+        return (chunks[0][0], chunks[1][0])
+
     def _reference(self, ref: object) -> da.Array:
         """The reference elevation on this grid, lazy (float64)."""
         chunks = dask_data(self._da).chunks
-        if isinstance(ref, (str, os.PathLike)):
-            ref = open_dem(ref)
+        if isinstance(ref, (str, os.PathLike)):  # read on the dDEM's chunks (a rechunk would hold larger blocks)
+            ref = open_dem(ref, chunks=self._block())
         if isinstance(ref, DEM):
             ref = ref.to_xarray()
         if isinstance(ref, xr.DataArray) and ref.rio.crs is not None and not same_grid(ref, self._da):
@@ -189,7 +194,7 @@ class dDEM(DEM):  # noqa: N801 - upstream's name
         """The glacier index map on this grid (0 off glacier, ``i + 1`` on outline ``i``)."""
         vector = getattr(mask, "ds", mask)  # a geoutils Vector: its GeoDataFrame
         if isinstance(vector, (str, os.PathLike)) and remote.suffix(vector) not in _VECTOR_SUFFIXES:
-            vector = open_dem(vector)  # an index raster
+            vector = open_dem(vector, chunks=self._block())  # an index raster
         if type(vector).__name__ == "GeoDataFrame" or isinstance(vector, (str, os.PathLike)):
             said = f"the outlines '{os.fspath(vector)}'" if isinstance(vector, (str, os.PathLike)) else "the outlines"
             gdf = read_polygons(cast("PathLike | GeoDataFrameLike", vector), self.crs)
