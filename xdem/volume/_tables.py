@@ -9,15 +9,16 @@ bin), never the number of pixels.
 :func:`group_medians` gives exact per-group counts, min, max, sums and medians (numpy's median:
 the mean of the two middle values) by histogram refinement: each open rank sits in a closed
 value interval ``[lo, hi]`` holding exactly the group's values in it; a pass histograms it in
-:data:`N_BINS` bins (with the bins' own min and max, so the next interval is again exact) or,
-once few values remain, gathers them. Medians are order statistics, so they do not depend on
-the chunking; the sums do, by float rounding only.
+up to :data:`N_BINS` bins (fewer when many ranks are open: :data:`MAX_COUNTERS` in all), with the
+bins' own min and max, so the next interval is again exact; once few values remain, it gathers
+them. Medians are order statistics, so they do not depend on the chunking; the sums do, by float
+rounding only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -25,11 +26,15 @@ import dask
 import dask.array as da
 import numpy as np
 
-__all__ = ["keyed_reduce", "tree_table", "group_medians", "GroupStats", "SPLIT_EVERY", "N_BINS", "MAX_GATHER"]
+__all__ = ["keyed_reduce", "tree_table", "group_medians", "GroupStats", "SPLIT_EVERY", "N_BINS", "MAX_GATHER",
+           "MAX_COUNTERS"]
 
 SPLIT_EVERY = 16
-#: Bins of a refinement pass (per open rank).
+#: Bins of a refinement pass (per open rank), at most.
 N_BINS = 64
+#: Histogram counters of a refinement pass, all open ranks together, at most (fewer bins per rank
+#: when many ranks are open, so the merged table stays small whatever the number of groups).
+MAX_COUNTERS = 2**20
 #: Values gathered in memory at most in one pass (all groups together).
 MAX_GATHER = 2**21
 _GATHER_EACH = 4 * N_BINS
@@ -134,6 +139,7 @@ class _Queries:
     state: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    nbins: int = 64
 
 
 def _query_of_values(g: np.ndarray, v: np.ndarray, q: _Queries, want: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,8 +159,8 @@ def _pass_kernel(*blocks: np.ndarray, groups: GroupFn, q: _Queries) -> tuple[Tab
     g, v = groups(*blocks)
     qi, vv = _query_of_values(g, v, q, 1)
     width = q.hi[qi] - q.lo[qi]
-    b = np.minimum(np.floor((vv - q.lo[qi]) / width * N_BINS), N_BINS - 1).astype(np.int64)
-    hist = keyed_reduce(qi * N_BINS + b, np.column_stack([np.ones(vv.size), vv, vv]), ("sum", "min", "max"))
+    b = np.minimum(np.floor((vv - q.lo[qi]) / width * q.nbins), q.nbins - 1).astype(np.int64)
+    hist = keyed_reduce(qi * q.nbins + b, np.column_stack([np.ones(vv.size), vv, vv]), ("sum", "min", "max"))
     gq, gv = _query_of_values(g, v, q, 2)
     return hist, (gq, gv.reshape(-1, 1))
 
@@ -200,7 +206,7 @@ def _resolve(q: _Queries, rank: np.ndarray, size: np.ndarray, value: np.ndarray,
     """Update the queries with one pass's histograms (narrower intervals) and gathered values (done)."""
     keys, cols = hist
     if keys.size:
-        qk = keys // N_BINS
+        qk = keys // q.nbins
         cum = np.cumsum(cols[:, 0])
         first = np.flatnonzero(np.r_[True, qk[1:] != qk[:-1]])
         before = np.repeat(cum[first] - cols[first, 0], np.diff(np.r_[first, keys.size]))
@@ -255,6 +261,8 @@ def group_medians(groups: GroupFn, arrays: Sequence[da.Array], n_groups: int) ->
     value = np.full(q.state.size, np.nan)
     _plan(q, size, value)
     while (q.state > 0).any():
+        # bins per open rank: at most MAX_COUNTERS histogram counters in all (the merged table's size)
+        q = replace(q, nbins=int(np.clip(MAX_COUNTERS // max(int((q.state == 1).sum()), 1), 4, N_BINS)))
         hist, gathered = tree_table(partial(_pass_kernel, groups=groups, q=q), arrays, _merge_pass)
         _resolve(q, rank, size, value, hist, gathered)
         _plan(q, size, value)
