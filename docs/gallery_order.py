@@ -30,6 +30,12 @@ ORDER = [
     "plot_deramp.py",
     "plot_blockwise_coreg.py",
     "plot_slope_methods.py",
+    "plot_infer_heterosc.py",
+    "plot_infer_spatial_correlation.py",
+    "plot_spatial_error_propagation.py",
+    "plot_heterosc_estimation_modelling.py",
+    "plot_variogram_estimation_modelling.py",
+    "plot_standardization.py",
     "plot_dem_subtraction.py",
     "plot_norm_regional_hypso.py",
 ]

@@ -48,6 +48,14 @@ REQUIRED = {
     "upstream: blockwise": "upstream/plot_blockwise_coreg.py",
     "upstream: coregistration page": "upstream/plot_coregistration_page.py",
     "upstream: bias-correction page": "upstream/plot_biascorr_page.py",
+    # upstream's uncertainty gallery (issue 27), on the synthetic glacier set
+    "upstream: elevation error map": "upstream/plot_infer_heterosc.py",
+    "upstream: heteroscedasticity modelling": "upstream/plot_heterosc_estimation_modelling.py",
+    "upstream: spatial correlation": "upstream/plot_infer_spatial_correlation.py",
+    "upstream: variogram modelling": "upstream/plot_variogram_estimation_modelling.py",
+    "upstream: standardization": "upstream/plot_standardization.py",
+    "upstream: spatial error propagation": "upstream/plot_spatial_error_propagation.py",
+    # upstream's gap-filling gallery (issue 27)
     "upstream: DEM subtraction": "upstream/plot_dem_subtraction.py",
     "upstream: normalised regional hypsometric": "upstream/plot_norm_regional_hypso.py",
 }

@@ -138,6 +138,29 @@ def test_gross_outliers_fail_although_median_and_nmad_are_fine():
     assert "declare the file's nodata" in v["hint"]
 
 
+def test_different_vertical_crss_are_never_ok():
+    """A perfect sample, but REF and TBA in different vertical CRSs (not converted): the check is
+    listed last, fails with the workflow's line as its hint, and the status is "not ok"."""
+    line = "REF is in vertical CRS Ellipsoid and TBA in EGM96 height: their heights are not comparable"
+    v = compute_verdict(_sample(), pixel_size=1.0, methods=["nuthkaab"], vertical_mismatch=line)
+    assert v["status"] == "not ok" and v["failed"] == ["vertical_crs"] and v["checks"][-1]["name"] == "vertical_crs"
+    assert line in v["hint"] and "shift_z" in v["hint"]
+    assert "vertical_crs" not in _by_name(compute_verdict(_sample(), pixel_size=1.0, methods=["nuthkaab"]))
+
+
+def test_cli_verdict_on_different_vertical_crss_is_not_ok_and_ok_once_converted(tmp_path):
+    folder = tmp_path / "pair"
+    xdem.examples.write_example_pair(folder)
+    base = ["coreg", str(folder / "ref.tif"), str(folder / "tba.tif"), "--ref-vcrs", "Ellipsoid", "--json", "-q"]
+    for extra, status in (([ "--tba-vcrs", "EGM96"], "not ok"), (["--tba-vcrs", "Ellipsoid"], "ok"),
+                          (["--tba-vcrs", "EGM96", "--to-vcrs", "Ellipsoid"], "ok")):
+        res = CliRunner().invoke(main, [*base, "-o", str(tmp_path / f"{len(extra)}{status}.tif"), *extra])
+        assert res.exit_code == 0, res.output
+        v = json.loads(res.stdout)["verdict"]
+        assert v["status"] == status, (extra, v["failed"])
+        assert ("vertical_crs" in v["failed"]) is (status == "not ok")
+
+
 def test_status_of_precedence():
     ok, fail_imp = Check("noise", "", 0.1, 1.0, "m", True), Check("improved", "", 1.0, 0.95, "ratio", False)
     skipped = Check("converged", "", None, 0.0, "steps", None)
@@ -325,6 +348,7 @@ def test_docs_state_the_thresholds_of_the_code():
                         ("stable_share", f"`>= {100 * V.STABLE_SHARE_MIN:g} %` and `>= {V.MIN_STABLE_PIXELS}` pixels"),
                         ("fit_share", f"`>= {100 * V.FIT_SHARE_MIN:g} %`"),
                         ("outliers", f"farther than {V.OUTLIER_NOISE:g} x the noise bound from the median | "
-                                     f"`<= {100 * V.OUTLIER_SHARE_MAX:g} %`")]:
-        line = next(ln for ln in table.splitlines() if ln.startswith(f"| `{row}` |"))
+                                     f"`<= {100 * V.OUTLIER_SHARE_MAX:g} %`"),
+                        ("vertical_crs", "`<= 1`")]:
+        line = next(ln for ln in table.splitlines() if ln.startswith(f"| `{row}` "))
         assert quoted in line, (row, quoted, line)

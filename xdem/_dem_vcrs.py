@@ -68,10 +68,12 @@ class VcrsMembers:
         self._vcrs = parse_vcrs(new_vcrs)
 
     def to_vcrs(self, vcrs: VcrsInput, force_source_vcrs: VcrsInput | None = None,
-                inplace: bool = False) -> DEM | None:
+                inplace: bool = False, *, interpolation: Literal["bilinear", "spline"] = "bilinear") -> DEM | None:
         """The DEM with its heights converted to vertical CRS ``vcrs``, lazily.
 
         ``force_source_vcrs`` declares the heights' vertical CRS instead of the DEM's own.
+        ``interpolation`` of the geoid grid: PROJ's ``"bilinear"`` (as GDAL and upstream xdem) or
+        NGA's 6 x 6 bicubic ``"spline"`` (:func:`xdem.vcrs.geoid_undulation`).
         With ``inplace=True`` this DEM is changed and ``None`` returned; else a new DEM (this
         one unchanged). Needs the geoid grid files on disk (:func:`xdem.vcrs.find_grid`).
         """
@@ -86,7 +88,7 @@ class VcrsMembers:
                           UserWarning, stacklevel=2)
             new = self._da
         else:
-            new = convert_heights(self._da, source=src, target=dst)
+            new = convert_heights(self._da, source=src, target=dst, interpolation=interpolation)
         if inplace:
             self._da, self._vcrs = new, dst
             return None

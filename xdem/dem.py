@@ -59,6 +59,8 @@ from xdem.io.grid import (
     same_grid,
 )
 from xdem.io.open import open_dem
+from xdem.spatialstats.dem_uncertainty import estimate_uncertainty
+from xdem.spatialstats.upstream import nmad
 from xdem.vcrs import VerticalRef, parse_vcrs
 
 if TYPE_CHECKING:
@@ -405,11 +407,16 @@ class DEM(RasterAttributes, VcrsMembers, gu.Raster):  # geoutils is untyped (Any
             raise TypeError(f"xdem.terrain gave a {type(out).__name__} for a DEM")
         return out
 
-    # --- upstream's methods that need issue 27 ------------------------------------------------
-    def estimate_uncertainty(self, other_elev: object, *args: object, **kwargs: object) -> tuple[DEM, object]:
-        """Upstream's uncertainty workflow: not here yet (issue 27); one :class:`InputError` line."""
-        raise InputError("DEM.estimate_uncertainty (the uncertainty workflow) is not available here yet (issue 27); "
-                         "xdem.spatialstats has the variogram and binning functions")
+    # --- upstream's uncertainty workflow (issue 27) --------------------------------------------
+    def estimate_uncertainty(self, other_elev: DEM, stable_terrain: object = None, approach: str = "H2022",
+                             precision_of_other: str = "finer", spread_estimator: Callable[..., object] = nmad,
+                             variogram_estimator: str = "dowd", list_vars: tuple = ("slope", "max_curvature"),
+                             list_vario_models: str | tuple[str, ...] = ("gaussian", "spherical"), z_name: str = "z",
+                             random_state: int | None = None) -> tuple[DEM, Callable]:
+        """Error map and error correlation function, as upstream
+        (:func:`xdem.spatialstats.dem_uncertainty.estimate_uncertainty`); lazy, out of core."""
+        return estimate_uncertainty(self, other_elev, stable_terrain, approach, precision_of_other, spread_estimator,
+                                    variogram_estimator, list_vars, list_vario_models, z_name, random_state)
 
     # --- arithmetic and masks ---------------------------------------------------------------
     def _operand(self, other: object) -> object:

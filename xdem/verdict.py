@@ -126,6 +126,7 @@ def compute_verdict(
     steps: Sequence[Mapping[str, object]] | None = None,
     counts: Mapping[str, int] | None = None,
     pixel_size_m: float | None = None,
+    vertical_mismatch: str | None = None,
 ) -> JSONDict | None:
     """The verdict from a subsample of stable pixels: the checks of :mod:`xdem.verdict_checks`.
 
@@ -197,7 +198,8 @@ def compute_verdict(
                   nmad_before=nb, nmad_after=na, median_before=mb, median_after=ma, pixel_size=float(pixel_size),
                   pixel_size_m=float(pixel_size_m if pixel_size_m is not None else pixel_size),
                   n_stable=counts.get("stable"), n_overlap=counts.get("overlap"),
-                  steps=list(steps) if steps is not None else [{"method": m} for m in methods], units=units)
+                  steps=list(steps) if steps is not None else [{"method": m} for m in methods], units=units,
+                  vertical_mismatch=vertical_mismatch)
     return _verdict_record(facts, run_checks(facts), n_after=int(np.isfinite(after).sum()))
 
 
@@ -302,7 +304,7 @@ def verdict_of_run(
     methods: Sequence[str],
     inlier_mask: MaskLike = None, exclude_mask: MaskLike = None, random_state: int | None = None,
     subsample: int = VERDICT_SUBSAMPLE, sample: Mapping[str, np.ndarray] | None = None,
-    steps: Sequence[Mapping[str, object]] | None = None,
+    steps: Sequence[Mapping[str, object]] | None = None, vertical_mismatch: str | None = None,
 ) -> JSONDict | None:
     """The verdict of ``xdem coreg``: :func:`compute_verdict` on ``sample`` (drawn while
     writing, :func:`verdict_while_writing`) or, without it, on :func:`verdict_sample` (one
@@ -321,7 +323,7 @@ def verdict_of_run(
     counts = {k[2:]: int(np.sum(sample[k])) for k in ("n_stable", "n_overlap") if k in sample}
     run_steps = list(steps) if steps is not None else [{"method": m} for m in methods]
     out = compute_verdict(sample, pixel_size=float(max(abs(rx), abs(ry))), stats=stats, steps=run_steps,
-                          counts=counts, pixel_size_m=_dem_pixel_m(ref))
+                          counts=counts, pixel_size_m=_dem_pixel_m(ref), vertical_mismatch=vertical_mismatch)
     if out is not None:
         out["nmad_from"] = "stats" if _from_stats(stats, "after", "nmad") is not None else "verdict subsample"
         out["subsample"] = int(len(sample["after"]))

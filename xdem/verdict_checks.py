@@ -33,6 +33,11 @@ that reports convergence) has ``passed = None`` and does not block; its hint say
 * ``outliers``: the share of stable pixels with ``|dh after - median| > OUTLIER_NOISE x noise
   bound`` (5 x) at most :data:`OUTLIER_SHARE_MAX` (2 %): undeclared nodata (-9999), voids or
   unmasked unstable terrain ruin the mean and the RMSE while the median and the NMAD stay fine.
+* ``vertical_crs`` (listed only when it fails): REF and TBA declare different vertical CRSs
+  (from their files, or ``--ref-vcrs``/``--tba-vcrs``) and were not converted to one
+  (``--to-vcrs``). Their heights differ by the geoid undulation, which the fit absorbs as a
+  shift (and a tilt): ``shift_z`` is then not the misalignment, and a residual that varies
+  with N remains, so the run is never "ok".
 """
 
 from __future__ import annotations
@@ -150,6 +155,7 @@ class Facts:
     n_overlap: int | None
     steps: Sequence[Mapping[str, object]]
     units: str = "m"
+    vertical_mismatch: str | None = None
 
 
 def noise_bound(*, pixel_size_m: float, slope: np.ndarray) -> float:
@@ -345,10 +351,17 @@ def _outliers(f: Facts) -> Check:
     return Check(name, label, share, OUTLIER_SHARE_MAX, "fraction", passed, hint)
 
 
+def _vertical(f: Facts) -> Check:
+    return Check("vertical_crs", "vertical CRSs of REF and TBA", 2.0, 1.0, "vertical CRSs", False,
+                 f"{f.vertical_mismatch} (shift_z then holds the datum difference, not the misalignment)")
+
+
 def run_checks(facts: Facts) -> list[Check]:
-    """Every check of the module docstring on ``facts``, in a fixed order."""
-    return [c(facts) for c in (_residual, _ratio, _improved, _noise, _median, _stable_share, _fit_share, _converged,
-                               _outliers)]
+    """Every check of the module docstring on ``facts``, in a fixed order (``vertical_crs`` last,
+    only when the vertical CRSs differ)."""
+    checks = [c(facts) for c in (_residual, _ratio, _improved, _noise, _median, _stable_share, _fit_share,
+                                 _converged, _outliers)]
+    return checks if facts.vertical_mismatch is None else [*checks, _vertical(facts)]
 
 
 def status_of(checks: Sequence[Check]) -> str:

@@ -281,10 +281,13 @@ def _checked_options(p: Mapping[str, Any]) -> list[Step]:
         for flag, key in (("--dh-out", "dh_out"), ("--stable-mask-out", "stable_mask_out")):
             if p[key] is not None:
                 raise click.BadParameter(NOT_FOR_POINTS[key], param_hint=f"'{flag}'")
-        for flag in ("ref_vcrs", "tba_vcrs", "to_vcrs"):
+        for flag in ("ref_vcrs", "tba_vcrs", "force_vcrs", "to_vcrs"):
             if p[flag] is not None:
                 raise click.BadParameter("is for two DEMs (a points file's heights are taken as they are)",
                                          param_hint=f"'--{flag.replace('_', '-')}'")
+    if p["force_vcrs"] is not None and (p["ref_vcrs"] is not None or p["tba_vcrs"] is not None):
+        raise click.BadParameter("declares both inputs: give it, or --ref-vcrs/--tba-vcrs, not both",
+                                 param_hint="'--force-vcrs'")
     check_raster_output(p["dh_out"], "--dh-out")
     check_raster_output(p["stable_mask_out"], "--stable-mask-out")
     min_slope, max_slope = p["min_slope"], p["max_slope"]
@@ -326,7 +329,9 @@ def request_from_options(params: Mapping[str, object]) -> tuple[CoregRequest, Ch
         stable_mask_out=p["stable_mask_out"],
         filters=OutlierFilters(min_slope=p["min_slope"], max_slope=p["max_slope"], nmad_filter=p["nmad_filter"]),
         **{f"{side}_{what}": p[f"{side}_{what}"] for side in ("ref", "tba")
-           for what in ("band", "nodata", "vertical_scale", "vcrs")}, to_vcrs=p["to_vcrs"],
+           for what in ("band", "nodata", "vertical_scale")},
+        **{f"{side}_vcrs": p["force_vcrs"] or p[f"{side}_vcrs"] for side in ("ref", "tba")}, to_vcrs=p["to_vcrs"],
+        geoid_interpolation=p["geoid_interpolation"],
     )
     paths = request_paths(request)
     return dataclasses.replace(request, coreg=build_coreg(classes, options)), paths

@@ -13,6 +13,10 @@
 * Uncertainty of the mean dh over an area: :func:`neff_circular_approx_numerical`,
   :func:`neff_circular_approx_theoretical`, :func:`standard_error_of_mean`
   (Rolstad et al. 2009; Hugonnet et al. 2022).
+* Upstream 0.2.3's uncertainty workflow (issue 27): :func:`infer_heteroscedasticity_from_stable`
+  (error map), :func:`infer_spatial_correlation_from_stable` (variogram of stable terrain),
+  :func:`spatial_error_propagation` (standard error of the mean over areas of any shape),
+  :func:`patches_method` and their building blocks, out of core.
 
 Every function accepts numpy-, dask- or xarray-backed inputs and gives the same numbers
 for any chunking.
@@ -42,6 +46,26 @@ from xdem.spatialstats.binned import (
     robust_summary,
     stats_by_slope_class,
 )
+from xdem.spatialstats.correlation import (
+    correlation_from_variogram,
+    covariance_from_variogram,
+    get_variogram_model_func,
+    infer_spatial_correlation_from_stable,
+)
+from xdem.spatialstats.heterosc import (
+    estimate_model_heteroscedasticity,
+    get_perbin_nd_binning,
+    infer_heteroscedasticity_from_stable,
+    interp_nd_binning,
+    two_step_standardization,
+)
+from xdem.spatialstats.patches import patches_method
+from xdem.spatialstats.propagation import (
+    neff_exact,
+    neff_hugonnet_approx,
+    number_effective_samples,
+    spatial_error_propagation,
+)
 from xdem.spatialstats.uncertainty import (
     neff_circular_approx_numerical,
     neff_circular_approx_theoretical,
@@ -60,7 +84,7 @@ from xdem.spatialstats.variogram import (
 from xdem.stats import median
 
 if TYPE_CHECKING:  # at run time: __getattr__ (matplotlib is imported on first use of a plot)
-    from xdem.spatialstats.plots import plot_1d_binning, plot_2d_binning
+    from xdem.spatialstats.plots import plot_1d_binning, plot_2d_binning, plot_variogram
 
 __all__ = [
     "nmad",
@@ -83,11 +107,27 @@ __all__ = [
     "nd_binning",
     "plot_1d_binning",
     "plot_2d_binning",
+    # upstream 0.2.3's uncertainty workflow (issue 27)
+    "infer_heteroscedasticity_from_stable",
+    "estimate_model_heteroscedasticity",
+    "interp_nd_binning",
+    "get_perbin_nd_binning",
+    "two_step_standardization",
+    "infer_spatial_correlation_from_stable",
+    "get_variogram_model_func",
+    "covariance_from_variogram",
+    "correlation_from_variogram",
+    "neff_exact",
+    "neff_hugonnet_approx",
+    "number_effective_samples",
+    "spatial_error_propagation",
+    "patches_method",
+    "plot_variogram",
 ]
 
 
 def __getattr__(name: str) -> object:
-    if name in ("plot_1d_binning", "plot_2d_binning"):
+    if name in ("plot_1d_binning", "plot_2d_binning", "plot_variogram"):
         value = getattr(importlib.import_module("xdem.spatialstats.plots"), name)
         globals()[name] = value
         return value
@@ -96,9 +136,8 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: Upstream 0.2.3's uncertainty workflow (issue 27): one InputError line each.
-_NEXT_ISSUE = frozenset({"infer_heteroscedasticity_from_stable", "infer_spatial_correlation_from_stable",
-                         "spatial_error_propagation", "two_step_standardization", "estimate_model_heteroscedasticity"})
+#: Upstream 0.2.3's names not available yet (issue 27): one InputError line each.
+_NEXT_ISSUE: frozenset[str] = frozenset()
 
 
 def __dir__() -> list[str]:

@@ -1,4 +1,5 @@
-"""Plots of :func:`xdem.spatialstats.nd_binning` tables, called as upstream xdem 0.2.3 calls them.
+"""Plots of :func:`xdem.spatialstats.nd_binning` tables and of variograms (:func:`plot_variogram`), called
+as upstream xdem 0.2.3 calls them.
 
 :func:`plot_1d_binning` draws the sample count of each bin above the statistic at the bin
 centres; :func:`plot_2d_binning` draws the statistic on the grid of two variables, with the
@@ -18,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,7 +30,7 @@ from matplotlib.figure import Figure
 
 from xdem.errors import InputError
 
-__all__ = ["plot_1d_binning", "plot_2d_binning"]
+__all__ = ["plot_1d_binning", "plot_2d_binning", "plot_variogram"]
 
 _INTERVAL = re.compile(r"^\s*([\[(])\s*([^,]+),\s*([^\])]+)([\])])\s*$")
 
@@ -181,4 +183,78 @@ def plot_2d_binning(
     right.tick_params(labelleft=False)
     cax = ax.inset_axes((0.75, 0.85, 0.25, 0.05))
     ax.figure.colorbar(mesh, cax=cax, orientation="horizontal", label=label_statistic or statistic_name)
+    _save(ax, out_fname)
+
+
+def _lag_edges(df: pd.DataFrame) -> np.ndarray:
+    col = "lags" if "lags" in df.columns else "bins"
+    for c in (col, "exp", "count"):
+        if c not in df.columns:
+            raise InputError(f"column {c!r} is not in the empirical variogram (columns: {', '.join(map(str, df.columns))})")
+    return np.asarray(df[col], dtype=np.float64)
+
+
+def plot_variogram(
+    df: pd.DataFrame,
+    list_fit_fun: list[Callable[[np.ndarray], np.ndarray]] | None = None,
+    list_fit_fun_label: list[str] | None = None,
+    ax: Axes | None = None,
+    xscale: str = "linear",
+    xscale_range_split: list[float] | None = None,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    xlim: tuple[float, float] | None = None,
+    ylim: tuple[float, float] | None = None,
+    out_fname: str | None = None,
+) -> None:
+    """Empirical variogram (``exp`` at the lag classes' centres, with ``err_exp`` when several
+    variograms were averaged) under the pair count of each class, and fitted models, as upstream.
+
+    ``xscale_range_split``: lags at which to cut the x axis into panels of their own scale.
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> df = pd.DataFrame({"bins": [10.0, 20.0, 40.0], "exp": [0.5, 0.8, 1.0], "count": [5, 9, 20]})
+    >>> plot_variogram(df, [lambda h: np.minimum(h / 40, 1.0)], xscale_range_split=[20.0])
+    """
+    edges = _lag_edges(df)
+    exp = np.asarray(df["exp"], dtype=np.float64)
+    err = np.asarray(df["err_exp"], dtype=np.float64) if "err_exp" in df.columns else np.full(len(df), np.nan)
+    lower = np.r_[0.0, edges[:-1]]
+    centres = (lower + edges) / 2
+    first = float(np.min(edges)) / 2 if xscale == "log" else 0.0
+    splits = [first] + [float(v) for v in (xscale_range_split or []) if first < v < edges.max()] + [float(edges.max())]
+    ax = _axes(ax)
+    ax.axis("off")
+    n = len(splits) - 1
+    for k in range(n):
+        w = 1.0 / n
+        top = ax.inset_axes((k * w, 0.78, 0.94 * w, 0.22))
+        bottom = ax.inset_axes((k * w, 0.0, 0.94 * w, 0.72))
+        top.bar(lower, np.asarray(df["count"], dtype=np.float64), width=edges - lower, align="edge",
+                color="0.6", edgecolor="white")
+        if np.isnan(err).all():
+            bottom.scatter(centres, exp, marker="x", label="Empirical variogram")
+        else:
+            bottom.errorbar(centres, exp, yerr=err, fmt="x", label="Empirical variogram (1-sigma spread)")
+        h = np.linspace(splits[k], splits[k + 1], 500)
+        for i, fun in enumerate(list_fit_fun or []):
+            label = list_fit_fun_label[i] if list_fit_fun_label else ("Model fit" if i == 0 else None)
+            bottom.plot(h, fun(h), linestyle="dashed", label=label)
+        for a in (top, bottom):
+            a.set_xscale(xscale)
+            a.set_xlim(xlim if xlim is not None else (splits[k], splits[k + 1]))
+        top.set_xticks([])
+        bottom.set_ylim(ylim if ylim is not None else (0, 1.05 * np.nanmax(exp + np.nan_to_num(err))))
+        if k == 0:
+            top.set_ylabel("Pair count")
+            bottom.set_ylabel(ylabel or "Variance")
+        else:
+            top.set_yticks([])
+            bottom.set_yticks([])
+        if k == n // 2:
+            bottom.set_xlabel(xlabel or "Spatial lag (m)")
+        if k == n - 1:
+            bottom.legend(loc="lower right")
     _save(ax, out_fname)

@@ -196,8 +196,8 @@ def nd_binning(
     n = len(names)
     bins: list[int | Sequence[float]] = (
         [10] * n if list_var_bins is None
-        else [int(list_var_bins)] * n if np.ndim(list_var_bins) == 0  # type: ignore[arg-type]
-        else list(list_var_bins)  # type: ignore[arg-type]
+        else [int(list_var_bins)] * n if isinstance(list_var_bins, (int, np.integer))
+        else list(list_var_bins)
     )
     if len(bins) != n or (list_ranges is not None and len(list_ranges) != n):
         raise InputError(f"nd_binning: list_var_bins and list_ranges need one entry per variable ({n})")

@@ -266,10 +266,11 @@ def model_function(params: VariogramParams) -> Callable[[float | np.ndarray], np
 
 def _components(params: Any) -> list[tuple[str, float, float]]:
     if isinstance(params, pd.DataFrame):
-        missing = {"model", "range", "sill"} - set(params.columns)
+        sill = "sill" if "sill" in params.columns else "psill"  # upstream names the partial sills psill
+        missing = {"model", "range", sill} - set(params.columns)
         if missing:
-            raise InputError(f"variogram params need columns model, range, sill; missing {sorted(missing)}")
-        rows = list(zip(params["model"], params["range"], params["sill"]))
+            raise InputError(f"variogram params need columns model, range, sill (or psill); missing {sorted(missing)}")
+        rows = list(zip(params["model"], params["range"], params[sill]))
     else:
         rows = [tuple(p) for p in params]
     if not rows:

@@ -329,7 +329,8 @@ def measure(state: RunState) -> None:
             state.verdict = verdict_record(verdict_of_run(ref, tba, state.output_dem(), stats=state.stats, sample=sample,
                                            methods=[type(s).__name__ for s in S.steps_of(state.model)],
                                            steps=S.steps_summary(state.model), inlier_mask=inlier_mask,
-                                           exclude_mask=exclude_mask, random_state=r.random_state))
+                                           exclude_mask=exclude_mask, random_state=r.random_state,
+                                           vertical_mismatch=state.sides.vertical))
     state.timing["verdict_s"] = time.perf_counter() - t0
 
 

@@ -98,6 +98,9 @@ class CoregRequest:
         Vertical CRS of REF / TBA (``"Ellipsoid"``, ``"EGM96"``, ``"EGM08"``, a geoid grid
         file, an EPSG code; ``None``: the one the file declares), and the one to convert both
         to before the fit (the output declares it), :mod:`xdem.workflows.vertical`.
+    geoid_interpolation
+        How the geoid grids are interpolated for ``to_vcrs``: ``"bilinear"`` (PROJ's) or
+        ``"spline"`` (NGA's 6 x 6 bicubic spline), :func:`xdem.vcrs.convert_heights`.
     dh_out
         Also write ``dh`` after (aligned minus REF, on the output grid) as a COG, in the same
         pass as the aligned DEM. Two DEMs only.
@@ -138,6 +141,7 @@ class CoregRequest:
     ref_vcrs: str | None = None
     tba_vcrs: str | None = None
     to_vcrs: str | None = None
+    geoid_interpolation: Literal["bilinear", "spline"] = "bilinear"
 
 
 @dataclass(frozen=True, kw_only=True)

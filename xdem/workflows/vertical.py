@@ -71,14 +71,20 @@ def vertical_pair(r: CoregRequest, ref: xr.DataArray, tba: xr.DataArray, ref_crs
         if src is None:
             raise InputError(f"{_LABEL[key]}'s vertical CRS is unknown (its file declares none): give --{key}-vcrs "
                              "(e.g. Ellipsoid, EGM96, EGM08, 5773) to convert it with --to-vcrs")
-        out.append(convert_heights(arr, source=src, target=target))
+        out.append(convert_heights(arr, source=src, target=target, interpolation=r.geoid_interpolation))
     return out[0], out[1], None, InputCheckWarning
 
 
 def declare_output(aligned: xr.DataArray, r: CoregRequest) -> xr.DataArray:
-    """``aligned`` with the compound CRS of ``to_vcrs`` (what its COG declares), else as it is."""
+    """``aligned`` with the compound CRS of ``to_vcrs`` (what its COG declares), else as it is.
+
+    Ellipsoid heights in a projected CRS keep the 2-D CRS: GeoTIFF cannot declare a 3-D
+    projected CRS (GDAL writes none at all), and a DEM that declares no vertical CRS is what
+    ellipsoid-height products deliver; a geographic one becomes its 3-D CRS (EPSG:4979)."""
     if r.to_vcrs is None or aligned.rio.crs is None:
         return aligned
     target = parse_vcrs(vcrs_value(r.to_vcrs))  # type: ignore[arg-type]  # a str given
+    if target.is_ellipsoid and not aligned.rio.crs.is_geographic:
+        return aligned
     out: xr.DataArray = aligned.rio.write_crs(compound_crs(aligned.rio.crs, target).to_wkt())
     return out
