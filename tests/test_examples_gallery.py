@@ -55,6 +55,9 @@ REQUIRED = {
     "upstream: variogram modelling": "upstream/plot_variogram_estimation_modelling.py",
     "upstream: standardization": "upstream/plot_standardization.py",
     "upstream: spatial error propagation": "upstream/plot_spatial_error_propagation.py",
+    # upstream's gap-filling gallery (issue 27)
+    "upstream: DEM subtraction": "upstream/plot_dem_subtraction.py",
+    "upstream: normalised regional hypsometric": "upstream/plot_norm_regional_hypso.py",
     "volume and mass change with uncertainties": "basic/plot_volume_change.py",
     "upstream: DEM collection": "upstream/plot_demcollection.py",
 }

@@ -17,7 +17,8 @@ after it):
   the uncertainty workflow, which now runs) and each raises one clear :class:`~xdem.errors.InputError` line
   naming issue 27, which is what they assert;
 - issue 27's vertical datums: ``set_vcrs`` and ``to_vcrs`` run (checked against the undulation);
-  ``DEMCollection`` runs (a cumulative series of a known change).
+- issue 27's gap filling: ``xdem.volume.hypsometric_interpolation`` runs (checked on a constant change);
+- issue 27's DEM series: ``DEMCollection`` runs (a cumulative series of a known change).
 """
 
 from __future__ import annotations
@@ -439,7 +440,12 @@ def _estimate_uncertainty(d):
 
 @one_liner("xdem.volume.hypsometric_interpolation(ddem, ref_dem, mask)")
 def _volume(d):
-    _issue_27(lambda: xdem.volume.hypsometric_interpolation)
+    inside = _inside(d)
+    ddem = np.full(d.dem.shape, -2.0)
+    ddem[::7, ::3] = np.nan  # voids inside and outside the mask
+    filled = xdem.volume.hypsometric_interpolation(ddem, d.dem.data, inside)
+    assert np.array_equal(filled[inside], np.full(int(inside.sum()), -2.0))  # a constant change: the curve is it
+    assert filled.mask[~inside].sum() == np.isnan(ddem[~inside]).sum()  # voids outside the mask stay void
 
 
 @one_liner("xdem.spatialstats.infer_heteroscedasticity_from_stable(dh, list_var)")

@@ -39,8 +39,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from xdem.io.grid import align_pair
 
 __all__ = ["__version__", "DEM", "dDEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples",
-           "terrain", "spatialstats", "vcrs"]
-__all__ += ["DEMCollection", "volume"]
+           "terrain", "spatialstats", "vcrs", "volume"]
+__all__ += ["DEMCollection"]
 
 #: Sub-packages imported on first access of ``xdem.<name>``.
 _SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain", "volume", "vcrs"})

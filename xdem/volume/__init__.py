@@ -1,12 +1,32 @@
-"""Volume and mass change of glaciers (upstream xdem's ``xdem.volume``), out of core.
+"""Elevation and volume change of glaciers (upstream xdem 0.2.3's ``xdem.volume``), out of core.
 
-:func:`volume_change`: per polygon, area, coverage, mean elevation change, volume and mass
-change with their uncertainties (:mod:`xdem.volume._change`).
+Gap filling of elevation change (:doc:`/gapfill`): inverse-distance weighting
+(:func:`idw_interpolation`), hypsometric (:func:`hypsometric_interpolation`,
+:func:`local_hypsometric_interpolation`) and normalised regional hypsometric
+(:func:`norm_regional_hypsometric_interpolation`, its signal
+:func:`get_regional_hypsometric_signal`), and the binning helpers. Each takes numpy arrays (and
+gives numpy back, as upstream) or dask arrays, DataArrays and DEMs (and stays lazy); memory is
+one chunk (plus a halo for IDW) and small per-glacier tables, whatever the DEM's size.
+
+Volume and mass change per polygon with their uncertainties (:doc:`/volume`):
+:func:`volume_change` (area, coverage, mean elevation change, volume and mass change, each
+with its error), :func:`stable_error_model`, :func:`disk_mean_correlation`.
+
+Examples
+--------
+>>> import xdem
+>>> xdem.volume.idw_interpolation.__name__
+'idw_interpolation'
 """
 
 from __future__ import annotations
 
-from xdem.errors import InputError
+from xdem.volume._binning import (
+    calculate_hypsometry_area,
+    fit_hypsometric_bins_poly,
+    hypsometric_binning,
+    interpolate_hypsometric_bins,
+)
 from xdem.volume._change import (
     DENSITY,
     DENSITY_ERROR,
@@ -16,18 +36,14 @@ from xdem.volume._change import (
     stable_error_model,
     volume_change,
 )
+from xdem.volume._hypsometry import hypsometric_interpolation, local_hypsometric_interpolation
+from xdem.volume._idw import idw_interpolation
+from xdem.volume._regional import get_regional_hypsometric_signal, norm_regional_hypsometric_interpolation
 
-__all__ = ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "polygon_sums", "stable_error_model",
-           "volume_change"]
-
-#: Upstream's gap-filling names not here yet (issue 27): one InputError line each.
-_NOT_YET = frozenset({"hypsometric_binning", "interpolate_hypsometric_bins", "fit_hypsometric_bins_poly",
-                      "calculate_hypsometry_area", "linear_interpolation", "hypsometric_interpolation",
-                      "local_hypsometric_interpolation", "norm_regional_hypsometric_interpolation",
-                      "idw_interpolation"})
-
-
-def __getattr__(name: str) -> object:
-    if name in _NOT_YET:
-        raise InputError(f"upstream's xdem.volume.{name} is not available here yet (issue 27)")
-    raise AttributeError(f"module 'xdem.volume' has no attribute {name!r}")
+__all__ = [
+    "hypsometric_binning", "interpolate_hypsometric_bins", "fit_hypsometric_bins_poly", "calculate_hypsometry_area",
+    "idw_interpolation", "hypsometric_interpolation", "local_hypsometric_interpolation",
+    "get_regional_hypsometric_signal", "norm_regional_hypsometric_interpolation",
+]
+__all__ += ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "polygon_sums", "stable_error_model",
+            "volume_change"]
