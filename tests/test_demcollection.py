@@ -4,14 +4,13 @@ has an exact truth (the set's noise-free signal and its per-glacier volume)."""
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 
 import numpy as np
 import pytest
-import xarray as xr
 
 import xdem
-from xdem.ddem import dDEM
 from xdem.errors import InputError
 from xdem.examples.glaciers import glacier_set
 
@@ -121,24 +120,24 @@ def test_stack_ddems_is_lazy_and_dated(collection, g):
     np.testing.assert_allclose(stack.isel(time=0).values, g.signal.values, atol=ATOL_DH)
 
 
-def test_interpolate_ddems_delegates_to_ddem_interpolate(collection, monkeypatch):
-    calls = []
-
-    def interpolate(self, method="linear", reference_elevation=None, mask=None):
-        calls.append((self, method, reference_elevation, mask))
-        self._filled = self.to_xarray().fillna(0.0)
-
-    monkeypatch.setattr(dDEM, "interpolate", interpolate, raising=False)
-    monkeypatch.setattr(dDEM, "filled_data", property(lambda self: self._filled), raising=False)
-    try:
-        filled = collection.interpolate_ddems(method="local_hypsometric")
-        assert [c[0] for c in calls] == collection.ddems
-        assert all(c[1] == "local_hypsometric" and c[2] is collection.reference_dem for c in calls)
-        assert all(c[3].dtype == bool and c[3].shape == (400, 400) for c in calls)
-        assert len(filled) == 3 and isinstance(filled[0], xr.DataArray)
-    finally:
-        for d in collection.ddems:
-            d._filled = None
+def test_interpolate_ddems_fills_the_voids_with_ddem_interpolate(g):
+    """The 1990 DEM with the set's voids (5-40 % of each glacier, in the accumulation areas):
+    the mean of the valid pixels alone is 3-9 % off the full volume change; filled by each
+    dDEM's local hypsometric interpolation (dDEM.interpolate) it is within 1 % (measured: 0.1,
+    0.1 and 0.3 %: the hypsometric curve of the valid pixels, 50 m bins, predicts the voids)."""
+    ref = g.ref.rio.write_crs("EPSG:32633")
+    c = xdem.DEMCollection([xdem.DEM(g.dem_start), xdem.DEM(ref)], timestamps=[T1990, T2009], outlines=g.outlines,
+                           reference_dem=1)
+    c.subtract_dems()
+    filled = c.interpolate_ddems(method="local_hypsometric")
+    assert len(filled) == 2 and all(d.fill_method == "local_hypsometric" for d in c.ddems)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no void left on the glaciers: no warning
+        dv = c.get_cumulative_series("dv", by="NAME")
+    full = g.truth()["volume_full"].to_numpy()
+    np.testing.assert_allclose(dv.iloc[1].to_numpy(), full, rtol=0.01)
+    stack = c.stack_ddems()  # the filled values
+    assert not np.isnan(stack.isel(time=0).values[g.index.values > 0]).any()
 
 
 def test_bad_arguments_are_one_line_errors(g):

@@ -153,16 +153,17 @@ class DEMCollection:
         self.ddems = ddems
         return self.ddems
 
-    def interpolate_ddems(self, method: str = "linear") -> list[object]:
+    def interpolate_ddems(self, method: str = "idw") -> list[object]:
         """Gap-fill every dDEM: :meth:`xdem.dDEM.interpolate` with ``method``, the reference DEM
-        as elevation and :meth:`get_ddem_mask` as mask; returns their ``filled_data``."""
+        as elevation and :meth:`get_ddem_mask` as mask; returns their ``filled_data`` (lazy).
+
+        The default is ``"idw"``, :meth:`xdem.dDEM.interpolate`'s: upstream's default here,
+        ``"linear"``, is none of its methods (``"idw"``, ``"local_hypsometric"``,
+        ``"regional_hypsometric"``, ``"norm_regional_hypsometric"``)."""
         self._check_ddems()
         for ddem in self.ddems:
-            interpolate = getattr(ddem, "interpolate", None)
-            if interpolate is None:  # until dDEM's gap filling lands (issue 27)
-                raise InputError("dDEM.interpolate (gap filling) is not available here yet (issue 27)")
-            interpolate(method=method, reference_elevation=self.reference_dem, mask=self.get_ddem_mask(ddem))
-        return [getattr(ddem, "filled_data") for ddem in self.ddems]  # noqa: B009 - with interpolate, above
+            ddem.interpolate(method=method, reference_elevation=self.reference_dem, mask=self.get_ddem_mask(ddem))
+        return [ddem.filled_data for ddem in self.ddems]
 
     def _check_ddems(self) -> None:
         if not self.ddems:
@@ -228,7 +229,7 @@ class DEMCollection:
             if ddem.start_time == ddem.end_time:
                 continue
             s = self._sums(ddem, mask, outlines_filter, by)
-            if not nans_ok and ddem._filled is None and (s["valid"] < s["pixels"]).any():
+            if not nans_ok and (s["valid"] < s["pixels"]).any():  # voids, or voids gap filling left
                 warnings.warn(f"NaNs found in dDEM ({ddem.start_time} - {ddem.end_time}).", UserWarning, stacklevel=3)
             interval = pd.Interval(pd.Timestamp(ddem.start_time), pd.Timestamp(ddem.end_time))
             with np.errstate(invalid="ignore", divide="ignore"):
