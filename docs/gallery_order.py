@@ -38,6 +38,8 @@ ORDER = [
     "plot_standardization.py",
     "plot_dem_subtraction.py",
     "plot_norm_regional_hypso.py",
+    "plot_volume_change.py",  # basic/
+    "plot_demcollection.py",  # upstream/
 ]
 
 

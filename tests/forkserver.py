@@ -81,6 +81,7 @@ def serve() -> None:
     import xdem.cli  # noqa: F401
     import xdem.cli._convert_run  # noqa: F401
     import xdem.cli._coreg_run  # noqa: F401
+    import xdem.cli._dh_run  # noqa: F401
     import xdem.cli._terrain_run  # noqa: F401
     import xdem.cli.coreg  # noqa: F401
     import xdem.io.zarr  # noqa: F401

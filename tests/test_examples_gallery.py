@@ -58,6 +58,8 @@ REQUIRED = {
     # upstream's gap-filling gallery (issue 27)
     "upstream: DEM subtraction": "upstream/plot_dem_subtraction.py",
     "upstream: normalised regional hypsometric": "upstream/plot_norm_regional_hypso.py",
+    "volume and mass change with uncertainties": "basic/plot_volume_change.py",
+    "upstream: DEM collection": "upstream/plot_demcollection.py",
 }
 
 _pool: ThreadPoolExecutor | None = None

@@ -45,6 +45,7 @@ LAZY_FOR_THE_START = {
     ("xdem.cli.info", "xdem.cli._info_run"),
     ("xdem.cli.terrain", "xdem.cli._terrain_run"),
     ("xdem.cli.convert", "xdem.cli._convert_run"),
+    ("xdem.cli.dh", "xdem.cli._dh_run"),
     ("xdem.cli.methods", "xdem.coreg.spec"),
     ("xdem.cli.report", "xdem.report"),
     ("xdem.cli.examples", "xdem.examples.pair"),

@@ -28,12 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import geopandas as gpd
 import numpy as np
 import pytest
 import rioxarray  # noqa: F401 - .rio
 import xarray as xr
 from forkserver import ForkServer
 from helpers import write_tif
+from shapely.geometry import box
 
 from xdem import interrupt
 from xdem.io import zarr_store as zs
@@ -52,9 +54,9 @@ END = 10**6
 #: with --chunks 256 (e.g. 8 calls of GDAL's progress callback in the COG copy): an event past
 #: the last pauses at the stage's end, still inside it.
 QUOTA = {"start": 2, "fit": 4, "blocks": 4, "copy": 6, "verdict": 2, "stats": 3, "zarr": 3, "report": 2, "report_cmd": 2,
-         "terrain": 2, "convert": 2}
+         "terrain": 2, "convert": 2, "dh": 2}
 EVENTS = {"start": 0, "fit": 114, "blocks": 72, "copy": 8, "verdict": 144, "stats": 82, "zarr": 27, "report": 162,
-          "report_cmd": 13, "terrain": 8, "convert": 75}
+          "report_cmd": 13, "terrain": 8, "convert": 75, "dh": 372}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,11 @@ def pair(tmp_path_factory) -> tuple[Path, Path]:
            + np.random.default_rng(0).normal(0, 0.3, x.shape)).astype(np.float32)
     write_tif(folder / "ref.tif", ref, tiled=True, blocksize=128, compress=None)
     write_tif(folder / "tba.tif", ref + 1, tiled=True, blocksize=128, compress=None)
+    # for `xdem dh`: a DEM with a spread of dh (noise) and one outline in the middle
+    noisy = ref + np.random.default_rng(1).normal(0, 0.5, ref.shape).astype(np.float32)
+    write_tif(folder / "noisy.tif", noisy, tiled=True, blocksize=128, compress=None)
+    gpd.GeoDataFrame(geometry=[box(500200.0, 3999600.0, 500400.0, 3999800.0)], crs="EPSG:32632").to_file(
+        folder / "outlines.gpkg")
     return folder / "ref.tif", folder / "tba.tif"
 
 
@@ -89,7 +96,8 @@ class Moment:
 
     @property
     def key(self) -> str:
-        return {"start": "run", "report_cmd": "report", "terrain": "copy", "convert": "zarr"}.get(self.stage, self.stage)
+        return {"start": "run", "report_cmd": "report", "terrain": "copy", "convert": "zarr",
+                "dh": "volume"}.get(self.stage, self.stage)
 
     def __str__(self) -> str:
         return f"{self.stage}:{self.n}:{signal.Signals(self.sig).name}"
@@ -135,6 +143,11 @@ def _command(m: Moment, pair: tuple[Path, Path], out: Path) -> tuple[list[str], 
     if m.stage == "terrain":
         return ["terrain", ref, "-o", str(out / "slope.tif"), "-a", "slope"], out / "slope.tif", \
             f"the COG copy of {out / 'slope.tif'}"
+    if m.stage == "dh":
+        folder = pair[0].parent
+        table = out / "c.gpkg"
+        return ["dh", ref, str(folder / "noisy.tif"), "--outlines", str(folder / "outlines.gpkg"), "-o", str(table),
+                "--chunks", "256"], table, f"the volume change of {folder / 'outlines.gpkg'}"
     return ["convert", ref, str(store), "--chunks", "128"], store, f"the Zarr write of {store}"
 
 

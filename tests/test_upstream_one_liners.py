@@ -13,11 +13,12 @@ after it):
 
 - before: 33 of 55 run with upstream's meaning (22 fail: geoutils' functions refuse the DEM,
   numpy functions on DEMs, ``dem[gu_mask]``, ``dem[:]``, the upstream-only DEM methods...);
-- after: 48 of 55 run; the other 7 need issue 27 (dDEM, DEMCollection, vertical CRSs, volume,
+- after: 48 of 55 run; the other 7 needed issue 27 (dDEM, DEMCollection, vertical CRSs, volume,
   the uncertainty workflow, which now runs) and each raises one clear :class:`~xdem.errors.InputError` line
   naming issue 27, which is what they assert;
 - issue 27's vertical datums: ``set_vcrs`` and ``to_vcrs`` run (checked against the undulation);
-- issue 27's gap filling: ``xdem.volume.hypsometric_interpolation`` runs (checked on a constant change).
+- issue 27's gap filling: ``xdem.volume.hypsometric_interpolation`` runs (checked on a constant change);
+- issue 27's DEM series: ``DEMCollection`` runs (a cumulative series of a known change).
 """
 
 from __future__ import annotations
@@ -408,7 +409,10 @@ def _ddem(d):
 
 @one_liner("xdem.DEMCollection(dems, timestamps)")
 def _dem_collection(d):
-    _issue_27(lambda: xdem.DEMCollection)
+    dem = xdem.DEM(d.path)
+    c = xdem.DEMCollection([dem, dem - 2.0], timestamps=[np.datetime64("2009-08-01"), np.datetime64("1990-08-01")])
+    c.subtract_dems()  # reference (2009) minus DEM: +2 m over 1990-2009; the 1990 DEM is 2 m lower
+    assert c.get_cumulative_series("dh").tolist() == [0.0, 2.0]
 
 
 @one_liner("dem.set_vcrs('Ellipsoid')")

@@ -34,11 +34,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from xdem import coreg, errors, examples, spatialstats, terrain, vcrs, volume
     from xdem.ddem import dDEM
     from xdem.dem import DEM
+    from xdem.demcollection import DEMCollection
     from xdem.io import open_dem, write_cog, write_zarr
     from xdem.io.grid import align_pair
 
 __all__ = ["__version__", "DEM", "dDEM", "errors", "open_dem", "write_cog", "write_zarr", "align_pair", "coreg", "examples",
            "terrain", "spatialstats", "vcrs", "volume"]
+__all__ += ["DEMCollection"]
 
 #: Sub-packages imported on first access of ``xdem.<name>``.
 _SUBMODULES = frozenset({"coreg", "errors", "examples", "spatialstats", "terrain", "volume", "vcrs"})

@@ -34,4 +34,7 @@ def test_ddem_interpolate_has_upstreams_parameters_and_default():
     sig = inspect.signature(xdem.dDEM.interpolate)
     assert list(sig.parameters)[1:] == ["method", "reference_elevation", "mask"]
     assert sig.parameters["method"].default == "idw"
-    assert sorted(xdem.volume.__all__) == sorted(UPSTREAM)
+    # upstream's names, and ours of the volume change per polygon (xdem.volume._change)
+    ours = {"DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "polygon_sums", "stable_error_model",
+            "volume_change"}
+    assert sorted(xdem.volume.__all__) == sorted(set(UPSTREAM) | ours)

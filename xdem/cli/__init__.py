@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("xdem.cli.report", "Write a self-contained HTML report comparing REF with TBA (and ALIGNED, if given)."),
     "convert": ("xdem.cli.convert", "Copy the DEM SOURCE (GeoTIFF, COG, VRT or Zarr store) to OUTPUT, out of core."),
     "methods": ("xdem.cli.methods", "List the methods of `xdem coreg --method`, their options and defaults."),
+    "dh": ("xdem.cli.dh", "Compute volume and mass change per outline from REF and ALIGNED, with their uncertainties."),
 }
 
 

@@ -8,6 +8,10 @@ Gap filling of elevation change (:doc:`/gapfill`): inverse-distance weighting
 gives numpy back, as upstream) or dask arrays, DataArrays and DEMs (and stays lazy); memory is
 one chunk (plus a halo for IDW) and small per-glacier tables, whatever the DEM's size.
 
+Volume and mass change per polygon with their uncertainties (:doc:`/volume`):
+:func:`volume_change` (area, coverage, mean elevation change, volume and mass change, each
+with its error), :func:`stable_error_model`, :func:`disk_mean_correlation`.
+
 Examples
 --------
 >>> import xdem
@@ -23,6 +27,15 @@ from xdem.volume._binning import (
     hypsometric_binning,
     interpolate_hypsometric_bins,
 )
+from xdem.volume._change import (
+    DENSITY,
+    DENSITY_ERROR,
+    ErrorModel,
+    disk_mean_correlation,
+    polygon_sums,
+    stable_error_model,
+    volume_change,
+)
 from xdem.volume._hypsometry import hypsometric_interpolation, local_hypsometric_interpolation
 from xdem.volume._idw import idw_interpolation
 from xdem.volume._regional import get_regional_hypsometric_signal, norm_regional_hypsometric_interpolation
@@ -32,3 +45,5 @@ __all__ = [
     "idw_interpolation", "hypsometric_interpolation", "local_hypsometric_interpolation",
     "get_regional_hypsometric_signal", "norm_regional_hypsometric_interpolation",
 ]
+__all__ += ["DENSITY", "DENSITY_ERROR", "ErrorModel", "disk_mean_correlation", "polygon_sums", "stable_error_model",
+            "volume_change"]
