@@ -56,6 +56,20 @@ def test_voids_are_counted_and_widen_the_uncertainty(tile, truth):
     assert (err <= t["volume_change_err"]).all(), (err / t["volume_change_err"]).tolist()
 
 
+def test_a_filled_ddem_gives_the_mean_and_the_voids_keep_their_error(tile, truth):
+    """The void-free change as the "filled" dDEM: its volume is the truth's, every void counts as
+    filled, and the uncertainty is that of the voided dDEM (the fill's error is bounded by the
+    void term, not removed)."""
+    voided = volume_change(tile.ddem, tile.outlines, error=tile.error, error_model=KNOWN)
+    t = volume_change(tile.ddem, tile.outlines, filled=tile.ddem_full, error=tile.error, error_model=KNOWN)
+    np.testing.assert_allclose(t["volume_change"], truth["volume_full"], rtol=1e-9)
+    np.testing.assert_allclose(t["filled_fraction"], truth["void_fraction"], rtol=1e-12)
+    np.testing.assert_array_equal(voided["filled_fraction"], 0.0)
+    np.testing.assert_array_equal(t["volume_change_err"], voided["volume_change_err"])
+    with pytest.raises(InputError, match="filled must be on the dDEM's grid"):
+        volume_change(tile.ddem, tile.outlines, filled=tile.ddem_full[:-1], error_model=KNOWN)
+
+
 def test_outlines_in_another_crs_give_the_same_table(tile, truth):
     """Outlines in the neighbouring UTM zone (grid rotated by 3.7 degrees): reprojected back, a
     vertex moves by micrometres and the edges bend by less than a millimetre, so only a pixel

@@ -17,6 +17,8 @@ import pandas as pd
 import xarray as xr
 
 from xdem import interrupt
+from xdem.cli._common import one_line_warnings
+from xdem.ddem import dDEM
 from xdem.errors import InputError, OutputError
 from xdem.io.atomic import TEMP_PREFIX, check_output_path, move_into_place
 from xdem.io.cog import write_cog
@@ -104,38 +106,43 @@ def _json_value(v: object) -> object:
 
 def run_dh(ref: str, aligned: str, *, outlines: str, output: str, later: str, start: datetime | None,
            end: datetime | None, density: float, density_error: float, stable_mask: str | None,
-           error_map: str | None, heteroscedastic: bool, void_factor: float, dh_out: str | None, seed: int | None,
-           chunks: int | None, overwrite: bool, as_json: bool, progress: bool) -> None:
+           error_map: str | None, heteroscedastic: bool, fill: str | None, void_factor: float,
+           dh_out: str | None, seed: int | None, chunks: int | None, overwrite: bool, as_json: bool, progress: bool) -> None:
     """The run of ``xdem dh`` (its options, parsed): the table per outline, and dh if asked."""
-    _check_outputs(ref, aligned, outlines, output, dh_out, overwrite=overwrite)
-    say = (lambda text: click.echo(text, err=True)) if progress else (lambda text: None)
-    if heteroscedastic and error_map is not None:
-        raise click.BadParameter("give either --error or --heteroscedastic", param_hint="'--heteroscedastic'")
-    r, dh = _elevation_change(ref, aligned, later=later, chunks=chunks)
-    read_polygons(outlines, dh.rio.crs)  # a bad vector file: one line before any pass over the DEMs
-    error = None
-    if error_map is not None:
-        _, error = align_pair(dh, open_dem(error_map, chunks=chunks if chunks else "auto"))
-    elif heteroscedastic:
-        say("error of dh by slope on stable terrain")
-        with interrupt.stage("the error of dh by slope", key="volume"):
-            error = _error_by_slope(dh, r, outlines=outlines, stable_mask=stable_mask)
-    say(f"volume change per outline of {outlines}")
-    with interrupt.stage(f"the volume change of {outlines}", key="volume"):
-        table = volume_change(dh, outlines, error=error, stable_mask=stable_mask, density=density,
-                              density_error=density_error, void_factor=void_factor, start=start, end=end,
-                              random_state=seed)
-    if dh_out is not None:
-        say(f"writing {dh_out}")
-        write_cog(dh, dh_out, overwrite=overwrite, progress=progress)
-    say(f"writing {output}")
-    with interrupt.stage(f"the writing of {output}", key="write"):
-        if not overwrite and os.path.exists(output):
-            raise OutputError(f"output '{output}' already exists; pass --overwrite to replace it or choose another path")
-        path = write_table(table, output, overwrite=overwrite)
-    if as_json:
-        rows = [{k: _json_value(v) for k, v in row.items() if k != "geometry"} for row in table.to_dict("records")]
-        click.echo(json.dumps({"output": str(path), "dh": f"{later} minus {'ref' if later == 'aligned' else 'aligned'}",
-                               "density": density, "density_error": density_error, "rows": rows}))
-    else:
-        click.echo(str(path))
+    with one_line_warnings():  # a warning is one line, as in xdem coreg
+        _check_outputs(ref, aligned, outlines, output, dh_out, overwrite=overwrite)
+        say = (lambda text: click.echo(text, err=True)) if progress else (lambda text: None)
+        if heteroscedastic and error_map is not None:
+            raise click.BadParameter("give either --error or --heteroscedastic", param_hint="'--heteroscedastic'")
+        r, dh = _elevation_change(ref, aligned, later=later, chunks=chunks)
+        read_polygons(outlines, dh.rio.crs)  # a bad vector file: one line before any pass over the DEMs
+        error = None
+        if error_map is not None:
+            _, error = align_pair(dh, open_dem(error_map, chunks=chunks if chunks else "auto"))
+        elif heteroscedastic:
+            say("error of dh by slope on stable terrain")
+            with interrupt.stage("the error of dh by slope", key="volume"):
+                error = _error_by_slope(dh, r, outlines=outlines, stable_mask=stable_mask)
+        filled = None
+        if fill is not None:  # lazy: computed in the volume pass
+            ddem = dDEM(dh, start_time=start or datetime(1, 1, 1), end_time=end or datetime(1, 1, 2))
+            filled = dh.copy(data=ddem.interpolate(fill, reference_elevation=r, mask=outlines))
+        say(f"volume change per outline of {outlines}")
+        with interrupt.stage(f"the volume change of {outlines}", key="volume"):
+            table = volume_change(dh, outlines, filled=filled, error=error, stable_mask=stable_mask, density=density,
+                                  density_error=density_error, void_factor=void_factor, start=start, end=end,
+                                  random_state=seed)
+        if dh_out is not None:
+            say(f"writing {dh_out}")
+            write_cog(dh, dh_out, overwrite=overwrite, progress=progress)
+        say(f"writing {output}")
+        with interrupt.stage(f"the writing of {output}", key="write"):
+            if not overwrite and os.path.exists(output):
+                raise OutputError(f"output '{output}' already exists; pass --overwrite to replace it or choose another path")
+            path = write_table(table, output, overwrite=overwrite)
+        if as_json:
+            rows = [{k: _json_value(v) for k, v in row.items() if k != "geometry"} for row in table.to_dict("records")]
+            click.echo(json.dumps({"output": str(path), "dh": f"{later} minus {'ref' if later == 'aligned' else 'aligned'}",
+                                   "density": density, "density_error": density_error, "rows": rows}))
+        else:
+            click.echo(str(path))

@@ -16,6 +16,10 @@ import click
 __all__ = ["dh"]
 
 
+#: ``xdem.ddem.METHODS`` (not imported here: the command line starts without dask; a test checks they agree).
+FILL_METHODS = ("idw", "local_hypsometric", "regional_hypsometric", "norm_regional_hypsometric")
+
+
 def _run_module() -> ModuleType:
     """:mod:`xdem.cli._dh_run`, imported on first use (the one lazy import of this module:
     start-up time of usage errors and ``--help``, which need none of dask.array, xarray, geopandas)."""
@@ -45,6 +49,10 @@ def _run_module() -> ModuleType:
               help="Per-pixel error of dh (raster, m) for heteroscedastic uncertainties (default: uniform).")
 @click.option("--heteroscedastic", is_flag=True,
               help="Error of dh as a function of REF's slope, binned on stable terrain (instead of uniform).")
+@click.option("--fill", type=click.Choice(FILL_METHODS), default=None,
+              help="Gap-fill dh before the means (xdem.dDEM.interpolate, see the docs' gap filling page): the "
+                   "hypsometric methods use REF's elevations and the outlines. Default: no filling (the valid "
+                   "pixels' mean stands for the voids).")
 @click.option("--void-factor", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Void term: the voids' mean dh may differ from the measured one by this many spreads of dh.")
 @click.option("--dh-out", type=click.Path(dir_okay=False), default=None, help="Also write dh as a COG.")
@@ -55,7 +63,7 @@ def _run_module() -> ModuleType:
 @click.option("--progress", is_flag=True, help="Show the stages on stderr.")
 def dh(ref: str, aligned: str, outlines: str, output: str, later: str, start: datetime | None, end: datetime | None,
        density: float, density_error: float, stable_mask: str | None, error_map: str | None, heteroscedastic: bool,
-       void_factor: float,
+       fill: str | None, void_factor: float,
        dh_out: str | None, seed: int | None, chunks: int | None, overwrite: bool, as_json: bool,
        progress: bool) -> None:
     """Compute volume and mass change per outline from REF and ALIGNED, with their uncertainties.
@@ -63,14 +71,16 @@ def dh(ref: str, aligned: str, outlines: str, output: str, later: str, start: da
     dh = later minus earlier DEM (--later), on REF's grid. Per outline: area, valid fraction,
     mean dh, volume change (m3), mass change (kg) and m w.e., each with its 1-sigma error (from
     the spread and spatial correlation of dh on stable terrain, a term for voids, and the density's
-    uncertainty); rates per year with --start and --end. The path written is printed.
+    uncertainty); rates per year with --start and --end; with --fill, the means of the gap-filled
+    dh. The path written is printed.
 
     \b
     Examples:
       xdem dh ref_2009.tif aligned_1990.tif --later ref --outlines glaciers.gpkg -o changes.gpkg
       xdem dh ref.tif aligned.tif --outlines rgi.shp -o changes.csv --start 1990-08-01 --end 2009-08-01
+      xdem dh ref.tif aligned.tif --outlines rgi.shp -o changes.gpkg --fill local_hypsometric
     """
     _run_module().run_dh(ref, aligned, outlines=outlines, output=output, later=later, start=start, end=end,
                          density=density, density_error=density_error, stable_mask=stable_mask, error_map=error_map,
-                         heteroscedastic=heteroscedastic, void_factor=void_factor, dh_out=dh_out, seed=seed,
+                         heteroscedastic=heteroscedastic, fill=fill, void_factor=void_factor, dh_out=dh_out, seed=seed,
                          chunks=chunks, overwrite=overwrite, as_json=as_json, progress=progress)

@@ -240,13 +240,17 @@ def _years(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def _table(sums: pd.DataFrame, model: ErrorModel, pixel_area: float, density: float, density_error: float,
-           void_factor: float) -> pd.DataFrame:
-    """The per-polygon columns from the grouped sums (rows 1..n) and the error model."""
+           void_factor: float, filled: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The per-polygon columns from the grouped sums (rows 1..n) and the error model; with the
+    sums of a gap-filled dDEM, the mean dh is the filled one's."""
     s = sums.iloc[1:].reset_index(drop=True)
     pixels, valid = s["pixels"].to_numpy(), s["valid"].to_numpy()
+    f = s if filled is None else filled.iloc[1:].reset_index(drop=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(valid > 0, s["sum_dh"] / valid, np.nan)
-        var = np.where(valid > 1, (s["sum_dh2"] - valid * mean**2) / (valid - 1), np.nan)
+        mean = np.where(f["valid"] > 0, f["sum_dh"] / f["valid"], np.nan)
+        filled_fraction = np.where(pixels > 0, (f["valid"] - valid) / pixels, np.nan)
+        measured = np.where(valid > 0, s["sum_dh"] / valid, np.nan)
+        var = np.where(valid > 1, (s["sum_dh2"] - valid * measured**2) / (valid - 1), np.nan)
         mean_err = np.where(s["valid_error"] > 0, s["sum_error"] / s["valid_error"], np.nan)
         coverage = np.where(pixels > 0, valid / pixels, np.nan)
     noise = np.array([model.standard_error(float(n) * pixel_area, float(e)) for n, e in zip(valid, mean_err)])
@@ -257,7 +261,8 @@ def _table(sums: pd.DataFrame, model: ErrorModel, pixel_area: float, density: fl
     mass = density * volume
     mass_err = np.hypot(density * volume_err, volume * density_error)
     return pd.DataFrame({
-        "area": area, "valid_fraction": coverage, "dh_mean": mean, "dh_mean_err": dh_err, "dh_noise_err": noise,
+        "area": area, "valid_fraction": coverage, "filled_fraction": filled_fraction,
+        "dh_mean": mean, "dh_mean_err": dh_err, "dh_noise_err": noise,
         "dh_void_err": void, "volume_change": volume, "volume_change_err": volume_err, "mass_change": mass,
         "mass_change_err": mass_err, "dm_we": mean * density / 1000.0,
         "dm_we_err": np.hypot(dh_err * density, mean * density_error) / 1000.0,
@@ -268,6 +273,7 @@ def volume_change(
     ddem: xr.DataArray | DEM,
     outlines: PathLike | GeoDataFrameLike,
     *,
+    filled: xr.DataArray | None = None,
     error: xr.DataArray | None = None,
     stable_mask: MaskLike = None,
     error_model: ErrorModel | None = None,
@@ -293,6 +299,12 @@ def volume_change(
         (projected CRS in metres); NaN where void.
     outlines
         Polygons (a vector file's path or a GeoDataFrame) in any CRS; one row per output row.
+    filled
+        Optional gap-filled ``ddem`` on its grid (:meth:`xdem.dDEM.interpolate`): the mean dh
+        (so the volume and mass) is then the filled one's, over every filled pixel of the polygon
+        (``filled_fraction``: the share of its pixels that the filling added). The errors stay
+        those of the measured pixels and of the voids (the void term bounds the fill's error by
+        the same ``void_factor`` spreads: conservative).
     error
         Optional per-pixel error of dh (m) on ``ddem``'s grid (heteroscedasticity); default 1
         everywhere (then the error model is that of dh itself).
@@ -346,6 +358,12 @@ def volume_change(
         raise InputError("the outlines hold no polygon; give a vector file with at least one outline")
     labels = labels_like(gdf, dh)
     sums = polygon_sums(dh, labels, n_polygons=len(gdf), error=error)
+    filled_sums = None
+    if filled is not None:
+        filled = _as_dataarray(filled, "filled")
+        if not same_grid(dh, filled):
+            raise InputError("filled must be on the dDEM's grid (same shape, transform and CRS): fill the dDEM itself")
+        filled_sums = polygon_sums(filled, labels, n_polygons=len(gdf))
     if not (sums["pixels"].iloc[1:] > 0).any():
         raise InputError("no outline covers a pixel centre of the dDEM; check the outlines and the DEMs cover one area")
     if error_model is None:
@@ -356,7 +374,7 @@ def volume_change(
                                          random_state=random_state)
     rx, ry = get_resolution(dh)
     table = _table(sums, error_model, rx * ry, float(density), float(density_error),
-                   float(void_factor))
+                   float(void_factor), filled_sums)
     if years is not None:
         for col in ("dh_mean", "volume_change", "mass_change", "dm_we"):
             table[f"{col}_rate"] = table[col] / years

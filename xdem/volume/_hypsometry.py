@@ -20,6 +20,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from xdem._check_base import InputCheckWarning
 from xdem.errors import EmptyBinWarning, InputError
 from xdem.volume._binning import bin_edges
 from xdem.volume._glaciers import Bins, Curves, GlacierStats, binned_stats, curves_from_bins, glacier_stats, model_values
@@ -54,6 +55,11 @@ def _check_glaciers(stats: GlacierStats, what: str) -> None:
     if not stats.n_inlier.any():
         raise InputError(f"the {what} covers no pixel where both the dDEM and the reference elevation are valid; "
                          "nothing to fill from")
+    voids = int((stats.n_pixels - stats.n_zvalid).sum())
+    if voids:
+        warnings.warn(f"the reference DEM has {voids} voids on the glaciers: no hypsometric value there (left to IDW "
+                      "or NaN); give a void-free reference elevation (e.g. the later DEM, or fill it first)",
+                      InputCheckWarning, stacklevel=4)
 
 
 def glacier_curves(dh: da.Array, z: da.Array, labels: da.Array, *, edges_from: str = "inlier",
