@@ -15,7 +15,9 @@ Protocol, one JSON object per line on stdin, one answer per line on stdout:
 - ``{"op": "run", "args": [...], "cwd": ..., "env": {...}, "stdout": path, "stderr": path,
   "sigint": "default" | "ignore"}`` -> ``{"pid": N}``; with ``"script": path`` instead of
   ``"args"``, the child runs that script as ``python path`` would (``__main__``, ``sys.argv``,
-  ``sys.path[0]`` its folder). The child starts like a fresh Python:
+  ``sys.path[0]`` its folder). With ``"finalize": true``, the child ends with the interpreter's
+  whole shutdown (module teardown included: what an object's ``__del__`` prints then appears
+  in its stderr), as a fresh process would; otherwise see :func:`_child`. The child starts like a fresh Python:
   SIGINT raises ``KeyboardInterrupt`` (or is ignored, as in a job started with SIGINT ignored),
   SIGTERM has its default action, until the CLI installs its own handlers.
 - ``{"op": "wait", "pid": N}`` -> ``{"status": S, "cpu_s": T}`` (``os.wait4``'s status, and the
@@ -86,6 +88,8 @@ def _child(req: dict) -> None:
     except BaseException:  # as the interpreter does with an uncaught exception
         traceback.print_exc()
         code = 1
+    if req.get("finalize"):  # the whole interpreter shutdown, module teardown included (~0.5 s)
+        raise SystemExit(code)  # out of the server loop: the child ends as `python` does
     # The interpreter's shutdown as far as a program can tell: wait for the non-daemon threads
     # (dask's pool finishing its tasks), then the atexit functions. Tearing down the modules is
     # skipped: in a forked child it would copy every page of the server's heap (0.5 s a child).
@@ -146,10 +150,12 @@ class ForkServer:
         return json.loads(line)
 
     def run(self, args: list[str], *, cwd: Path, stdout: Path, stderr: Path, env: dict | None = None,
-            sigint: str = "default", script: Path | None = None) -> int:
-        """Start ``xdem *args`` (or ``python script``, ``args`` empty) in a child; returns its pid."""
+            sigint: str = "default", script: Path | None = None, finalize: bool = False) -> int:
+        """Start ``xdem *args`` (or ``python script``, ``args`` empty) in a child; returns its pid.
+        ``finalize``: the child ends with the interpreter's whole shutdown (see the protocol)."""
         req = {"op": "run", "args": args, "cwd": str(cwd), "env": env or {}, "stdout": str(stdout),
-               "stderr": str(stderr), "sigint": sigint, **({"script": str(script)} if script is not None else {})}
+               "stderr": str(stderr), "sigint": sigint, "finalize": finalize,
+               **({"script": str(script)} if script is not None else {})}
         return int(self._ask(req, timeout=60)["pid"])
 
     def wait(self, pid: int, *, timeout: float = 180) -> int:

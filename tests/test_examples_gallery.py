@@ -8,7 +8,8 @@ an empty working directory with its own ``TMPDIR``, and both are checked afterwa
 Each child is forked by a fork server of tests/forkserver.py that has imported the packages the
 scripts import (numpy, matplotlib, dask, rasterio, geoutils, xdem's sub-modules: ~3 s of CPU a
 script otherwise), then runs the script as ``python script.py`` does: as ``__main__``, with its
-own ``sys.argv``, ``sys.path[0]``, working directory, environment, stdout, stderr and exit code.
+own ``sys.argv``, ``sys.path[0]``, working directory, environment, stdout, stderr and exit code,
+ending with the interpreter's whole shutdown.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def _run(script: Path) -> dict:
         server = _servers.get()
         t0 = time.perf_counter()
         try:
-            pid = server.run([], script=script, cwd=cwd, stdout=out, stderr=err, env={"TMPDIR": str(tmp)})
+            pid = server.run([], script=script, cwd=cwd, stdout=out, stderr=err, env={"TMPDIR": str(tmp)},
+                             finalize=True)
             returncode: int | None = server.wait(pid, timeout=TIMEOUT_S)
         except TimeoutError:
             returncode = None

@@ -6,8 +6,9 @@ a full local temp; a missing bucket; the journal deleting what a failed run uplo
 planted secret nowhere in what a run prints or writes.
 
 The ``xdem`` runs are real child processes (own environment, ``TMPDIR``, signals, stdout, stderr
-and exit code) forked by tests/forkserver.py, which has imported the commands' engines once: a
-fresh ``python -m xdem`` spends ~3.5 s of CPU importing before it does anything."""
+and exit code, ending with the interpreter's whole shutdown) forked by tests/forkserver.py, which
+has imported the commands' engines once: a fresh ``python -m xdem`` spends ~3.5 s of CPU importing
+before it does anything."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def _start(args: list, *, tmp: Path, **extra: str) -> tuple[int, Path, Path]:
     in this process's working directory; returns its pid and the files of its stdout and stderr."""
     _FORKS["n"] += 1
     out, err = (_FORKS["logs"] / f"{_FORKS['n']}.{name}" for name in ("out", "err"))
-    pid = _FORKS["server"].run([os.fspath(a) for a in args], cwd=Path.cwd(), stdout=out, stderr=err, env=_env(tmp, **extra))
+    pid = _FORKS["server"].run([os.fspath(a) for a in args], cwd=Path.cwd(), stdout=out, stderr=err, env=_env(tmp, **extra),
+                               finalize=True)
     return pid, out, err
 
 
