@@ -1,4 +1,5 @@
-"""A fork server running ``xdem`` commands in real child processes, for tests/test_signals.py.
+"""A fork server running ``xdem`` commands (tests/test_signals.py, tests/io/test_s3_outputs.py) or
+gallery scripts (tests/test_examples_gallery.py) in real child processes.
 
 Starting ``python -m xdem`` costs seconds of imports (dask, xarray, rasterio, numba...); a test
 that interrupts a run at 30+ moments would spend most of its time importing. This script
@@ -12,7 +13,11 @@ itself handles across fork).
 Protocol, one JSON object per line on stdin, one answer per line on stdout:
 
 - ``{"op": "run", "args": [...], "cwd": ..., "env": {...}, "stdout": path, "stderr": path,
-  "sigint": "default" | "ignore"}`` -> ``{"pid": N}``. The child starts like a fresh Python:
+  "sigint": "default" | "ignore"}`` -> ``{"pid": N}``; with ``"script": path`` instead of
+  ``"args"``, the child runs that script as ``python path`` would (``__main__``, ``sys.argv``,
+  ``sys.path[0]`` its folder). With ``"finalize": true``, the child ends with the interpreter's
+  whole shutdown (module teardown included: what an object's ``__del__`` prints then appears
+  in its stderr), as a fresh process would; otherwise see :func:`_child`. The child starts like a fresh Python:
   SIGINT raises ``KeyboardInterrupt`` (or is ignored, as in a job started with SIGINT ignored),
   SIGTERM has its default action, until the CLI installs its own handlers.
 - ``{"op": "wait", "pid": N}`` -> ``{"status": S, "cpu_s": T}`` (``os.wait4``'s status, and the
@@ -24,15 +29,31 @@ Protocol, one JSON object per line on stdin, one answer per line on stdout:
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
+import runpy
 import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
+
+#: What a server imports before it forks. "cli": the commands' engines (they import them lazily, so
+#: that ``xdem --help`` stays fast; importing ``xdem.cli`` alone would leave every child to import
+#: numpy, dask, xarray, rasterio... again, ~2.5 s of CPU a child). "gallery": the packages the
+#: gallery scripts import (~3 s of CPU a script); a script still imports what it uses itself (xdem
+#: imports its sub-modules on first use, and the scripts import every other package they name).
+PRELOADS = {
+    "cli": ("zarr", "xdem.cli", "xdem.cli._convert_run", "xdem.cli._coreg_run", "xdem.cli._dh_run", "xdem.cli._terrain_run",
+            "xdem.cli.coreg",
+            "xdem.io.zarr", "xdem.report", "xdem.report.write"),
+    "gallery": ("numpy", "matplotlib.pyplot", "pandas", "scipy.ndimage", "dask", "rasterio", "geoutils", "xdem",
+                "xdem.examples", "xdem.coreg", "xdem.terrain", "xdem.stats", "xdem.spatialstats"),
+}
 
 
 def _child(req: dict) -> None:
@@ -40,6 +61,7 @@ def _child(req: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN if req.get("sigint") == "ignore" else signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.environ.update(req.get("env", {}))
+    tempfile.tempdir = None  # TMPDIR as the request sets it, as in a fresh process
     os.chdir(req["cwd"])
     for fd, name in ((1, "stdout"), (2, "stderr")):
         target = os.open(req[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -48,11 +70,17 @@ def _child(req: dict) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)  # not the server's requests
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.argv = ["xdem", *req["args"]]
-    from xdem.cli import main
-
+    script = req.get("script")
     try:
-        main(args=req["args"], prog_name="xdem")
+        if script is not None:
+            sys.argv = [script]
+            sys.path[0] = os.path.dirname(script)
+            runpy.run_path(script, run_name="__main__")
+        else:
+            sys.argv = ["xdem", *req["args"]]
+            from xdem.cli import main
+
+            main(args=req["args"], prog_name="xdem")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -61,6 +89,8 @@ def _child(req: dict) -> None:
     except BaseException:  # as the interpreter does with an uncaught exception
         traceback.print_exc()
         code = 1
+    if req.get("finalize"):  # the whole interpreter shutdown, module teardown included (~0.5 s)
+        raise SystemExit(code)  # out of the server loop: the child ends as `python` does
     # The interpreter's shutdown as far as a program can tell: wait for the non-daemon threads
     # (dask's pool finishing its tasks), then the atexit functions. Tearing down the modules is
     # skipped: in a forked child it would copy every page of the server's heap (0.5 s a child).
@@ -71,23 +101,10 @@ def _child(req: dict) -> None:
     os._exit(code)
 
 
-def serve() -> None:
-    """The server loop (``python tests/forkserver.py``)."""
-    # The slow imports, once. The commands import their engine lazily (``xdem --help`` stays
-    # fast), so importing ``xdem.cli`` alone would leave every child to import numpy, dask,
-    # xarray, rasterio... again (~2.5 s of CPU a child): import what the commands run.
-    import zarr  # noqa: F401 - the Zarr outputs
-
-    import xdem.cli  # noqa: F401
-    import xdem.cli._convert_run  # noqa: F401
-    import xdem.cli._coreg_run  # noqa: F401
-    import xdem.cli._dh_run  # noqa: F401
-    import xdem.cli._terrain_run  # noqa: F401
-    import xdem.cli.coreg  # noqa: F401
-    import xdem.io.zarr  # noqa: F401
-    import xdem.report  # noqa: F401
-    import xdem.report.write  # noqa: F401
-
+def serve(preload: str) -> None:
+    """The server loop (``python tests/forkserver.py PRELOAD``)."""
+    for module in PRELOADS[preload]:  # the slow imports, once
+        importlib.import_module(module)
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
@@ -108,11 +125,16 @@ class ForkServer:
     """The test side: ``run(args, ...)`` starts a command in a forked child and returns its pid;
     ``wait(pid)`` returns its exit code (negative: killed by that signal)."""
 
-    def __init__(self, *, pythonpath: str) -> None:
-        env = {**os.environ, "PYTHONPATH": pythonpath, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        env.pop("XDEM_TEST_PAUSE_AT", None)
+    def __init__(self, *, pythonpath: str, preload: str = "cli", env: dict[str, str] | None = None,
+                 unset: tuple[str, ...] = ()) -> None:
+        """``preload``: a key of :data:`PRELOADS`; ``env``: added to the server's environment
+        (default: one BLAS/OpenMP thread a child); ``unset``: variables removed from it."""
+        env = {**os.environ, "PYTHONPATH": pythonpath,
+               **({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"} if env is None else env)}
+        for name in ("XDEM_TEST_PAUSE_AT", *unset):
+            env.pop(name, None)
         self.cpu_s: dict[int, float] = {}
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve())], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), preload], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env,
                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
@@ -129,10 +151,12 @@ class ForkServer:
         return json.loads(line)
 
     def run(self, args: list[str], *, cwd: Path, stdout: Path, stderr: Path, env: dict | None = None,
-            sigint: str = "default") -> int:
-        """Start ``xdem *args`` in a child; returns its pid."""
+            sigint: str = "default", script: Path | None = None, finalize: bool = False) -> int:
+        """Start ``xdem *args`` (or ``python script``, ``args`` empty) in a child; returns its pid.
+        ``finalize``: the child ends with the interpreter's whole shutdown (see the protocol)."""
         req = {"op": "run", "args": args, "cwd": str(cwd), "env": env or {}, "stdout": str(stdout),
-               "stderr": str(stderr), "sigint": sigint}
+               "stderr": str(stderr), "sigint": sigint, "finalize": finalize,
+               **({"script": str(script)} if script is not None else {})}
         return int(self._ask(req, timeout=60)["pid"])
 
     def wait(self, pid: int, *, timeout: float = 180) -> int:
@@ -156,4 +180,4 @@ class ForkServer:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1] if len(sys.argv) > 1 else "cli")

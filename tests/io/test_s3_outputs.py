@@ -3,7 +3,12 @@ server in its own process: COG, dh, stable mask, JSON and report uploaded and eq
 run written locally; an existing key refused before any computation, replaced with
 --overwrite; the conditional put losing a race; SIGTERM in the middle of a multipart upload;
 a full local temp; a missing bucket; the journal deleting what a failed run uploaded; a
-planted secret nowhere in what a run prints or writes."""
+planted secret nowhere in what a run prints or writes.
+
+The ``xdem`` runs are real child processes (own environment, ``TMPDIR``, signals, stdout, stderr
+and exit code, ending with the interpreter's whole shutdown) forked by tests/forkserver.py, which
+has imported the commands' engines once: a fresh ``python -m xdem`` spends ~3.5 s of CPU importing
+before it does anything."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from forkserver import ForkServer
 from servers import _wait_http, free_port, new_bucket, s3_client, s3_env, s3_server
 
 import xdem
@@ -59,10 +65,38 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), **extra}
 
 
-def _xdem(args: list[str], *, tmp: Path, **extra: str) -> subprocess.CompletedProcess:
+#: The module's fork server and a folder for its children's stdout and stderr (see :func:`forks`).
+_FORKS: dict = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forks(tmp_path_factory):
+    """The fork server of the module's ``xdem`` runs (:func:`_start`); its environment is the
+    test's, with its BLAS threads (no one-thread setting: the runs must compute as a fresh one)."""
+    _FORKS.update(server=ForkServer(pythonpath=str(ROOT), env={}), logs=tmp_path_factory.mktemp("fork-logs"), n=0)
+    yield _FORKS["server"]
+    _FORKS.pop("server").close()
+
+
+def _start(args: list, *, tmp: Path, **extra: str) -> tuple[int, Path, Path]:
+    """Start ``xdem *args`` in a child process with ``TMPDIR=tmp`` (and ``extra`` in its environment)
+    in this process's working directory; returns its pid and the files of its stdout and stderr."""
+    _FORKS["n"] += 1
+    out, err = (_FORKS["logs"] / f"{_FORKS['n']}.{name}" for name in ("out", "err"))
+    pid = _FORKS["server"].run([os.fspath(a) for a in args], cwd=Path.cwd(), stdout=out, stderr=err, env=_env(tmp, **extra),
+                               finalize=True)
+    return pid, out, err
+
+
+def _finish(args: list, pid: int, out: Path, err: Path) -> subprocess.CompletedProcess:
+    """Wait for child ``pid`` (killed after 600 s); its exit code, stdout and stderr."""
+    code = _FORKS["server"].wait(pid, timeout=600)
+    return subprocess.CompletedProcess(["xdem", *map(os.fspath, args)], code, out.read_text(), err.read_text())
+
+
+def _xdem(args: list, *, tmp: Path, **extra: str) -> subprocess.CompletedProcess:
     tmp.mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "xdem", *args], capture_output=True, text=True, env=_env(tmp, **extra),
-                          timeout=600)
+    return _finish(args, *_start(args, tmp=tmp, **extra))
 
 
 def _keys(bucket: str) -> dict[str, str]:
@@ -150,18 +184,16 @@ def test_conditional_put_losing_the_race_leaves_the_other_object(server, pair, t
     """The key is created between the check and the upload (the run paused at its upload):
     the run ends with exit 1 and one line, the other writer's object untouched, nothing else left."""
     bucket = new_bucket()
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", "coreg", pair["ref"], pair["tba"], "-o",
-                             f"s3://{bucket}/aligned.tif", "--json-out", f"s3://{bucket}/run.json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=_env(tmp_path, XDEM_TEST_PAUSE_AT="upload:0"))
+    args = ["coreg", pair["ref"], pair["tba"], "-o", f"s3://{bucket}/aligned.tif", "--json-out", f"s3://{bucket}/run.json"]
+    pid, out, err_file = _start(args, tmp=tmp_path, XDEM_TEST_PAUSE_AT="upload:0")
     try:
-        wait_stopped(proc.pid)
+        wait_stopped(pid)
         s3_client().put_object(Bucket=bucket, Key="aligned.tif", Body=b"the other writer")
-        os.kill(proc.pid, signal.SIGCONT)
-        _, err = proc.communicate(timeout=120)
     finally:
-        proc.kill()
-    assert proc.returncode == 1, err
+        os.kill(pid, signal.SIGCONT)
+        done = _finish(args, pid, out, err_file)
+    err = done.stderr
+    assert done.returncode == 1, err
     line = err.strip().splitlines()[-1]
     assert "was created by another writer while this run was writing it" in line, err
     assert _get(bucket, "aligned.tif") == b"the other writer"
@@ -184,21 +216,20 @@ def big_dem(tmp_path_factory):
 def test_sigterm_during_a_multipart_upload_leaves_no_object_and_no_open_upload(server, big_dem, tmp_path):
     bucket = new_bucket()
     url = f"s3://{bucket}/big.tif"
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", "convert", str(big_dem), url, "--compress", "none"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=_env(tmp_path, XDEM_TEST_PAUSE_AT="upload:2", XDEM_UPLOAD_PART_SIZE=str(5 * 2**20)))
+    args = ["convert", str(big_dem), url, "--compress", "none"]
+    pid, out, err_file = _start(args, tmp=tmp_path, XDEM_TEST_PAUSE_AT="upload:2", XDEM_UPLOAD_PART_SIZE=str(5 * 2**20))
     try:
-        wait_stopped(proc.pid)
+        wait_stopped(pid)
         uploads = _open_uploads(bucket)
         assert len(uploads) == 1  # two parts sent, the upload is open
         parts = s3_client().list_parts(Bucket=bucket, Key="big.tif", UploadId=uploads[0]["UploadId"])["Parts"]
         assert [p["PartNumber"] for p in parts] == [1, 2]
-        os.kill(proc.pid, signal.SIGTERM)
-        os.kill(proc.pid, signal.SIGCONT)
-        _, err = proc.communicate(timeout=120)
+        os.kill(pid, signal.SIGTERM)
     finally:
-        proc.kill()
-    assert proc.returncode == 143, err
+        os.kill(pid, signal.SIGCONT)
+        done = _finish(args, pid, out, err_file)
+    err = done.stderr
+    assert done.returncode == 143, err
     line = err.strip().splitlines()[-1]
     assert line.startswith(f"Error: terminated by SIGTERM during the upload of {url}"), err
     assert _keys(bucket) == {} and _open_uploads(bucket) == []
