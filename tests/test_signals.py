@@ -265,9 +265,12 @@ def test_signal_at_a_moment_ends_the_run_with_128_plus_signum(moment, outcomes, 
 
 @pytest.mark.parametrize("stage", ["blocks:30", "copy:3"])
 def test_a_second_signal_is_recorded_and_does_not_interrupt_the_clean_up(stage, server, pair, tmp_path):
-    """SIGINT and SIGTERM at the same moment: Python runs their handlers in signal-number order,
-    so SIGINT raises (in the block pass) or stops GDAL (in the copy) and SIGTERM comes during the
-    clean-up (or the copy): recorded, named in the line, the clean-up completes, exit 130."""
+    """SIGINT and SIGTERM at the same moment: the first handled ends the run, the other comes during
+    the clean-up: recorded, named in the line, the clean-up completes, exit 128 + the first's number.
+    Python runs pending handlers in signal-number order (SIGINT first), but the kernel hands the two
+    process-directed signals to any of the process's threads: in the COG copy (GDAL's threads)
+    SIGTERM's C handler can run, and Python see it, before SIGINT's (seen once in ~100 runs under
+    load), so there either may come first; in the block pass only SIGINT does."""
     m = Moment(stage.split(":")[0], int(stage.split(":")[1]), signal.SIGINT)
     args, target, phrase = _command(m, pair, tmp_path)
     pid = server.run(args, cwd=tmp_path, stdout=tmp_path.parent / f"{tmp_path.name}.out",
@@ -278,9 +281,10 @@ def test_a_second_signal_is_recorded_and_does_not_interrupt_the_clean_up(stage, 
     finally:
         code = server.wait(pid)
     line = one_error_line((tmp_path.parent / f"{tmp_path.name}.err").read_text())
-    assert code == 130, line
-    assert line.startswith(f"Error: interrupted by SIGINT (Ctrl-C) during {phrase}; "), line
-    assert line.endswith("no output was left (1 more signal received after it, recorded) (exit code 130)"), line
+    first = {130: "interrupted by SIGINT (Ctrl-C)", 143: "terminated by SIGTERM"}
+    assert code in (first if m.stage == "copy" else {130: first[130]}), line
+    assert line.startswith(f"Error: {first[code]} during {phrase}; "), line
+    assert line.endswith(f"no output was left (1 more signal received after it, recorded) (exit code {code})"), line
     assert os.listdir(tmp_path) == []
 
 
