@@ -269,8 +269,8 @@ def test_a_second_signal_is_recorded_and_does_not_interrupt_the_clean_up(stage, 
     the clean-up: recorded, named in the line, the clean-up completes, exit 128 + the first's number.
     Python runs pending handlers in signal-number order (SIGINT first), but the kernel hands the two
     process-directed signals to any of the process's threads: in the COG copy (GDAL's threads)
-    SIGTERM's C handler can run, and Python see it, before SIGINT's (seen once in ~100 runs under
-    load), so there either may come first; in the block pass only SIGINT does."""
+    SIGTERM's C handler can run, and Python see it, before SIGINT's (seen once, in a full-suite run
+    under load), so there either may come first; in the block pass only SIGINT does."""
     m = Moment(stage.split(":")[0], int(stage.split(":")[1]), signal.SIGINT)
     args, target, phrase = _command(m, pair, tmp_path)
     pid = server.run(args, cwd=tmp_path, stdout=tmp_path.parent / f"{tmp_path.name}.out",
