@@ -48,3 +48,15 @@ def test_patches_identical_for_numpy_and_any_chunking(standardised):
     pd.testing.assert_frame_equal(a, b)
     with pytest.raises(InputError, match="vectorized"):
         ss.patches_method(standardised, areas=[AREA], gsd=20.0, vectorized=False)
+
+
+def test_patches_crossing_the_grid_edge_are_left_out():
+    """As upstream (scipy convolution with cval=nan): a patch whose kernel square reaches beyond the
+    grid is left out even when 80 % of it is inside. On 300 x 300 valid pixels, p x p kernels fit at
+    (300 - p + 1)^2 centres, split over p^2 offsets: exact counts, for any chunking."""
+    ones = np.ones((300, 300))
+    for values in (ones, da.from_array(ones, chunks=(70, 110))):
+        square = ss.patches_method(values, areas=[25.0], gsd=1.0, patch_shape="square")  # p = 5
+        disk = ss.patches_method(values, areas=[25.0 * np.pi], gsd=1.0)  # p = 10
+        assert square["nb_indep_patches"].iloc[0] == pytest.approx(296**2 / 25, rel=1e-12)
+        assert disk["nb_indep_patches"].iloc[0] == pytest.approx(291**2 / 100, rel=1e-12)

@@ -325,6 +325,30 @@ def test_variogram_too_few_points():
         ss.fit_sum_model_variogram("linear", pd.DataFrame({"bins": [1.0], "exp": [1.0], "count": [1]}))
 
 
+def test_variogram_upstream_keywords_values_gsd_and_empirical_variogram():
+    """Upstream's gallery calls sample_empirical_variogram(values=array, gsd=...) and
+    fit_sum_model_variogram(list, empirical_variogram=df): a plain array of pixel size gsd gives
+    the variogram of the same array georeferenced at that pixel size (same subsample, pair
+    distances equal to rounding: rtol 1e-9)."""
+    field = gaussian_random_field((80, 90), [("spherical", 10.0, 1.0)], seed=5)
+    kw = dict(subsample=300, random_state=4, n_lags=8)
+    plain = ss.sample_empirical_variogram(values=field, gsd=2.0, **kw)
+    geo = ss.sample_empirical_variogram(as_dem(field, res=2.0), **kw)
+    pixels = ss.sample_empirical_variogram(field, **kw)
+    np.testing.assert_allclose(plain[["bins", "exp", "count"]], geo[["bins", "exp", "count"]], rtol=1e-9)
+    assert plain["bins"].iloc[0] == pytest.approx(4.0) and pixels["bins"].iloc[0] == pytest.approx(2.0)
+    assert ss.sample_empirical_variogram(as_dem(field, res=2.0), 2.0, **kw)["exp"].equals(geo["exp"])
+    with pytest.raises(InputError, match="differs from the pixel size 2.0"):
+        ss.sample_empirical_variogram(as_dem(field, res=2.0), gsd=5.0)
+    for bad in (0.0, -1.0, np.nan, "2"):
+        with pytest.raises(InputError, match="gsd"):
+            ss.sample_empirical_variogram(field, gsd=bad)
+    _fn, params = ss.fit_sum_model_variogram(list_models=["spherical"], empirical_variogram=geo)
+    assert params["range"][0] > 0
+    with pytest.raises(InputError, match="empirical_variogram must be"):
+        ss.fit_sum_model_variogram(["spherical"], empirical_variogram=None)
+
+
 def test_variogram_refuses_geographic_crs():
     dem = as_dem(np.zeros((60, 60))).rio.write_crs("EPSG:4326")
     with pytest.raises(xdem.errors.CRSError, match="projected"):
@@ -366,6 +390,13 @@ def test_numerical_neff_equals_theoretical(area):
     num = ss.neff_circular_approx_numerical(area, params)
     assert num == pytest.approx(ss.neff_circular_approx_theoretical(area, params), rel=1e-7)
     assert 1 <= num <= max(1.0, area)
+
+
+def test_neff_takes_upstream_keywords_area_and_params_variogram_model():
+    """Upstream's gallery calls neff_circular_approx_numerical(area=..., params_variogram_model=...)."""
+    params = pd.DataFrame(ALL_MODELS[:2], columns=["model", "range", "sill"])
+    for fn in (ss.neff_circular_approx_numerical, ss.neff_circular_approx_theoretical):
+        assert fn(area=3e4, params_variogram_model=params) == fn(3e4, params)
 
 
 def test_neff_bad_inputs():

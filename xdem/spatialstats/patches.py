@@ -56,13 +56,15 @@ def _kernel(area: float, gsd: float, shape: str) -> np.ndarray:
 
 
 def _mean_block(block: np.ndarray, *, kernel: np.ndarray, min_valid: float) -> np.ndarray:
-    """Mean of the valid values under the kernel at every pixel (NaN beyond the grid or too few valid)."""
+    """Mean of the valid values under the kernel at every pixel (NaN when the kernel's square reaches
+    beyond the grid, marked +inf in the halo, as upstream's ``cval=nan``; or too few valid)."""
     finite = np.isfinite(block)
     total = ndimage.convolve(np.where(finite, block, 0.0), kernel, mode="constant", cval=np.nan)
     count = ndimage.convolve(finite.astype(np.float64), kernel, mode="constant", cval=np.nan)
+    beyond = ndimage.convolve(np.isposinf(block).astype(np.float64), np.ones_like(kernel), mode="constant", cval=1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / count
-    return np.where(count >= min_valid, mean, np.nan)
+    return np.where((count >= min_valid) & (beyond == 0), mean, np.nan)
 
 
 def _offset_block(block: np.ndarray, *, p: int, block_info: dict | None = None) -> np.ndarray:
@@ -80,8 +82,9 @@ def _one_area(values: da.Array, area: float, gsd: float, shape: str, perc_min_va
     chunks = tuple(tuple(c) for c in values.chunks)
     if min(min(c) for c in chunks) < depth:
         values = values.rechunk(max(2 * depth, 256))
+    values = da.where(da.isposinf(values), np.nan, values)  # +inf marks beyond the grid (a data inf is invalid anyway)
     mean = values.map_overlap(functools.partial(_mean_block, kernel=kernel, min_valid=kernel.sum() * perc_min_valid / 100),
-                              depth=depth, boundary=np.nan, dtype=np.float64, meta=np.array((), dtype=np.float64))
+                              depth=depth, boundary=np.inf, dtype=np.float64, meta=np.array((), dtype=np.float64))
     offset = da.map_blocks(functools.partial(_offset_block, p=p), mean, dtype=np.float64,
                            meta=np.array((), dtype=np.float64))
     with warnings.catch_warnings():

@@ -98,10 +98,10 @@ def _neff(area: Any, params: Any, ratio) -> float:
     return float(1.0 / var_ratio)
 
 
-def neff_circular_approx_numerical(area: float, params: VariogramParams) -> float:
+def neff_circular_approx_numerical(area: float, params_variogram_model: VariogramParams) -> float:
     """Number of effective samples of a disk of ``area`` (numerical integration).
 
-    Integrates the correlation of each model of ``params`` (scikit-gstat's functions) over
+    Integrates the correlation of each model of ``params_variogram_model`` (scikit-gstat's functions) over
     a disk of the same area with :func:`scipy.integrate.quad`; see the module docstring
     for the equations (Rolstad et al. 2009; Hugonnet et al. 2022). Works for every model
     of :data:`xdem.spatialstats.MODELS`.
@@ -110,7 +110,7 @@ def neff_circular_approx_numerical(area: float, params: VariogramParams) -> floa
     ----------
     area
         Area in CRS units squared (e.g. m^2).
-    params
+    params_variogram_model
         DataFrame ``model, range, sill`` from :func:`fit_sum_model_variogram`, or a list
         of ``(model, range, sill)``.
 
@@ -119,10 +119,10 @@ def neff_circular_approx_numerical(area: float, params: VariogramParams) -> floa
     >>> round(neff_circular_approx_numerical(1e6, [("spherical", 100.0, 1.0)]), 3)
     159.155
     """
-    return _neff(area, params, _disk_ratio_numerical)
+    return _neff(area, params_variogram_model, _disk_ratio_numerical)
 
 
-def neff_circular_approx_theoretical(area: float, params: VariogramParams) -> float:
+def neff_circular_approx_theoretical(area: float, params_variogram_model: VariogramParams) -> float:
     """Number of effective samples of a disk of ``area`` from closed forms.
 
     Spherical, exponential and gaussian models only (see the module docstring for the
@@ -135,7 +135,7 @@ def neff_circular_approx_theoretical(area: float, params: VariogramParams) -> fl
     >>> bool(np.isclose(n, 5 * 1e6 / (np.pi * 100.0**2)))
     True
     """
-    return _neff(area, params, _disk_ratio_theoretical)
+    return _neff(area, params_variogram_model, _disk_ratio_theoretical)
 
 
 def standard_error_of_mean(

@@ -67,8 +67,11 @@ def canonical_model(name: str) -> str:
 
 
 # ------------------------------------------------------------------ empirical
-def _grid_of(dh: Any) -> tuple[Affine, tuple[float, float]]:
-    """Transform and (dx, dy) of dh; plain arrays are in pixel units."""
+def _grid_of(dh: Any, gsd: float | None = None) -> tuple[Affine, tuple[float, float]]:
+    """Transform and (dx, dy) of dh; plain arrays are in pixels, or of side ``gsd`` (CRS units) when given."""
+    ok = isinstance(gsd, (int, float, np.integer, np.floating)) and not isinstance(gsd, bool)
+    if gsd is not None and (not ok or not np.isfinite(gsd) or gsd <= 0):
+        raise InputError(f"gsd (the ground sampling distance) must be a positive distance, got {gsd!r}")
     if isinstance(dh, xr.DataArray) and "x" in dh.coords and "y" in dh.coords:
         crs = dh.rio.crs
         if crs is not None and crs.is_geographic:
@@ -76,7 +79,15 @@ def _grid_of(dh: Any) -> tuple[Affine, tuple[float, float]]:
                 f"a variogram needs a projected CRS (distances in metres), but dh is in geographic {crs.to_string()}; "
                 "reproject it first, e.g. dh.rio.reproject(dh.rio.estimate_utm_crs())"
             )
-        return get_transform(dh), get_resolution(dh)
+        res = get_resolution(dh)
+        if gsd is not None and not np.isclose(float(gsd), res[0]):
+            raise InputError(
+                f"gsd={gsd} differs from the pixel size {res[0]} of the georeferenced values; leave gsd out "
+                "(it is only for plain arrays)"
+            )
+        return get_transform(dh), res
+    if gsd is not None:
+        return Affine(float(gsd), 0.0, 0.0, 0.0, -float(gsd), 0.0), (float(gsd), float(gsd))
     return Affine.identity(), (1.0, 1.0)
 
 
@@ -120,7 +131,8 @@ def _one_variogram(coords: np.ndarray, values: np.ndarray, edges: np.ndarray, es
 
 
 def sample_empirical_variogram(
-    dh: np.ndarray | da.Array | xr.DataArray,
+    values: np.ndarray | da.Array | xr.DataArray,
+    gsd: float | None = None,
     *,
     subsample: float | int = 2000,
     n_variograms: int = 1,
@@ -130,17 +142,22 @@ def sample_empirical_variogram(
     lags: str | Sequence[float] = "log",
     estimator: str = "matheron",
 ) -> pd.DataFrame:
-    """Empirical variogram of dh on a reproducible subsample (scikit-gstat).
+    """Empirical variogram of values (e.g. dh) on a reproducible subsample (scikit-gstat).
 
     The subsample is drawn with :func:`xdem.sampling.sample_valid`: it depends only on the
     seed and the valid mask, never on the chunking or on numpy vs dask input. Pixel-centre
-    coordinates come from the geotransform of ``dh`` (an :class:`xarray.DataArray`), or
-    are in pixels for plain arrays.
+    coordinates come from the geotransform of ``values`` (an :class:`xarray.DataArray`), or
+    are in pixels (of side ``gsd`` when given) for plain arrays. ``values`` and ``gsd`` are
+    upstream's names and positions.
 
     Parameters
     ----------
-    dh
+    values
         2-D elevation differences (numpy, dask or xarray; projected CRS).
+    gsd
+        Ground sampling distance: the pixel size (CRS units) of a plain array, whose
+        lags are then in those units. Georeferenced values carry their own pixel size
+        (a different ``gsd`` is refused).
     subsample
         Valid pixels per variogram: a count (``> 1``) or a fraction of the valid pixels
         (``<= 1``); at most :data:`MAX_VARIOGRAM_POINTS`.
@@ -197,8 +214,8 @@ def sample_empirical_variogram(
             f"subsample={subsample} exceeds {MAX_VARIOGRAM_POINTS} points per variogram (memory grows as n^2); "
             "average several variograms with n_variograms instead"
         )
-    transform, (dx, dy) = _grid_of(dh)
-    arr, _ = _align(dh, {})
+    transform, (dx, dy) = _grid_of(values, gsd)
+    arr, _ = _align(values, {})
     ny, nx = arr.shape
     if max_lag is None:
         max_lag = 0.5 * float(np.hypot(nx * dx, ny * dy))
@@ -288,7 +305,7 @@ def _components(params: Any) -> list[tuple[str, float, float]]:
 
 def fit_sum_model_variogram(
     list_models: str | Sequence[str],
-    empirical: pd.DataFrame,
+    empirical_variogram: pd.DataFrame,
     *,
     weights: str | None = None,
     max_range: float | None = None,
@@ -304,7 +321,7 @@ def fit_sum_model_variogram(
     list_models
         One name or a list, e.g. ``["spherical", "spherical"]`` for two scales; names or
         aliases of :data:`MODELS`.
-    empirical
+    empirical_variogram
         Output of :func:`sample_empirical_variogram` (uses ``lag``, else ``bins``, with
         ``exp`` and ``count``).
     weights
@@ -340,11 +357,13 @@ def fit_sum_model_variogram(
     """
     from scipy.optimize import curve_fit
 
+    empirical = empirical_variogram
+
     names = [canonical_model(m) for m in ([list_models] if isinstance(list_models, str) else list_models)]
     if not names:
         raise InputError("list_models is empty; give e.g. ['spherical'] or ['spherical', 'spherical']")
     if not isinstance(empirical, pd.DataFrame) or not {"exp", "count"} <= set(empirical.columns):
-        raise InputError("empirical must be the DataFrame of sample_empirical_variogram (columns bins/lag, exp, count)")
+        raise InputError("empirical_variogram must be the DataFrame of sample_empirical_variogram (columns bins/lag, exp, count)")
     x = np.asarray(empirical["lag"] if "lag" in empirical else empirical["bins"], dtype=np.float64)
     if "lag" in empirical:
         x = np.where(np.isfinite(x), x, np.asarray(empirical["bins"], dtype=np.float64))
