@@ -150,3 +150,16 @@ def test_fill_choices_are_the_ddem_methods():
     from xdem.ddem import METHODS
 
     assert FILL_METHODS == METHODS
+
+
+def test_outlines_off_the_dems_name_the_file_in_one_line(files, tmp_path):
+    far = gpd.read_file(files["outlines"])
+    far["geometry"] = far.translate(xoff=1e6)
+    far.to_file(tmp_path / "far.gpkg")
+    res = CliRunner().invoke(main, ["dh", str(files["ref"]), str(files["start"]), "--later", "ref", "--outlines",
+                                    str(tmp_path / "far.gpkg"), "-o", str(tmp_path / "f.csv")])
+    assert res.exit_code == 1, res.output
+    assert res.output.strip() == f"Error: no outline of '{tmp_path / 'far.gpkg'}' covers a pixel centre of the dDEM; " \
+        "check that the outlines and the DEMs cover one area, and the outlines' CRS (GeoJSON without one is read as " \
+        "EPSG:4326)"
+    assert not (tmp_path / "f.csv").exists()

@@ -164,7 +164,7 @@ def test_bad_inputs_are_one_line_errors(tile):
 def test_outlines_off_the_dem_or_empty_are_one_line_errors(tile):
     far = tile.outlines.copy()
     far["geometry"] = far.translate(xoff=1e6)
-    with pytest.raises(InputError, match="no outline covers"):
+    with pytest.raises(InputError, match="no outline of the GeoDataFrame covers a pixel centre"):
         volume_change(tile.ddem, far, error_model=KNOWN)
     with pytest.raises(InputError, match="no polygon"):
         volume_change(tile.ddem, tile.outlines.iloc[:0], error_model=KNOWN)

@@ -43,6 +43,7 @@ The outline's own uncertainty is not included.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -365,7 +366,9 @@ def volume_change(
             raise InputError("filled must be on the dDEM's grid (same shape, transform and CRS): fill the dDEM itself")
         filled_sums = polygon_sums(filled, labels, n_polygons=len(gdf))
     if not (sums["pixels"].iloc[1:] > 0).any():
-        raise InputError("no outline covers a pixel centre of the dDEM; check the outlines and the DEMs cover one area")
+        name = f"'{os.fspath(outlines)}'" if isinstance(outlines, (str, os.PathLike)) else "the GeoDataFrame"
+        raise InputError(f"no outline of {name} covers a pixel centre of the dDEM; check that the outlines and the "
+                         "DEMs cover one area, and the outlines' CRS (GeoJSON without one is read as EPSG:4326)")
     if error_model is None:
         stable = labels == 0
         if stable_mask is not None:
