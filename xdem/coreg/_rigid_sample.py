@@ -291,7 +291,8 @@ class RigidSample:
         return cls(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)
 
     @classmethod
-    def from_points(cls, ps: PointSample, *, start: np.ndarray, min_count: int, half: int = 2) -> RigidSample:
+    def from_points(cls, ps: PointSample, *, start: np.ndarray, min_count: int, half: int = 2,
+                    interpolation: str = FIT_INTERPOLATION) -> RigidSample:
         """The drawn points as the sample of a DEM moved onto them: the points' positions are
         the sampled positions, their elevations the reference, the gradient that of the DEM
         moved by ``start`` at the points (:func:`moved_gradient`, half a pixel apart; the
@@ -302,7 +303,7 @@ class RigidSample:
         prow, pcol = pixel_positions(dem, pts.x, pts.y)
         centre = ps.centre()
         sampler = RigidSampler(dem, np.floor(np.nan_to_num(prow)).astype(np.int64),
-                               np.floor(np.nan_to_num(pcol)).astype(np.int64), interpolation=FIT_INTERPOLATION,
+                               np.floor(np.nan_to_num(pcol)).astype(np.int64), interpolation=interpolation,
                                half=half, centre=centre, x=pts.x, y=pts.y)
         ref = np.asarray(pts.z, dtype=np.float64).copy()
         gx, gy = moved_gradient(sampler, start, ref, gradient_step(dem))
