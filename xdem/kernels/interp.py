@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 __all__ = ["RESAMPLINGS", "FIT_INTERPOLATION", "FIT_INTERPOLATIONS", "footprint", "weights_1d", "lagrange_weights",
-           "shift_block_kernel", "interp_windows_kernel"]
+           "shift_block_kernel", "interp_windows_kernel", "interp_windows_separable"]
 
 #: Interpolation names accepted by ``resampling`` arguments.
 RESAMPLINGS = ("bilinear", "cubic")
@@ -193,5 +193,48 @@ def interp_windows_kernel(
         for ocol, wc in weights_1d(fc, resampling):
             terms.append((wr * wc, windows[idx, irc + orow, icc + ocol].astype(np.float64)))
     out = _accumulate(terms, (n,))
+    out[~inside] = np.nan
+    return out
+
+
+#: Points interpolated together by :func:`interp_windows_separable` (bounds its float64 buffers:
+#: 8 MiB per row of an 8 x 8 footprint).
+_SEPARABLE_GROUP = 1 << 14
+
+
+def interp_windows_separable(
+    windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *, resampling: str
+) -> np.ndarray:
+    """:func:`interp_windows_kernel` by separable sums: each window's footprint is gathered once
+    (in groups of points) and reduced along columns, then rows, with the 1-D weights. The same
+    values to rounding (the order of the sums differs) and the same NaN rule (a NaN counts
+    only where its weight is non-zero); faster for the large footprints of ``"lagrange6"`` and
+    ``"lagrange8"``.
+
+    Examples
+    --------
+    >>> w = np.add.outer(np.arange(10.0) ** 3, np.arange(10.0))[None]  # z = row^3 + col
+    >>> float(interp_windows_separable(w, np.array([4.5]), np.array([4.25]), resampling="lagrange8")[0])
+    95.375
+    """
+    n, h, w = windows.shape
+    before, after = footprint(resampling)
+    ir = np.floor(prow).astype(np.int64)
+    ic = np.floor(pcol).astype(np.int64)
+    inside = (ir - before >= 0) & (ir + after < h) & (ic - before >= 0) & (ic + after < w)
+    irc, icc = np.clip(ir, before, h - 1 - after), np.clip(ic, before, w - 1 - after)
+    offsets = np.arange(-before, after + 1)
+    out = np.empty(n, dtype=np.float64)
+    for s in range(0, n, _SEPARABLE_GROUP):
+        g = slice(s, min(n, s + _SEPARABLE_GROUP))
+        wr = np.stack([np.broadcast_to(v, ir[g].shape) for _, v in weights_1d(prow[g] - ir[g], resampling)], axis=1)
+        wc = np.stack([np.broadcast_to(v, ic[g].shape) for _, v in weights_1d(pcol[g] - ic[g], resampling)], axis=1)
+        rows = (irc[g, None] + offsets)[:, :, None]
+        cols = (icc[g, None] + offsets)[:, None, :]
+        block = windows[np.arange(g.start, g.stop)[:, None, None], rows, cols].astype(np.float64)
+        nan = np.isnan(block)
+        if nan.any():  # a NaN counts only where its weight is non-zero
+            block[nan & ((wr[:, :, None] == 0.0) | (wc[:, None, :] == 0.0))] = 0.0
+        out[g] = np.einsum("ni,ni->n", np.einsum("nij,nj->ni", block, wc), wr)
     out[~inside] = np.nan
     return out
