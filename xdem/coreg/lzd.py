@@ -73,7 +73,7 @@ class LZD(RigidCoreg):
     shortest waves are 8 pixels or more. On rougher terrain, whose spectrum reaches 2 to 3
     pixels, it still leaves about 0.0015 pixel (0.007 m at 5 m pixels);
     ``fit_interpolation="lagrange8"`` (8 x 8 points, windows of 10 x 10 pixels) brings that to
-    about 0.0004 pixel, at twice the fit's CPU time and 2.8 times the memory of the windows
+    about 0.0004 pixel, at up to twice the fit's CPU time and 2.8 times the memory of the windows
     (``docs/rigid.md``, section Rough terrain).
 
     ``resampling`` (``apply``) defaults to ``"cubic"``: resampling sets a floor under the

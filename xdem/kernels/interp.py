@@ -17,8 +17,9 @@ of 20 (not C1 across pixels, so it is not offered to resample a DEM).
 On terrain whose spectrum reaches 2 to 3 pixels the 4-point Lagrange interpolation still
 displaces the shortest waves enough to bias a fitted pure shift by about 0.0015 pixel; the
 6- and 8-point Lagrange interpolations (``"lagrange6"``, ``"lagrange8"``: polynomials of degree
-5 and 7 through 6 x 6 and 8 x 8 footprints, :func:`lagrange_weights`) halve and third that
-(:data:`FIT_INTERPOLATIONS`, offered by :class:`~xdem.coreg.LZD`'s ``fit_interpolation``).
+5 and 7 through 6 x 6 and 8 x 8 footprints, :func:`lagrange_weights`) leave about a half and a
+quarter of it (:data:`FIT_INTERPOLATIONS`, offered by :class:`~xdem.coreg.LZD`'s
+``fit_interpolation``).
 """
 
 from __future__ import annotations
