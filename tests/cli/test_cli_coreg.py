@@ -342,6 +342,22 @@ def test_resampling_defaults_and_refusals(pair, runner, tmp_path):
     assert "--resampling [bilinear|cubic]" in proc.output and "dhminimize" in proc.output
 
 
+def test_fit_interpolation_reaches_lzd_only(pair, runner, tmp_path):
+    """``--fit-interpolation`` (issue 28) sets LZD's, not Nuth & Kääb's (which has none); alone
+    with a method without it, a usage error naming who takes it."""
+    res = _run(runner, pair, tmp_path / "f.tif", "--method", "nuthkaab+lzd", "--fit-interpolation", "lagrange8",
+               "--subsample", "20000", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    nk, lzd = doc["steps"]
+    assert lzd["params"]["fit_interpolation"] == "lagrange8" and "fit_interpolation" not in nk["params"]
+    for k, v in zip(("shift_x", "shift_y", "shift_z"), doc["translation"]):
+        assert abs(v - pair["truth"][k]) < 0.01, (k, v, pair["truth"][k])
+    res = _run(runner, pair, tmp_path / "x.tif", "--method", "nuthkaab", "--fit-interpolation", "lagrange8")
+    assert res.exit_code == 2 and "takes --fit-interpolation" in res.stderr and "lzd" in res.stderr
+    assert not (tmp_path / "x.tif").exists()
+
+
 def test_a_given_transform_is_not_a_method():
     with pytest.raises(click.BadParameter, match="unknown method 'rigidtransform'") as err:
         resolve_methods("nuthkaab+rigidtransform")

@@ -19,7 +19,7 @@ import pytest
 from affine import Affine
 from helpers import MaxResult
 from reference import check_chunk_independence
-from truth import SineTerrain, dem_of, nmad, rigid_dem_of
+from truth import SineTerrain, dem_of, nmad, pixel_scale_terrain, rigid_dem_of
 
 from xdem.coreg import LZD, NuthKaab
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
@@ -327,3 +327,44 @@ def test_sampler_gives_the_moved_surface(rotations):
     reads = sampler.reads
     np.testing.assert_allclose(sampler(m, got), got, atol=1e-9)
     assert sampler.reads == reads  # then they serve
+
+
+# --------------------------------------------------------------- terrain reaching the pixel scale
+@pytest.fixture(scope="module")
+def pixel_scale_pair():
+    """Pure shift on steep terrain whose spectrum reaches 2.5 pixels (:func:`truth.pixel_scale_terrain`)."""
+    n = 600
+    move = (3.17, -1.42, 0.6)
+    terrain = pixel_scale_terrain(crs=CRS, origin=(X0, Y0), resolution=RES)
+    ref = dem_of(terrain, crs=CRS, transform=T, shape=(n, n), chunks=200)
+    tba = dem_of(terrain, crs=CRS, transform=T, shape=(n, n), move=move, chunks=200)
+    return ref, tba, np.array([-v for v in move])
+
+
+def test_lagrange8_fit_recovers_a_shift_on_pixel_scale_terrain(pixel_scale_pair):
+    """Issue 28's target, the best method within 0.005 m of a pure shift on steep terrain whose
+    spectrum reaches the pixel scale, is met by the 8-point Lagrange interpolation in the fit
+    (measured: 0.0021 m on the largest axis, 0.0004 pixel). The default 4-point interpolation
+    displaces the shortest waves (2.5 to 4 pixels) enough to stay off by 0.0069 m (0.0014
+    pixel) here: checked too, so that the case stays one that needs the option. 100 000 points
+    (of 360 000) keep the fit near 1 s of CPU; over draws (random_state 1 to 3) the errors spread
+    by 0.0005 m (8 points: 0.0020 to 0.0024 m; 4 points: 0.0068 to 0.0074 m)."""
+    ref, tba, truth = pixel_scale_pair
+    assert 140 < float(ref.std()) < 160
+    best = LZD(fit_interpolation="lagrange8", subsample=100_000, random_state=1).fit(ref, tba)
+    assert np.abs(np.subtract(best.to_translations(), truth)).max() <= 0.005
+    assert best.passes_ == 1  # 10 x 10 windows: the draw's serve every step of a sub-pixel shift
+    four = LZD(subsample=100_000, random_state=1).fit(ref, tba)
+    assert np.abs(np.subtract(four.to_translations(), truth))[:2].min() > 0.005
+
+
+def test_fit_interpolation_is_chunk_independent_and_checked(small_pair):
+    ref, tba, _ = small_pair
+
+    def fit(r, t):
+        est = LZD(subsample=3000, random_state=4, fit_interpolation="lagrange6").fit(r, t)
+        return [est.to_matrix(), est.passes_, est.count_, est.residual_nmad_]
+
+    check_chunk_independence(fit, ref, tba, chunkings=(64, 100), atol=1e-9)
+    with pytest.raises(InputError, match="fit_interpolation must be one of 'lagrange', 'lagrange6', 'lagrange8'"):
+        LZD(fit_interpolation="cubic").fit(ref, tba)

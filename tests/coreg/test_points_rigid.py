@@ -144,3 +144,13 @@ def test_rigid_points_large_shift_and_initial_shift(cls, pts) -> None:
         for f in (free, given):
             assert np.all(np.abs(np.subtract(f.to_translations(), np.multiply(sign, move))) <= 0.03), f.to_translations()
         assert given.n_iterations_ < free.n_iterations_
+
+
+def test_lzd_fit_interpolation_on_points(pts, truth, dem) -> None:
+    """The 8-point fit interpolation (10 x 10 windows) on the point route, both ways: the same
+    tolerances as the default's (exact points: 0.03 m horizontally, 0.02 m vertically)."""
+    for fitted, expected in ((xdem.coreg.LZD(fit_interpolation="lagrange8").fit(pts, dem, z_column="h"),
+                              np.linalg.inv(truth)),
+                             (xdem.coreg.LZD(fit_interpolation="lagrange8").fit(dem, pts, z_column="h"), truth)):
+        exy, ez = motion_errors(fitted.to_matrix(), expected, pts)
+        assert exy <= 0.03 and ez <= 0.02, (exy, ez)

@@ -318,7 +318,7 @@ def request_from_options(params: Mapping[str, object]) -> tuple[CoregRequest, Ch
                "fit_or_bin": p["fit_or_bin"], "subsample": p["subsample"], "random_state": p["random_state"],
                "initial_shift": p["initial_shift"], "on_divergence": "warn" if p["allow_divergence"] else None,
                "resampling": p["resampling"], "block_size": p["block_size"],
-               "block_iterations": p["block_iterations"]}
+               "block_iterations": p["block_iterations"], "fit_interpolation": p["fit_interpolation"]}
     request = CoregRequest(
         reference=p["ref"], to_be_aligned=p["tba"], output=p["output"], inlier_mask=p["inlier_mask"],
         exclude_mask=p["exclude_mask"], json_out=p["json_out"], report=p["report"], coreg=None,

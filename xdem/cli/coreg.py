@@ -152,6 +152,10 @@ def _subsample(_ctx: Any, _param: Any, value: float | None) -> float | int | Non
                    "each method's own: cubic for icp, lzd and dhminimize; bilinear for nuthkaab and nuthkaab_deramp "
                    "(backward compatibility). Cubic leaves a far lower floor under the residual on rough terrain "
                    "(see the docs' rigid page).")
+@click.option("--fit-interpolation", type=click.Choice(["lagrange", "lagrange6", "lagrange8"]), default=None,
+              help="How lzd's fit evaluates TBA between pixels: 4 (default), 6 or 8 points per axis. lagrange8 on "
+                   "steep terrain with waves down to 2-3 pixels (a shift within 0.002 m where 4 points leave 0.007 m; "
+                   "larger windows: see the docs' rigid page).")
 @click.option("--allow-divergence", is_flag=True,
               help="Accept a partial result when the shift estimate diverges (warning, horizontal shift reset) "
                    "instead of failing with exit code 1.")

@@ -29,7 +29,7 @@ from xdem.coreg._point_sample import PointSample
 from xdem.coreg._shift import shift_dem
 from xdem.coreg._windows import gather_windows
 from xdem.io.grid import dask_data, get_resolution, get_transform
-from xdem.kernels.interp import FIT_INTERPOLATION, footprint, interp_windows_kernel
+from xdem.kernels.interp import FIT_INTERPOLATION, footprint, interp_windows_kernel, interp_windows_separable
 from xdem.kernels.lzd import window_gradient
 from xdem.kernels.rigid import InverseCoefficients, solve_elevation, split_matrix
 from xdem.points.bucket import pixel_positions
@@ -198,13 +198,15 @@ class RigidSampler:
         r0 = (self.wrow[ids] - self.half).astype(np.float64)
         c0 = (self.wcol[ids] - self.half).astype(np.float64)
         lo, hi = self.before, self.size - self.after
+        # the 4 x 4 interpolations as they always were; the larger footprints by separable sums
+        interpolate = interp_windows_kernel if self.before <= 1 else interp_windows_separable
 
         def sample(pr: np.ndarray, pc: np.ndarray, idx: np.ndarray) -> np.ndarray:
             whole = idx.size == len(r0)  # every point (idx is 0..n-1): no copy of the windows
             lr, lc = (pr - r0, pc - c0) if whole else (pr - r0[idx], pc - c0[idx])
             out = ~((lr >= lo) & (lr < hi) & (lc >= lo) & (lc < hi))
             esc.note(idx[out], pr[out], pc[out])
-            return interp_windows_kernel(sub if whole else sub[idx], lr, lc, resampling=self.interpolation)
+            return interpolate(sub if whole else sub[idx], lr, lc, resampling=self.interpolation)
 
         u, rows, cols = solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz,
                                         z0=float(self.centre[2]))
@@ -291,7 +293,8 @@ class RigidSample:
         return cls(sample=s, x=x, y=y, ref=ref, gx=gx, gy=gy, centre=centre, sampler=sampler)
 
     @classmethod
-    def from_points(cls, ps: PointSample, *, start: np.ndarray, min_count: int, half: int = 2) -> RigidSample:
+    def from_points(cls, ps: PointSample, *, start: np.ndarray, min_count: int, half: int = 2,
+                    interpolation: str = FIT_INTERPOLATION) -> RigidSample:
         """The drawn points as the sample of a DEM moved onto them: the points' positions are
         the sampled positions, their elevations the reference, the gradient that of the DEM
         moved by ``start`` at the points (:func:`moved_gradient`, half a pixel apart; the
@@ -302,7 +305,7 @@ class RigidSample:
         prow, pcol = pixel_positions(dem, pts.x, pts.y)
         centre = ps.centre()
         sampler = RigidSampler(dem, np.floor(np.nan_to_num(prow)).astype(np.int64),
-                               np.floor(np.nan_to_num(pcol)).astype(np.int64), interpolation=FIT_INTERPOLATION,
+                               np.floor(np.nan_to_num(pcol)).astype(np.int64), interpolation=interpolation,
                                half=half, centre=centre, x=pts.x, y=pts.y)
         ref = np.asarray(pts.z, dtype=np.float64).copy()
         gx, gy = moved_gradient(sampler, start, ref, gradient_step(dem))

@@ -25,6 +25,7 @@ from xdem.coreg.base import FitData, register
 from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
 from xdem.io.grid import check_projected, get_resolution, grid_shape
+from xdem.kernels.interp import FIT_INTERPOLATION, FIT_INTERPOLATIONS, footprint
 from xdem.kernels.lzd import increment_matrix, lzd_step, step_motion
 from xdem.kernels.rigid import rigid_matrix, rotation_matrix, rotations_of, split_matrix
 from xdem.kernels.robust import nmad
@@ -68,7 +69,12 @@ class LZD(RigidCoreg):
     convolution and bilinear interpolation displace the phase of short waves by up to 0.01
     pixel depending on the fraction of a pixel (:mod:`xdem.kernels.interp`), which a pure
     shift on steep terrain turns into a bias of about 0.001 pixel; the Lagrange
-    interpolation, with the same 4 x 4 footprint, leaves about 0.0001 pixel.
+    interpolation, with the same 4 x 4 footprint, leaves about 0.0001 pixel on terrain whose
+    shortest waves are 8 pixels or more. On rougher terrain, whose spectrum reaches 2 to 3
+    pixels, it still leaves about 0.0015 pixel (0.007 m at 5 m pixels);
+    ``fit_interpolation="lagrange8"`` (8 x 8 points, windows of 10 x 10 pixels) brings that to
+    about 0.0004 pixel, at up to twice the fit's CPU time and 2.8 times the memory of the windows
+    (``docs/rigid.md``, section Rough terrain).
 
     ``resampling`` (``apply``) defaults to ``"cubic"``: resampling sets a floor under the
     residuals after ``apply``; on terrain with waves down to 50 m at 5 m pixels it is
@@ -114,6 +120,10 @@ class LZD(RigidCoreg):
         Seed of the reproducible subsample.
     resampling
         ``"cubic"`` (default) or ``"bilinear"``: the interpolation of ``apply``.
+    fit_interpolation
+        How the fit evaluates the moved DEM between pixels: ``"lagrange"`` (default, 4 points
+        per axis), ``"lagrange6"`` or ``"lagrange8"`` (6 or 8 points: less bias on terrain with
+        waves of 2 to 3 pixels, larger windows; :mod:`xdem.kernels.interp`).
     only_translation
         Estimate a translation only (3 unknowns; no rotation).
     outlier_factor
@@ -156,7 +166,7 @@ class LZD(RigidCoreg):
 
     #: What it can do (:class:`~xdem.coreg.Capabilities`).
     tags = RigidCoreg.tags.but(horizontal=True, fits_points=True, initial_shift=True)
-    _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels
+    _half: ClassVar[int] = 2  # windows of 6 x 6 pixels around the sampled pixels (4-point fit interpolation)
     _min_points: ClassVar[int] = 100
     history_labels: ClassVar[tuple[str, ...]] = ("rotation_x", "rotation_y", "rotation_z", "shift_x", "shift_y", "shift_z")
 
@@ -174,6 +184,7 @@ class LZD(RigidCoreg):
         on_divergence: str = "raise",
         fit_minimizer: Callable[..., object] | None = None,
         fit_loss_func: str | None = None,
+        fit_interpolation: str = FIT_INTERPOLATION,
     ) -> None:
         self.fit_minimizer = fit_minimizer
         self.fit_loss_func = fit_loss_func
@@ -186,6 +197,7 @@ class LZD(RigidCoreg):
         self.outlier_factor = outlier_factor
         self.initial_shift = initial_shift
         self.on_divergence = on_divergence
+        self.fit_interpolation = fit_interpolation
 
     # --- parameters ---------------------------------------------------------------------
     def _check_params(self) -> tuple[float, float, float]:
@@ -201,7 +213,14 @@ class LZD(RigidCoreg):
         if not isinstance(self.only_translation, (bool, np.bool_)):
             raise InputError(f"only_translation must be True or False, got {self.only_translation!r}")
         check_divergence_params(initial_shift=self.initial_shift, on_divergence=self.on_divergence)
+        if self.fit_interpolation not in FIT_INTERPOLATIONS:
+            raise InputError(f"fit_interpolation must be one of {', '.join(map(repr, FIT_INTERPOLATIONS))}, got "
+                             f"{self.fit_interpolation!r}")
         return initial_shift_of(self.initial_shift)
+
+    def _window_half(self) -> int:
+        """``half`` of the fit's windows: as much room either way as the 4-point default has."""
+        return max(self._half, footprint(self.fit_interpolation)[0] + 1)
 
     # --- fit ----------------------------------------------------------------------------------
     def _fit_points(self, data: PointFitData) -> None:
@@ -216,7 +235,8 @@ class LZD(RigidCoreg):
         ps = PointSample.from_points(data, subsample=self.subsample, random_state=self.random_state, what="LZD")
         m0 = np.eye(4)
         m0[:3, 3] = np.asarray(shift) * ps.sign  # the DEM moves: reversed for (dem, points)
-        ss = RigidSample.from_points(ps, start=m0, min_count=self._min_points, half=self._half)
+        ss = RigidSample.from_points(ps, start=m0, min_count=self._min_points, half=self._window_half(),
+                                     interpolation=self.fit_interpolation)
         unknowns = self._unknowns(ss)
         pixel, shape = float(np.mean(get_resolution(data.dem))), grid_shape(data.dem)
         run = _PointRun(self, ss, m0, unknowns, pixel=pixel, shape=shape, z=ps.points.z)
@@ -268,7 +288,8 @@ class LZD(RigidCoreg):
         start[:3, 3] = shift
         start = start @ prior
         ss = RigidSample.from_pair(data, subsample=self.subsample, random_state=self.random_state,
-                                   min_count=self._min_points, what="LZD", start=start, half=self._half)
+                                   min_count=self._min_points, what="LZD", start=start, half=self._window_half(),
+                                   interpolation=self.fit_interpolation)
         unknowns = self._unknowns(ss)
         run = _Run(self, ss, start, unknowns, pixel=float(np.mean(get_resolution(data.ref))),
                    shape=grid_shape(data.ref), prior=prior)

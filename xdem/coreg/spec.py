@@ -65,6 +65,7 @@ METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
     "resampling": ("resampling",),
     "block_size": ("block_size",),
     "block_iterations": ("n_iterations",),
+    "fit_interpolation": ("fit_interpolation",),
 }
 #: Option -> the ``xdem coreg`` flag setting it (named in the messages).
 OPTION_FLAGS = {k: "--" + k.replace("_", "-") for k in METHOD_OPTIONS}
