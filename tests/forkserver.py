@@ -14,7 +14,7 @@ Protocol, one JSON object per line on stdin, one answer per line on stdout:
 
 - ``{"op": "run", "args": [...], "cwd": ..., "env": {...}, "stdout": path, "stderr": path,
   "sigint": "default" | "ignore"}`` -> ``{"pid": N}``; with ``"script": path`` instead of
-  ``"args"``, the child runs that script as ``python path`` would (``__main__``, ``sys.argv``,
+  ``"args"``, the child runs that script as ``python path *args`` would (``__main__``, ``sys.argv``,
   ``sys.path[0]`` its folder). With ``"finalize": true``, the child ends with the interpreter's
   whole shutdown (module teardown included: what an object's ``__del__`` prints then appears
   in its stderr), as a fresh process would; otherwise see :func:`_child`. The child starts like a fresh Python:
@@ -73,7 +73,7 @@ def _child(req: dict) -> None:
     script = req.get("script")
     try:
         if script is not None:
-            sys.argv = [script]
+            sys.argv = [script, *req["args"]]
             sys.path[0] = os.path.dirname(script)
             runpy.run_path(script, run_name="__main__")
         else:
@@ -152,7 +152,7 @@ class ForkServer:
 
     def run(self, args: list[str], *, cwd: Path, stdout: Path, stderr: Path, env: dict | None = None,
             sigint: str = "default", script: Path | None = None, finalize: bool = False) -> int:
-        """Start ``xdem *args`` (or ``python script``, ``args`` empty) in a child; returns its pid.
+        """Start ``xdem *args`` (or ``python script *args``) in a child; returns its pid.
         ``finalize``: the child ends with the interpreter's whole shutdown (see the protocol)."""
         req = {"op": "run", "args": args, "cwd": str(cwd), "env": env or {}, "stdout": str(stdout),
                "stderr": str(stderr), "sigint": sigint, "finalize": finalize,

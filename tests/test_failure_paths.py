@@ -3,7 +3,10 @@ output, a diverging fit, a failure after the output was written. Each failure mu
 line naming the file and saying what to do, exit code 1 (143 for SIGTERM), and nothing new left
 in the output folder.
 
-CLI tests run ``python -m xdem`` in a real child process (signals are sent to it).
+CLI tests run ``xdem`` in a real child process (signals are sent to it), forked by a fork server
+(tests/forkserver.py) that has imported xdem once: each child is its own process (its signals,
+threads, exit code) and ends with the interpreter's whole shutdown, as ``python -m xdem`` does;
+only the seconds of imports per run are saved (no test here is about the start-up).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from forkserver import ForkServer
 from helpers import write_tif
 
 import xdem
@@ -39,17 +44,70 @@ ROOT = Path(__file__).resolve().parents[1]
 FAR = (-260.0, 120.0)
 
 
-def _xdem(*args: str, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "xdem", *args], capture_output=True, text=True, env=env,
-                          timeout=120, **kw)
+#: The module's fork server and a folder for its children's stdout and stderr (see :func:`forks`).
+_FORKS: dict[str, Any] = {}
 
 
-def _popen(*args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    # SIGINT back to its default: a child started with it ignored (the launching shell's) keeps ignoring it
-    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+@pytest.fixture(scope="module", autouse=True)
+def forks(tmp_path_factory):
+    """The fork server of the module's ``xdem`` runs; its environment is the test's (BLAS threads
+    included: the runs compute as a fresh ``python -m xdem`` would)."""
+    _FORKS.update(server=ForkServer(pythonpath=str(ROOT), env={}), logs=tmp_path_factory.mktemp("fork-logs"), n=0)
+    yield _FORKS["server"]
+    _FORKS.pop("server").close()
+
+
+class _Child:
+    """A command running in a forked child, with the part of :class:`subprocess.Popen` used here."""
+
+    def __init__(self, args: list[str], *, script: Path | None = None) -> None:
+        _FORKS["n"] += 1
+        self.out, self.err = (_FORKS["logs"] / f"{_FORKS['n']}.{name}" for name in ("out", "err"))
+        self.pid = _FORKS["server"].run(args, cwd=Path.cwd(), stdout=self.out, stderr=self.err, script=script,
+                                        finalize=True)
+        self.returncode: int | None = None
+
+    def _state(self) -> str:
+        """The process state letter (``Z``: ended, not yet reaped by the server)."""
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
+
+    def wait(self, timeout: float = 180) -> int:
+        if self.returncode is None:
+            self.returncode = _FORKS["server"].wait(self.pid, timeout=timeout)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._state() in ("Z", "X", "?"):
+            self.wait()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:  # never a reaped (possibly reused) pid
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float = 180) -> tuple[str, str]:
+        self.wait(timeout)
+        return self.out.read_text(), self.err.read_text()
+
+
+def _xdem(*args: str) -> subprocess.CompletedProcess:
+    child = _Child(list(args))
+    out, err = child.communicate(timeout=120)
+    return subprocess.CompletedProcess(["xdem", *args], child.returncode, out, err)
+
+
+def _popen(*args: str) -> _Child:
+    """``xdem ARGS`` (``args`` starting with ``-m xdem``) or ``python SCRIPT ARGS``, not waited for;
+    SIGINT raises KeyboardInterrupt in it, as in a fresh Python started with SIGINT's default."""
+    if args[:2] == ("-m", "xdem"):
+        return _Child(list(args[2:]))
+    return _Child(list(args[1:]), script=Path(args[0]))
 
 
 def _one_line_error(stderr: str, *needles: str) -> str:
@@ -66,7 +124,7 @@ def _temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith((".xdem-tmp-", ".xdem-lock-")))
 
 
-def _wait_for_temp(proc: subprocess.Popen, folder: Path, *, name: str = "blocks.tif", pid: int | None = None,
+def _wait_for_temp(proc: _Child, folder: Path, *, name: str = "blocks.tif", pid: int | None = None,
                    timeout: float = 60) -> None:
     """Wait until a temp file ``*name`` (of process ``pid``, if given) is in ``folder``."""
     t0 = time.time()
@@ -98,14 +156,14 @@ def big_pair(tmp_path_factory):
     return folder / "ref.tif", folder / "tba.tif"
 
 
-def _big_coreg(big_pair, out: Path, *extra: str) -> subprocess.Popen:
+def _big_coreg(big_pair, out: Path, *extra: str) -> _Child:
     ref, tba = big_pair
     return _popen("-m", "xdem", "coreg", str(ref), str(tba), "-o", str(out), "--method", "vshift", "-q",
                   "--no-stats", *extra)
 
 
 def _signal_mid_write(big_pair, folder: Path, out: Path, sig: int, *extra: str,
-                      phase: str = "blocks.tif") -> subprocess.Popen:
+                      phase: str = "blocks.tif") -> _Child:
     """Start a big coreg and deliver ``sig`` while it is verifiably mid-write: the child is
     stopped (SIGSTOP) once the phase's temp file appears, and the signal is sent only if that
     temp is still there and the output not yet in place, then the child continues. On a loaded
@@ -158,7 +216,7 @@ def test_cli_damaged_tile(tmp_path, scheduler):
     """Also from a worker process: the error must survive pickling (no GDAL exception attached)."""
     path = _damaged_tif(tmp_path / "rot.tif")
     res = _xdem("coreg", str(path), str(path), "-o", str(tmp_path / "out.tif"), "--method", "vshift",
-                "--scheduler", scheduler, *(["--workers", "2"] if scheduler == "processes" else []))
+                "--scheduler", scheduler, *(["--workers", "1"] if scheduler == "processes" else []))
     assert res.returncode == 1
     _one_line_error(res.stderr, str(path), "tile column 2 row 1", "copy or download it again")
     assert not (tmp_path / "out.tif").exists() and _temps(tmp_path) == []
@@ -396,7 +454,7 @@ def test_sigterm_during_write_cleans_up_like_ctrl_c(tmp_path, big_pair, schedule
     """SIGTERM in the block-writing pass (dask) or in GDAL's COG copy (handled when it returns)."""
     out = tmp_path / "out.tif"
     proc = _signal_mid_write(big_pair, tmp_path, out, signal.SIGTERM, "--scheduler", scheduler,
-                             *(["--workers", "2"] if scheduler == "processes" else []), phase=phase)
+                             *(["--workers", "1"] if scheduler == "processes" else []), phase=phase)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     _one_line_error(stderr, "terminated by SIGTERM")

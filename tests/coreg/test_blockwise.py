@@ -70,6 +70,17 @@ def _tba(move, chunks=BLOCK):
 
 
 @pytest.fixture(scope="module")
+def translated():
+    """TBA moved by the constant :func:`_translation` (built once: 0.5 s of terrain evaluation)."""
+    return _tba(_translation)
+
+
+def _copy(tba: xr.DataArray) -> xr.DataArray:
+    """An in-memory copy of a module TBA that a test may change (never the shared one)."""
+    return tba.compute().copy(deep=True)
+
+
+@pytest.fixture(scope="module")
 def fitted(ref):
     """Each smooth field fitted once (default parameters, NuthKaab per tile)."""
     out = {}
@@ -126,10 +137,10 @@ def test_no_seams_at_tile_borders(ref, fitted):
         assert np.nanpercentile(jump_b, 99) < 1.5 * np.nanpercentile(jump_i, 99) + 0.005, name
 
 
-def test_pure_translation_gives_the_global_answer(ref):
+def test_pure_translation_gives_the_global_answer(ref, translated):
     """A constant offset: every tile and the field give NuthKaab's global translation (to 2 cm:
     the tiles see fewer points than the global fit, and the fits' own precision is ~1 cm)."""
-    tba = _tba(_translation)
+    tba = translated
     bw = BlockwiseCoreg(NuthKaab(), block_size=BLOCK).fit(ref, tba)
     g = NuthKaab().fit(ref, tba)
     xs, ys = np.meshgrid(np.linspace(X0, X0 + N * RES, 7), np.linspace(Y0, Y0 + N * RES, 7))  # corners included
@@ -142,10 +153,10 @@ def test_pure_translation_gives_the_global_answer(ref):
     assert nmad(dh) < nmad(dh_global) + 0.005  # both at the level of bilinear resampling noise (~2 cm)
 
 
-def test_tiles_without_data_or_masked_are_rejected_and_extrapolated(ref):
+def test_tiles_without_data_or_masked_are_rejected_and_extrapolated(ref, fitted):
     """An all-NaN tile and a tile masked out (a glacier: changed by -20 m, excluded by the inlier
     mask) are rejected with their reason; the field from the others still corrects them."""
-    tba = _tba(_linear).copy(deep=True).load()
+    tba = _copy(fitted["linear"][0])
     tba.values[:BLOCK, :BLOCK] = np.nan  # a corner tile without data
     tba.values[500:750, 250:500] -= 20.0  # a glacier
     tba = tba.chunk(BLOCK)
@@ -166,10 +177,10 @@ def test_tiles_without_data_or_masked_are_rejected_and_extrapolated(ref):
     assert nmad(dh[500:750, 250:500] + 20.0) <= 0.05  # the glacier tile is corrected by the field too
 
 
-def test_outlier_tile_is_rejected(ref):
+def test_outlier_tile_is_rejected(ref, fitted):
     """One tile whose data is offset by 15 m horizontally against its neighbours (a blunder):
     rejected as an outlier, the others are used and the DEM outside that tile is corrected."""
-    tba = _tba(_linear).load()
+    tba = _copy(fitted["linear"][0])
     bad = _tba(lambda x, y: tuple(a + b for a, b in zip(_linear(x, y), (15.0, 0.0, 0.0)))).values
     tba.values[250:500, 500:750] = bad[250:500, 500:750]
     tba = tba.chunk(BLOCK)
@@ -205,8 +216,8 @@ def test_all_nan_pair_raises_a_clear_error(ref):
         BlockwiseCoreg(NuthKaab(), block_size=BLOCK).fit(ref, tba)
 
 
-def test_parameters_are_validated_in_fit(ref):
-    tba = _tba(_translation)
+def test_parameters_are_validated_in_fit(ref, translated):
+    tba = translated
     for bad in ({"degree": 3}, {"min_valid": 0}, {"smoothing": -1.0}, {"resampling": "nearest"},
                 {"n_iterations": 0}, {"step": xdem.coreg.TerrainBias()}):
         with pytest.raises(InputError):
@@ -237,10 +248,10 @@ def test_apply_is_lazy_and_bounded(ref, fitted):
     assert m.max_2d_bytes <= BLOCK * BLOCK * 8
 
 
-def test_chunk_independent_fit_and_apply(ref):
+def test_chunk_independent_fit_and_apply(ref, fitted):
     """Same learned numbers (to 1e-9) and outputs for other chunkings (not multiples of the
     tiles) and both schedulers, with two iterations (the second fits on the warped DEM)."""
-    tba = _tba(_quadratic)
+    tba = fitted["quadratic"][0]
 
     def run(r, t):
         bw = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(r, t)
@@ -256,7 +267,7 @@ def test_chunk_independent_fit_and_apply(ref):
         np.testing.assert_allclose(got_o, base_o, atol=1e-6, rtol=0, equal_nan=True)
 
 
-def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
+def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monkeypatch):
     """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per tile (the
     draw, which also counts the tile), a later round none (the field moves the positions read by
     well under 2 pixels here: the draw's windows of tba hold them): no counting pass, no warp of
@@ -267,7 +278,7 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, monkeypatch):
     import xdem.coreg.blockwise as bw_module
     from xdem.testing import _learned_numbers
 
-    tba = _tba(_quadratic)
+    tba = fitted["quadratic"][0]
     tiles = (N // BLOCK) ** 2
     with count_computes() as c, dask.config.set(scheduler="synchronous"):  # tiles one after the other: all counted
         fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)

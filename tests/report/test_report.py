@@ -272,20 +272,24 @@ window.addEventListener("load", function () {
                                       function (e) { return [e.getAttribute("data-key"), e.textContent]; });
   var pre = document.createElement("pre");
   pre.id = "xdem-check";
+  pre.style.display = "none";  // in the DOM, not on the screenshot: the page is shown as it is
   pre.textContent = JSON.stringify({images: imgs, keys: keys});
   document.body.appendChild(pre);
 });
 </script>"""
 
 
-def shown_in_chromium(page: Path, probe: Path) -> dict:
+def shown_in_chromium(page: Path, probe: Path, *screenshot: str) -> dict:
     """What headless Chromium shows of ``page``: ``{"images": [[w, h], ...], "keys": ...}`` read by
-    :data:`_CHECK_SCRIPT` from a copy of the page written to ``probe``."""
+    :data:`_CHECK_SCRIPT` from a copy of the page written to ``probe``. ``screenshot``: Chromium's
+    ``--screenshot=PNG`` and ``--window-size=W,H``, taken by the same browser run (one start-up
+    instead of two; the check's output is hidden, so the picture is the page's); the run is in
+    ``check["proc"]``."""
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _CHECK_SCRIPT + "</body>"), encoding="utf-8")
-    proc = _run_chromium("--dump-dom", probe.as_uri())
-    found = re.search(r'<pre id="xdem-check">(.*?)</pre>', proc.stdout, re.S)
+    proc = _run_chromium("--dump-dom", *screenshot, probe.as_uri())
+    found = re.search(r'<pre id="xdem-check"[^>]*>(.*?)</pre>', proc.stdout, re.S)
     assert found, f"Chromium did not run the check (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    return json.loads(_html.unescape(found.group(1)))
+    return {**json.loads(_html.unescape(found.group(1))), "proc": proc}
 
 
 @pytest.mark.slow
@@ -303,7 +307,8 @@ def test_report_in_headless_chromium(pair_files, tmp_path):
     summary = json.loads(js.read_text())
 
     # Every image decodes and every number equals the JSON, as the browser shows them.
-    check = shown_in_chromium(report, tmp_path / "probe.html")
+    shot = tmp_path / "report.png"  # and a screenshot of the whole page, by the same browser run
+    check = shown_in_chromium(report, tmp_path / "probe.html", f"--screenshot={shot}", "--window-size=1400,3000")
     assert len(check["images"]) >= 4
     assert all(w > 0 and h > 0 for w, h in check["images"]), check["images"]
     shown = dict(check["keys"])
@@ -314,9 +319,7 @@ def test_report_in_headless_chromium(pair_files, tmp_path):
     assert compared >= 30
 
     # Screenshot of the whole page: a real, non-blank picture.
-    shot = tmp_path / "report.png"
-    proc = _run_chromium(f"--screenshot={shot}", "--window-size=1400,3000", report.as_uri())
-    assert shot.exists(), proc.stderr[-2000:]
+    assert shot.exists(), check["proc"].stderr[-2000:]
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (3000, 1400)
     assert pixels[..., :3].std() > 0.05  # not a blank page

@@ -15,7 +15,7 @@ import rasterio
 from click.testing import CliRunner
 from helpers import compare_shown, json_at
 from shapely.geometry import Point, box
-from test_report import _run_chromium, shown_in_chromium
+from test_report import shown_in_chromium
 
 import xdem
 from xdem.cli import main
@@ -27,10 +27,9 @@ pytestmark = pytest.mark.slow
 
 def _browser_check(report, tmp_path, name):
     """Images and data-key texts as Chromium shows them; a screenshot ``<name>.png`` in tmp_path."""
-    check = shown_in_chromium(report, tmp_path / f"{name}-probe.html")
     shot = tmp_path / f"{name}.png"
-    proc = _run_chromium(f"--screenshot={shot}", "--window-size=1400,2400", report.as_uri())
-    assert shot.exists(), proc.stderr[-2000:]
+    check = shown_in_chromium(report, tmp_path / f"{name}-probe.html", f"--screenshot={shot}", "--window-size=1400,2400")
+    assert shot.exists(), check["proc"].stderr[-2000:]
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (2400, 1400) and pixels[..., :3].std() > 0.05  # a real, non-blank page
     return check

@@ -275,13 +275,14 @@ def test_coreg_report_numbers_in_headless_chromium(coreg_report, tmp_path):
         assert shown[key] == fmt(json_at(doc, key)), key
 
 
-def test_cli_report_takes_masks(glacier_files, tmp_path):
+def test_cli_report_takes_masks(glacier_files, coreg_report, tmp_path):
+    """``xdem report`` with and without ``--exclude-mask`` on the aligned DEM of the module's
+    ``xdem coreg --exclude-mask`` run (the fixture's: the same command, with its report too)."""
     f = glacier_files
     runner = CliRunner()
-    res = runner.invoke(main, ["coreg", str(f / "ref.tif"), str(f / "tba.tif"), "-o", str(tmp_path / "a.tif"),
-                               "--exclude-mask", str(f / "glacier.gpkg"), "-q"])
-    assert res.exit_code == 0, res.output
-    base = ["report", str(f / "ref.tif"), str(f / "tba.tif"), str(tmp_path / "a.tif"), "--subsample", "5000"]
+    aligned = coreg_report[1].with_name("a.tif")
+    assert aligned.exists()
+    base = ["report", str(f / "ref.tif"), str(f / "tba.tif"), str(aligned), "--subsample", "5000"]
     res = runner.invoke(main, [*base, "-o", str(tmp_path / "m.html"), "--exclude-mask", str(f / "glacier.gpkg")])
     assert res.exit_code == 0, res.output
     res = runner.invoke(main, [*base, "-o", str(tmp_path / "n.html")])
