@@ -25,11 +25,14 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 __all__ = ["rotation_matrix", "rotations_of", "rigid_matrix", "split_matrix", "transform_points",
-           "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS"]
+           "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS",
+           "FIXED_POINT_TOLERANCE"]
 
 #: Iterations of the fixed point in :func:`solve_elevation` before giving up (never reached
 #: for rotations about x and y below several degrees).
 MAX_FIXED_POINT_ITERATIONS = 20
+#: Relative change of the moved elevation at which the fixed point of :func:`solve_elevation` stops.
+FIXED_POINT_TOLERANCE = 1e-9
 
 
 def rotation_matrix(rx: float, ry: float, rz: float, *, degrees: bool = True) -> np.ndarray:
@@ -145,7 +148,7 @@ def solve_elevation(
     k: float,
     rzz: float,
     z0: float = 0.0,
-    tol: float = 1e-9,
+    tol: float = FIXED_POINT_TOLERANCE,
     starts: tuple[float, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The moved elevation at output pixels, by fixed-point iteration.
