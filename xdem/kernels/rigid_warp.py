@@ -27,7 +27,7 @@ import numpy as np
 
 from xdem.kernels.warp import CODES, interp_one
 
-__all__ = ["ONE_STEP_PX", "one_step_level", "rigid_affine_strip", "rigid_arrays_strip"]
+__all__ = ["ONE_STEP_PX", "one_step_range", "one_step_level", "rigid_affine_strip", "rigid_arrays_strip"]
 
 #: Largest possible change of a source position (pixels) over the moved elevations of a chunk
 #: for which each pixel is read once (the one-step route).
@@ -38,15 +38,37 @@ ONE_STEP_PX = 1e-6
 _OVERSHOOT = 2.0
 
 
+def one_step_range(window: np.ndarray, a_lo: float, a_hi: float, *, rzz: float, k: float
+                   ) -> tuple[float, float] | None:
+    """Bounds of the moved elevation ``z = (a + rzz v) / (1 - k)`` for ``a`` in ``[a_lo, a_hi]``
+    and ``v`` any interpolated value of ``window`` (within :data:`_OVERSHOOT` half-ranges of the
+    middle of its finite values); ``None`` if nothing is finite.
+
+    Examples
+    --------
+    >>> one_step_range(np.array([[1000.0, 2000.0]]), 0.0, 1.0, rzz=1.0, k=0.0)
+    (500.0, 2501.0)
+    """
+    if not (math.isfinite(a_lo) and math.isfinite(a_hi)):
+        return None
+    finite = window[np.isfinite(window)]
+    if finite.size == 0:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * _OVERSHOOT
+    scale = 1.0 / (1.0 - k)
+    zs = [(a + rzz * v) * scale for a in (a_lo, a_hi) for v in (mid - half, mid + half)]
+    return min(zs), max(zs)
+
+
 def one_step_level(window: np.ndarray, a_lo: float, a_hi: float, slope: float, *, rzz: float,
                    k: float) -> float | None:
     """The moved elevation at which every pixel of a chunk can be read once, or ``None``.
 
-    The moved elevation is ``z = (a + rzz v) / (1 - k)`` with ``a`` in ``[a_lo, a_hi]`` over the
-    chunk and ``v`` an interpolated value of ``window`` (within :data:`_OVERSHOOT` half-ranges
-    of the middle of its finite values); positions change by ``slope`` pixels per unit of
-    moved elevation. If ``slope`` times the range of ``z`` is at most :data:`ONE_STEP_PX`,
-    the middle of that range; else ``None`` (the fixed point is needed).
+    The moved elevations are within :func:`one_step_range`; positions change by ``slope``
+    pixels per unit of moved elevation. If ``slope`` times the width of that range is at most
+    :data:`ONE_STEP_PX`, its middle (every position is then within half of
+    :data:`ONE_STEP_PX` of its fixed point's); else ``None`` (the fixed point is needed).
 
     Examples
     --------
@@ -56,19 +78,10 @@ def one_step_level(window: np.ndarray, a_lo: float, a_hi: float, slope: float, *
     >>> one_step_level(w, 0.5, 0.7, 1e-8, rzz=1.0, k=0.0) is None  # 2e-5 px: the fixed point
     True
     """
-    if not (math.isfinite(slope) and math.isfinite(a_lo) and math.isfinite(a_hi)):
+    bounds = one_step_range(window, a_lo, a_hi, rzz=rzz, k=k)
+    if bounds is None or not math.isfinite(slope) or slope * (bounds[1] - bounds[0]) > ONE_STEP_PX:
         return None
-    finite = window[np.isfinite(window)]
-    if finite.size == 0:
-        return None
-    lo, hi = float(finite.min()), float(finite.max())
-    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * _OVERSHOOT
-    scale = 1.0 / (1.0 - k)
-    zs = [(a + rzz * v) * scale for a in (a_lo, a_hi) for v in (mid - half, mid + half)]
-    z_lo, z_hi = min(zs), max(zs)
-    if slope * (z_hi - z_lo) > ONE_STEP_PX:
-        return None
-    return 0.5 * (z_lo + z_hi)
+    return 0.5 * (bounds[0] + bounds[1])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
