@@ -467,9 +467,7 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
     nr, nc = out.shape
     cols = np.arange(c0, c0 + nc)
     starts = tuple(float(v) for v in np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
-    common = dict(z0=spec.z0, k=inv.k, rzz=inv.rzz, tol=FIXED_POINT_TOLERANCE, starts=starts,
-                  max_iter=MAX_FIXED_POINT_ITERATIONS, resampling=spec.resampling, src_shape=spec.src.shape,
-                  footprint=footprint(spec.resampling))
+    taps = footprint(spec.resampling)
     affine = _affine_coefficients(spec, inv)
     z_one = None
     if affine is not None:
@@ -483,7 +481,9 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
         vals = buf[:n]
         if affine is not None:
             escaped = rigid_affine_strip(window, window0, (r0 + s, r0 + s + n), (c0, c0 + nc), coef, drow=drow,
-                                         dcol=dcol, z_one=z_one, out=vals, **common)  # type: ignore[arg-type]
+                                         dcol=dcol, z_one=z_one, out=vals, z0=spec.z0, k=inv.k, rzz=inv.rzz,
+                                         tol=FIXED_POINT_TOLERANCE, starts=starts, max_iter=MAX_FIXED_POINT_ITERATIONS,
+                                         resampling=spec.resampling, src_shape=spec.src.shape, footprint=taps)
             xf = yf = None
             if spec.op.surfaces:
                 xf, yf = spec.grid.centres(rows[:, None], cols[None, :])
@@ -494,7 +494,9 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
             slope = float(np.max(np.hypot(m.drow, m.dcol)))
             z_one = one_step_level(window, float(np.min(a)), float(np.max(a)), slope, rzz=inv.rzz, k=inv.k)
             vals, escaped = rigid_arrays_strip(window, window0, m.prow, m.pcol, m.drow, m.dcol, a, z_one=z_one,
-                                               **common)  # type: ignore[arg-type]
+                                               z0=spec.z0, k=inv.k, rzz=inv.rzz, tol=FIXED_POINT_TOLERANCE,
+                                               starts=starts, max_iter=MAX_FIXED_POINT_ITERATIONS,
+                                               resampling=spec.resampling, src_shape=spec.src.shape, footprint=taps)
             xf, yf = m.xf, m.yf
         if escaped:
             _fail_outside(spec)

@@ -255,10 +255,10 @@ def rigid_affine_strip(
     >>> round(float(out[0, 0]), 9)  # z = 5 + 0.01 z
     5.050505051
     """
-    one = z_one is not None
+    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
     coef = np.asarray(coef, dtype=np.float64)
     if one:
-        shift_r, shift_c = float(drow) * (float(z_one) - float(z0)), float(dcol) * (float(z_one) - float(z0))
+        shift_r, shift_c = float(drow) * (level - float(z0)), float(dcol) * (level - float(z0))
         if _corners_inside(window.shape, window0, rows, cols, coef, shift_r, shift_c, footprint):
             _affine_one_step_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
                                   coef, shift_r, shift_c, 1.0 / (1.0 - k), float(rzz), CODES[resampling], out)
@@ -266,7 +266,7 @@ def rigid_affine_strip(
     return int(_affine_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
                             coef, float(drow), float(dcol), float(z0), 1.0 / (1.0 - k),
                             float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
-                            CODES[resampling], one, float(z_one) if one else 0.0, int(src_shape[0]),  # type: ignore[arg-type]
+                            CODES[resampling], one, level, int(src_shape[0]),
                             int(src_shape[1]), int(footprint[0]), int(footprint[1]), out))
 
 
@@ -293,9 +293,9 @@ def rigid_arrays_strip(
     p0, c0, dr, dc, a0 = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), shape)).reshape(-1)
                           for v in (prow0, pcol0, drow, dcol, a))
     out = np.empty(p0.size, dtype=np.float64)
-    one = z_one is not None
+    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
     esc = _arrays_loop(_window(window), float(window0[0]), float(window0[1]), p0, c0, dr, dc, a0, float(z0),
                        1.0 / (1.0 - k), float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
-                       CODES[resampling], one, float(z_one) if one else 0.0, int(src_shape[0]),  # type: ignore[arg-type]
+                       CODES[resampling], one, level, int(src_shape[0]),
                        int(src_shape[1]), int(footprint[0]), int(footprint[1]), out)
     return out.reshape(shape), int(esc)
