@@ -41,7 +41,8 @@ from xdem.io.grid import Grid, crs_key, dask_data, same_crs
 from xdem.io.sources import find_sources, region_reader, register_source
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
-from xdem.kernels.rigid import InverseCoefficients, rigid_matrix, solve_elevation, split_matrix
+from xdem.kernels.rigid import FIXED_POINT_TOLERANCE, MAX_FIXED_POINT_ITERATIONS, InverseCoefficients, rigid_matrix, split_matrix
+from xdem.kernels.rigid_warp import one_step_level, rigid_affine_strip, rigid_arrays_strip
 from xdem.kernels.surface import polynomial_surface
 from xdem.kernels.warp import interp_positions_kernel, lattice_bilinear
 
@@ -414,31 +415,94 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
     before, after = footprint(spec.resampling)
     wr0, wc0 = window0
     inv = spec.op.inverse()
+    if inv is not None:
+        _rigid_chunk(spec, inv, window, r0, c0, window0, out)
+        return out
     cols = np.arange(c0, c0 + shape[1])
-    starts = tuple(np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
 
-    def sample(prow: np.ndarray, pcol: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+    def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
         return interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
 
     for s in range(0, shape[0], STRIP_ROWS):
         rows = np.arange(r0 + s, r0 + min(s + STRIP_ROWS, shape[0]))
         m = _mapped(spec, rows, cols)
-        if inv is None:
-            _check_inside(spec, m.prow, m.pcol, window0, window.shape, before, after)
-            vals = sample(m.prow, m.pcol)
-            # frame coordinates exist only when a ramp needs them (see _mapped)
-            vals += spec.op.vertical(m.xf, m.yf) if m.xf is not None and m.yf is not None else spec.op.shift[2]
-            if m.vz is not None:
-                vals += m.vz
-        else:
-            qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
-            vals, prow, pcol = solve_elevation(sample, m.prow, m.pcol, m.drow, m.dcol, inv.a(qx, qy), k=inv.k,
-                                               rzz=inv.rzz, z0=spec.z0, starts=starts)
-            _check_inside(spec, prow, pcol, window0, window.shape, before, after)
-            if spec.op.surfaces and m.xf is not None and m.yf is not None:
-                vals -= spec.op.ramps(m.xf, m.yf)
+        _check_inside(spec, m.prow, m.pcol, window0, window.shape, before, after)
+        vals = sample(m.prow, m.pcol)
+        # frame coordinates exist only when a ramp needs them (see _mapped)
+        vals += spec.op.vertical(m.xf, m.yf) if m.xf is not None and m.yf is not None else spec.op.shift[2]
+        if m.vz is not None:
+            vals += m.vz
         out[s:s + rows.size] = vals
     return out
+
+
+def _affine_coefficients(spec: _Spec, inv: InverseCoefficients) -> tuple[np.ndarray, float, float] | None:
+    """On a grid and a source in the frame's CRS, the rigid mapping is affine in the output
+    pixel's (row, column): the 9 coefficients of :func:`xdem.kernels.rigid_warp.rigid_affine_strip`
+    (exact at pixel (0, 0), linear parts composed from the grids' transforms and the rotation:
+    the same numbers whatever the chunk) and the positions' change per unit of moved elevation;
+    ``None`` otherwise."""
+    if not (same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs)) or spec.op.fields:
+        return None
+    zero = np.zeros((1, 1))
+    prow0, pcol0, xf, yf, _ = _source_positions(spec, zero, zero, spec.z0)
+    a0 = inv.a(xf, yf)
+    t, s_inv, rt, r = spec.grid.transform, ~spec.src.transform, inv.rt, inv.rotation
+    # motion of the source point at fixed moved elevation per output column and per output row
+    dx_c, dy_c = rt[0, 0] * t.a + rt[0, 1] * t.d, rt[1, 0] * t.a + rt[1, 1] * t.d
+    dx_r, dy_r = rt[0, 0] * t.b + rt[0, 1] * t.e, rt[1, 0] * t.b + rt[1, 1] * t.e
+    coef = np.array([
+        float(prow0.flat[0]), s_inv.d * dx_r + s_inv.e * dy_r, s_inv.d * dx_c + s_inv.e * dy_c,
+        float(pcol0.flat[0]), s_inv.a * dx_r + s_inv.b * dy_r, s_inv.a * dx_c + s_inv.b * dy_c,
+        float(np.asarray(a0).flat[0]), r[2, 0] * dx_r + r[2, 1] * dy_r, r[2, 0] * dx_c + r[2, 1] * dy_c])
+    b0, b1 = float(inv.b[0]), float(inv.b[1])
+    return coef, s_inv.d * b0 + s_inv.e * b1, s_inv.a * b0 + s_inv.b * b1
+
+
+def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: int, c0: int,
+                 window0: tuple[int, int], out: np.ndarray) -> None:
+    """The rotation branch of :func:`_warp_chunk`: each pixel's moved elevation solved and read in
+    one compiled loop (:mod:`xdem.kernels.rigid_warp`), in one step when the positions cannot move
+    by :data:`~xdem.kernels.rigid_warp.ONE_STEP_PX` over the chunk's elevations."""
+    nr, nc = out.shape
+    cols = np.arange(c0, c0 + nc)
+    starts = tuple(float(v) for v in np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
+    taps = footprint(spec.resampling)
+    affine = _affine_coefficients(spec, inv)
+    z_one = None
+    if affine is not None:
+        coef, drow, dcol = affine
+        corners = [coef[6] + coef[7] * rr + coef[8] * cc for rr in (r0, r0 + nr - 1) for cc in (c0, c0 + nc - 1)]
+        z_one = one_step_level(window, min(corners), max(corners), math.hypot(drow, dcol), rzz=inv.rzz, k=inv.k)
+    buf = np.empty((min(STRIP_ROWS, nr), nc))
+    for s in range(0, nr, STRIP_ROWS):
+        n = min(STRIP_ROWS, nr - s)
+        rows = np.arange(r0 + s, r0 + s + n)
+        vals = buf[:n]
+        if affine is not None:
+            escaped = rigid_affine_strip(window, window0, (r0 + s, r0 + s + n), (c0, c0 + nc), coef, drow=drow,
+                                         dcol=dcol, z_one=z_one, out=vals, z0=spec.z0, k=inv.k, rzz=inv.rzz,
+                                         tol=FIXED_POINT_TOLERANCE, starts=starts, max_iter=MAX_FIXED_POINT_ITERATIONS,
+                                         resampling=spec.resampling, src_shape=spec.src.shape, footprint=taps)
+            xf = yf = None
+            if spec.op.surfaces:
+                xf, yf = spec.grid.centres(rows[:, None], cols[None, :])
+        else:
+            m = _mapped(spec, rows, cols)
+            qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
+            a = inv.a(qx, qy)
+            slope = float(np.max(np.hypot(m.drow, m.dcol)))
+            z_one = one_step_level(window, float(np.min(a)), float(np.max(a)), slope, rzz=inv.rzz, k=inv.k)
+            vals, escaped = rigid_arrays_strip(window, window0, m.prow, m.pcol, m.drow, m.dcol, a, z_one=z_one,
+                                               z0=spec.z0, k=inv.k, rzz=inv.rzz, tol=FIXED_POINT_TOLERANCE,
+                                               starts=starts, max_iter=MAX_FIXED_POINT_ITERATIONS,
+                                               resampling=spec.resampling, src_shape=spec.src.shape, footprint=taps)
+            xf, yf = m.xf, m.yf
+        if escaped:
+            _fail_outside(spec)
+        if spec.op.surfaces and xf is not None and yf is not None:
+            vals -= spec.op.ramps(xf, yf)
+        out[s:s + n] = vals
 
 
 def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tuple[int, int],
@@ -459,13 +523,18 @@ def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tupl
     in_src = (fr - before >= 0) & (fr + after < h_src) & (fc - before >= 0) & (fc + after < w_src)
     in_win = (fr - before >= wr0) & (fr + after < wr0 + wshape[0]) & (fc - before >= wc0) & (fc + after < wc0 + wshape[1])
     if np.any(in_src & ~in_win):
-        if spec.tilts:
-            raise RuntimeError(
-                f"xdem.warp: an elevation outside {spec.z_range[0]:g} .. {spec.z_range[1]:g} (the range assumed for a "
-                "transform rotating about x or y) moved a source position out of its chunk's window; pass "
-                "z_range=(min, max) covering the DEM's elevations to warp_dem")
-        raise RuntimeError("xdem.warp: a source position fell outside the window computed for its chunk "
-                           "(please report this with the two CRSs involved)")
+        _fail_outside(spec)
+
+
+def _fail_outside(spec: _Spec) -> None:
+    """The error of a source position outside its chunk's window (see :func:`_check_inside`)."""
+    if spec.tilts:
+        raise RuntimeError(
+            f"xdem.warp: an elevation outside {spec.z_range[0]:g} .. {spec.z_range[1]:g} (the range assumed for a "
+            "transform rotating about x or y) moved a source position out of its chunk's window; pass "
+            "z_range=(min, max) covering the DEM's elevations to warp_dem")
+    raise RuntimeError("xdem.warp: a source position fell outside the window computed for its chunk "
+                       "(please report this with the two CRSs involved)")
 
 
 #: Elevations (metres) assumed by default for a transform rotating about x or y: every

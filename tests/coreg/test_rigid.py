@@ -286,3 +286,85 @@ def test_a_dem_opened_from_a_file_is_warped_from_windows_read_per_chunk(tmp_path
         held[chunks] = (_max_held(direct.data), _max_held(generic.data))
     assert max(d for d, _ in held.values()) <= 3, held  # a window and an output at a time
     assert held[25][1] > held[50][1] > held[100][1] > 3, held  # rows of chunks: grows with the grid
+
+
+def _routes(monkeypatch, force_iterative: bool = False) -> list:
+    """Record what :func:`xdem.kernels.rigid_warp.one_step_level` decided in each chunk (None:
+    the fixed point); ``force_iterative``: always the fixed point."""
+    import xdem.warp as W
+
+    seen: list = []
+    real = W.one_step_level
+
+    def spy(*args, **kwargs):
+        got = None if force_iterative else real(*args, **kwargs)
+        seen.append(got)
+        return got
+
+    monkeypatch.setattr(W, "one_step_level", spy)
+    return seen
+
+
+def test_one_step_route_equals_the_fixed_point_for_a_tiny_rotation(monkeypatch):
+    """A rotation of a few 1e-8 degrees (what LZD and ICP fit on a pure shift) moves no source
+    position by 1e-6 pixel over the elevations: each pixel is read once. Against the fixed point
+    (3 reads per pixel, forced), on float64 data with voids: the same voids, values within
+    1e-6 pixel times the local slope (measured: 1e-7 px)."""
+    m = _matrix((6e-8, -5e-8, 3e-8))
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100).astype("float64")
+    tba = tba.where(~((tba.x < X0 + 300) & (tba.y < Y0 - 1000)))
+    back = RigidTransform.from_matrix(np.linalg.inv(m), centroid=CENTRE, crs=CRS).set_params(resampling="cubic")
+    with monkeypatch.context() as mp:
+        routes = _routes(mp)
+        one = back.apply(tba).values
+    assert len(routes) == 16 and all(r is not None for r in routes)
+    with monkeypatch.context() as mp:
+        routes = _routes(mp, force_iterative=True)
+        fixed = back.apply(tba).values
+    assert len(routes) == 16
+    np.testing.assert_array_equal(np.isnan(one), np.isnan(fixed))
+    assert 0.05 < np.isnan(one).mean() < 0.2
+    gy, gx = np.gradient(fixed)
+    slope_px = np.maximum(np.hypot(gx, gy), 1e-3)  # metres per pixel
+    assert np.nanmax(np.abs(one - fixed) / slope_px) <= 1e-6
+    assert np.nanmax(np.abs(one - fixed)) > 0  # the routes are different computations
+
+
+def test_a_large_tilt_takes_the_fixed_point_and_gives_the_terrain_back(ref, monkeypatch):
+    m = _matrix((0.4, 0.3, -0.5))
+    tba = rigid_dem_of(TERRAIN, transform=T, shape=(N, N), matrix=m, chunks=100)
+    back = RigidTransform.from_matrix(np.linalg.inv(m), centroid=CENTRE, crs=CRS).set_params(resampling="cubic")
+    routes = _routes(monkeypatch)
+    out = back.apply(tba).values
+    assert len(routes) == 16 and all(r is None for r in routes)
+    err = nmad(_interior(out - ref.values))
+    assert err <= 1.5 * _floor(ref, "cubic") + 1e-4, err
+
+
+def test_compiled_solve_equals_the_numpy_fixed_point():
+    """:func:`xdem.kernels.rigid_warp.rigid_arrays_strip` is :func:`solve_elevation` pixel by pixel,
+    bit for bit: restarts at NaN starts, a pixel meeting a NaN on its way stays NaN, positions
+    leaving the window counted."""
+    from xdem.kernels.rigid import solve_elevation
+    from xdem.kernels.rigid_warp import rigid_arrays_strip
+    from xdem.kernels.warp import interp_positions_kernel
+
+    rng = np.random.default_rng(3)
+    win = 100.0 + 30.0 * np.sin(np.add.outer(np.arange(60.0) / 5.0, np.arange(50.0) / 7.0))
+    win[20:24, 10:14] = np.nan
+    n = 2000
+    p0, c0 = rng.uniform(2, 56, n), rng.uniform(2, 46, n)
+    dr, dc, a = rng.uniform(-0.02, 0.02, n), rng.uniform(-0.02, 0.02, n), rng.uniform(-5, 5, n)
+    starts = (0.0, 50.0, 120.0)
+    for resampling in ("bilinear", "cubic"):
+        want, _, _ = solve_elevation(lambda r, c, idx, how=resampling: interp_positions_kernel(win, r, c, resampling=how),
+                                     p0, c0, dr, dc, a, k=0.001, rzz=0.999, z0=100.0, starts=starts)
+        got, esc = rigid_arrays_strip(win, (0, 0), p0, c0, dr, dc, a, z0=100.0, k=0.001, rzz=0.999, tol=1e-9,
+                                      starts=starts, max_iter=20, resampling=resampling, z_one=None,
+                                      src_shape=win.shape, footprint=(1, 2))
+        np.testing.assert_array_equal(got, want)
+        assert esc == 0 and 0 < np.isnan(got).sum() < n // 10
+    _, esc = rigid_arrays_strip(win[:, :30], (0, 0), p0, c0, dr, dc, a, z0=100.0, k=0.001, rzz=0.999, tol=1e-9,
+                                starts=starts, max_iter=20, resampling="cubic", z_one=None, src_shape=win.shape,
+                                footprint=(1, 2))
+    assert esc > 0  # read beyond a window smaller than the source: counted, never a silent NaN

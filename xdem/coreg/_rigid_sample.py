@@ -32,6 +32,7 @@ from xdem.io.grid import dask_data, get_resolution, get_transform
 from xdem.kernels.interp import FIT_INTERPOLATION, footprint, interp_windows_kernel, interp_windows_separable
 from xdem.kernels.lzd import window_gradient
 from xdem.kernels.rigid import InverseCoefficients, solve_elevation, split_matrix
+from xdem.kernels.rigid_warp import ONE_STEP_PX, one_step_range
 from xdem.points.bucket import pixel_positions
 from xdem.sampling import Sample, sample_valid
 
@@ -209,8 +210,23 @@ class RigidSampler:
             return interpolate(sub if whole else sub[idx], lr, lc, resampling=self.interpolation)
 
         u, rows, cols = solve_elevation(sample, prow, pcol, drow, dcol, a, k=coef.k, rzz=coef.rzz,
-                                        z0=float(self.centre[2]))
+                                        z0=float(self.centre[2]), one_step=self._one_step(coef, sub, a, drow, dcol))
         return u, rows, cols, esc
+
+
+    def _one_step(self, coef: InverseCoefficients, win: np.ndarray, a: np.ndarray, drow: float, dcol: float) -> bool:
+        """Whether the first evaluation (at each point's guess: the elevation ``z0`` of the
+        shifted unknown) is the fixed point's answer within
+        :data:`~xdem.kernels.rigid_warp.ONE_STEP_PX`: the moved elevation ``(a + rzz v) / (1 - k)``
+        cannot move the positions by more than that from the start, ``v`` being any value the
+        interpolation can make of the windows (:func:`~xdem.kernels.rigid_warp.one_step_range`).
+        ``a`` is relative to the start (see :meth:`__call__`): the start is elevation ``z0``."""
+        slope = float(np.hypot(drow, dcol))
+        if slope == 0.0 or a.size == 0 or not np.isfinite(a).all():
+            return False
+        bounds = one_step_range(win, float(a.min()), float(a.max()), rzz=coef.rzz, k=coef.k)
+        z0 = float(self.centre[2])
+        return bounds is not None and slope * max(bounds[1] - z0, z0 - bounds[0]) <= ONE_STEP_PX
 
 
 class _Escapes:

@@ -25,11 +25,14 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 __all__ = ["rotation_matrix", "rotations_of", "rigid_matrix", "split_matrix", "transform_points",
-           "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS"]
+           "InverseCoefficients", "solve_elevation", "MAX_FIXED_POINT_ITERATIONS",
+           "FIXED_POINT_TOLERANCE"]
 
 #: Iterations of the fixed point in :func:`solve_elevation` before giving up (never reached
 #: for rotations about x and y below several degrees).
 MAX_FIXED_POINT_ITERATIONS = 20
+#: Relative change of the moved elevation at which the fixed point of :func:`solve_elevation` stops.
+FIXED_POINT_TOLERANCE = 1e-9
 
 
 def rotation_matrix(rx: float, ry: float, rz: float, *, degrees: bool = True) -> np.ndarray:
@@ -145,8 +148,9 @@ def solve_elevation(
     k: float,
     rzz: float,
     z0: float = 0.0,
-    tol: float = 1e-9,
+    tol: float = FIXED_POINT_TOLERANCE,
     starts: tuple[float, ...] = (),
+    one_step: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The moved elevation at output pixels, by fixed-point iteration.
 
@@ -158,7 +162,9 @@ def solve_elevation(
     ``z' = (a + rzz * sample(...)) / (1 - k)`` on each pixel until its change is at most ``tol``
     times its magnitude (or :data:`MAX_FIXED_POINT_ITERATIONS`). A pixel whose source is NaN
     at the start (``z0``) is started again from each elevation of ``starts`` in turn until one
-    reads a value; a pixel meeting a NaN later stays NaN.
+    reads a value; a pixel meeting a NaN later stays NaN. ``one_step``: the caller has bounded
+    the positions' change over every elevation the pixels can take to a negligible amount
+    (:func:`xdem.kernels.rigid_warp.one_step_level`): the first evaluation is the answer.
 
     Returns
     -------
@@ -188,7 +194,7 @@ def solve_elevation(
         return (a0[idx] + rzz * sample(pr, pc, idx)) * scale, pr, pc
 
     z, pr, pc = moved(z0, everyone)
-    if not (dr.any() or dc.any()):
+    if one_step or not (dr.any() or dc.any()):
         return z.reshape(shape), pr.reshape(shape), pc.reshape(shape)
     missing = np.flatnonzero(~np.isfinite(z))
     for level in starts:

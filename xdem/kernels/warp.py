@@ -22,10 +22,10 @@ import numpy as np
 
 from xdem.kernels.interp import weights_1d
 
-__all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear"]
+__all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear", "interp_one", "CODES"]
 
 #: Resampling name -> the code of the compiled loop.
-_CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
+CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
 
 
 @numba.njit(cache=True, nogil=True)
@@ -51,6 +51,35 @@ def _weights(f: float, code: int, out: np.ndarray) -> int:  # pragma: no cover -
     out[2] = -(f + 1.0) * f * (f - 2.0) / 2.0
     out[3] = (f + 1.0) * f * (f - 1.0) / 6.0
     return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def interp_one(window: np.ndarray, r: float, c: float, code: int, wr: np.ndarray,
+               wc: np.ndarray) -> float:  # pragma: no cover - compiled
+    """One position of :func:`interp_positions_kernel` (window pixel units; ``code`` from
+    ``CODES``; ``wr``, ``wc``: scratch arrays of 4), for other compiled loops."""
+    if not (math.isfinite(r) and math.isfinite(c)):
+        return np.nan
+    h, w = window.shape
+    taps = 2 if code == 0 else 4
+    ir, ic = math.floor(r), math.floor(c)
+    r0 = int(ir) + _weights(r - ir, code, wr)
+    c0 = int(ic) + _weights(c - ic, code, wc)
+    acc = 0.0
+    for a in range(taps):
+        row = r0 + a
+        for b in range(taps):
+            weight = wr[a] * wc[b]
+            if weight == 0.0:  # neither needs its pixel nor lets its NaN through
+                continue
+            col = c0 + b
+            if row < 0 or row >= h or col < 0 or col >= w:
+                return np.nan
+            v = window[row, col]
+            if math.isnan(v):
+                return np.nan
+            acc += weight * v
+    return acc
 
 
 @numba.njit(cache=True, nogil=True)
@@ -118,7 +147,7 @@ def interp_positions_kernel(
     >>> interp_positions_kernel(w, np.array([3.5]), np.array([0.0])).tolist()  # leaves the window
     [nan]
     """
-    if resampling not in _CODES:
+    if resampling not in CODES:
         weights_1d(0.0, resampling)  # the one error message for an unknown resampling
     prow, pcol = np.broadcast_arrays(np.asarray(prow, dtype=np.float64), np.asarray(pcol, dtype=np.float64))
     out = np.empty(prow.shape, dtype=np.float64)
@@ -131,7 +160,7 @@ def interp_positions_kernel(
     src = np.ascontiguousarray(window) if np.asarray(window).dtype in (np.float32, np.float64) else \
         np.ascontiguousarray(window, dtype=np.float64)
     _interp_loop(src, np.ascontiguousarray(prow).reshape(-1),
-                 np.ascontiguousarray(pcol).reshape(-1), _CODES[resampling], out.reshape(-1))
+                 np.ascontiguousarray(pcol).reshape(-1), CODES[resampling], out.reshape(-1))
     return out
 
 

@@ -1,0 +1,301 @@
+"""Compiled kernels of the rigid warp: each output pixel's moved elevation solved and
+interpolated in one loop over the pixels of a strip (no position-sized temporaries).
+
+Per pixel this is :func:`xdem.kernels.rigid.solve_elevation` (the same fixed point, restarts,
+tolerance and give-up rule, pixel by pixel, so a pixel's value does not depend on the others):
+the source position at moved elevation ``z`` is ``(p0 + dr (z - z0), c0 + dc (z - z0))`` and
+``z = (a + rzz * src(position)) / (1 - k)``.
+
+The one-step route (:func:`one_step_level`): when the positions can move by at most
+:data:`ONE_STEP_PX` pixel over every elevation the moved surface can take in the chunk (a
+rotation about x or y of a few 1e-8 degrees, as fitted on a pure shift), every pixel is read
+once, at the middle of that range, instead of 2 to 5 times: its position is then within half
+of :data:`ONE_STEP_PX` of the fixed point's.
+
+On a grid in the frame's CRS (the usual case) the mapping is affine in the output pixel's
+row and column: :func:`rigid_affine_strip` evaluates it per pixel from nine coefficients
+instead of reading position arrays; :func:`rigid_arrays_strip` takes the arrays (other CRSs,
+from the warp's lattice).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from xdem.kernels.warp import CODES, interp_one
+
+__all__ = ["ONE_STEP_PX", "one_step_range", "one_step_level", "rigid_affine_strip", "rigid_arrays_strip"]
+
+#: Largest possible change of a source position (pixels) over the moved elevations of a chunk
+#: for which each pixel is read once (the one-step route).
+ONE_STEP_PX = 1e-6
+#: Bound of ``sum |weight|`` of the 2-D interpolations (Keys cubic: 1.25 ** 2 = 1.5625;
+#: bilinear: 1), rounded up: an interpolated value is within this many half-ranges of the
+#: middle of the values it reads.
+_OVERSHOOT = 2.0
+
+
+def one_step_range(window: np.ndarray, a_lo: float, a_hi: float, *, rzz: float, k: float
+                   ) -> tuple[float, float] | None:
+    """Bounds of the moved elevation ``z = (a + rzz v) / (1 - k)`` for ``a`` in ``[a_lo, a_hi]``
+    and ``v`` any interpolated value of ``window`` (within :data:`_OVERSHOOT` half-ranges of the
+    middle of its finite values); ``None`` if nothing is finite.
+
+    Examples
+    --------
+    >>> one_step_range(np.array([[1000.0, 2000.0]]), 0.0, 1.0, rzz=1.0, k=0.0)
+    (500.0, 2501.0)
+    """
+    if not (math.isfinite(a_lo) and math.isfinite(a_hi)):
+        return None
+    finite = window[np.isfinite(window)]
+    if finite.size == 0:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * _OVERSHOOT
+    scale = 1.0 / (1.0 - k)
+    zs = [(a + rzz * v) * scale for a in (a_lo, a_hi) for v in (mid - half, mid + half)]
+    return min(zs), max(zs)
+
+
+def one_step_level(window: np.ndarray, a_lo: float, a_hi: float, slope: float, *, rzz: float,
+                   k: float) -> float | None:
+    """The moved elevation at which every pixel of a chunk can be read once, or ``None``.
+
+    The moved elevations are within :func:`one_step_range`; positions change by ``slope``
+    pixels per unit of moved elevation. If ``slope`` times the width of that range is at most
+    :data:`ONE_STEP_PX`, its middle (every position is then within half of
+    :data:`ONE_STEP_PX` of its fixed point's); else ``None`` (the fixed point is needed).
+
+    Examples
+    --------
+    >>> w = np.array([[1000.0, 1500.0], [np.nan, 2000.0]])
+    >>> one_step_level(w, 0.5, 0.7, 2e-10, rzz=1.0, k=0.0)  # 2e-10 px/m over 2000 m: one step
+    1500.6
+    >>> one_step_level(w, 0.5, 0.7, 1e-8, rzz=1.0, k=0.0) is None  # 2e-5 px: the fixed point
+    True
+    """
+    bounds = one_step_range(window, a_lo, a_hi, rzz=rzz, k=k)
+    if bounds is None or not math.isfinite(slope) or slope * (bounds[1] - bounds[0]) > ONE_STEP_PX:
+        return None
+    return 0.5 * (bounds[0] + bounds[1])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _solve_one(window: np.ndarray, wr0: float, wc0: float, p0: float, c0: float, dr: float, dc: float, a: float,
+               z0: float, scale: float, rzz: float, tol: float, starts: np.ndarray, max_iter: int, code: int,
+               one_step: bool, z_one: float, wr: np.ndarray, wc: np.ndarray,
+               res: np.ndarray) -> None:  # pragma: no cover - compiled
+    """One pixel: ``res = (z, prow, pcol)`` (see the module notes)."""
+    if one_step:
+        pr = p0 + dr * (z_one - z0)
+        pc = c0 + dc * (z_one - z0)
+        res[0] = (a + rzz * interp_one(window, pr - wr0, pc - wc0, code, wr, wc)) * scale
+        res[1], res[2] = pr, pc
+        return
+    pr = p0 + dr * 0.0
+    pc = c0 + dc * 0.0
+    z = (a + rzz * interp_one(window, pr - wr0, pc - wc0, code, wr, wc)) * scale
+    res[1], res[2] = pr, pc
+    if dr == 0.0 and dc == 0.0:
+        res[0] = z
+        return
+    for s in range(starts.size):  # NaN at the start: start again from other elevations
+        if math.isfinite(z):
+            break
+        level = starts[s]
+        z = (a + rzz * interp_one(window, p0 + dr * (level - z0) - wr0, c0 + dc * (level - z0) - wc0,
+                                  code, wr, wc)) * scale
+    if not math.isfinite(z):
+        res[0] = z
+        return
+    change = 0.0
+    settled = False
+    for _ in range(max_iter):
+        pr = p0 + dr * (z - z0)
+        pc = c0 + dc * (z - z0)
+        new = (a + rzz * interp_one(window, pr - wr0, pc - wc0, code, wr, wc)) * scale
+        change = abs(new - z)
+        z = new
+        if not (math.isfinite(change) and change > tol * max(abs(new), 1.0)):
+            settled = True
+            break
+    res[1], res[2] = pr, pc
+    if not settled and change > 1e3 * tol * max(abs(z), 1.0):
+        z = np.nan
+    res[0] = z
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _escapes(pr: float, pc: float, wr0: float, wc0: float, wh: int, ww: int, src_h: int, src_w: int,
+             before: int, after: int) -> bool:  # pragma: no cover - compiled
+    """Whether the footprint at ``(pr, pc)`` is inside the source but not inside the window."""
+    if not (math.isfinite(pr) and math.isfinite(pc)):
+        return False
+    fr, fc = math.floor(pr), math.floor(pc)
+    in_src = fr - before >= 0 and fr + after < src_h and fc - before >= 0 and fc + after < src_w
+    in_win = fr - before >= wr0 and fr + after < wr0 + wh and fc - before >= wc0 and fc + after < wc0 + ww
+    return in_src and not in_win
+
+
+@numba.njit(cache=True, nogil=True)
+def _affine_loop(window: np.ndarray, wr0: float, wc0: float, row0: int, col0: int, coef: np.ndarray, dr: float,
+                 dc: float, z0: float, scale: float, rzz: float, tol: float, starts: np.ndarray, max_iter: int,
+                 code: int, one_step: bool, z_one: float, src_h: int, src_w: int, before: int, after: int,
+                 out: np.ndarray) -> int:  # pragma: no cover - compiled
+    wr = np.empty(4)
+    wc = np.empty(4)
+    res = np.empty(3)
+    wh, ww = window.shape
+    escaped = 0
+    for i in range(out.shape[0]):
+        r = float(row0 + i)
+        for j in range(out.shape[1]):
+            c = float(col0 + j)
+            p0 = coef[0] + coef[1] * r + coef[2] * c
+            q0 = coef[3] + coef[4] * r + coef[5] * c
+            a = coef[6] + coef[7] * r + coef[8] * c
+            _solve_one(window, wr0, wc0, p0, q0, dr, dc, a, z0, scale, rzz, tol, starts, max_iter, code, one_step,
+                       z_one, wr, wc, res)
+            out[i, j] = res[0]
+            if _escapes(res[1], res[2], wr0, wc0, wh, ww, src_h, src_w, before, after):
+                escaped += 1
+    return escaped
+
+
+@numba.njit(cache=True, nogil=True)
+def _affine_one_step_loop(window: np.ndarray, wr0: float, wc0: float, row0: int, col0: int, coef: np.ndarray,
+                          shift_r: float, shift_c: float, scale: float, rzz: float, code: int,
+                          out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The one-step branch of :func:`_solve_one` for an affine mapping, in a loop of its own (a
+    third of the time): every footprint is known to be inside the window."""
+    wr = np.empty(4)
+    wc = np.empty(4)
+    for i in range(out.shape[0]):
+        r = float(row0 + i)
+        for j in range(out.shape[1]):
+            c = float(col0 + j)
+            pr = (coef[0] + coef[1] * r + coef[2] * c) + shift_r
+            pc = (coef[3] + coef[4] * r + coef[5] * c) + shift_c
+            a = coef[6] + coef[7] * r + coef[8] * c
+            out[i, j] = (a + rzz * interp_one(window, pr - wr0, pc - wc0, code, wr, wc)) * scale
+
+
+def _corners_inside(window_shape: tuple[int, ...], window0: tuple[int, int], rows: tuple[int, int],
+                    cols: tuple[int, int], coef: np.ndarray, shift_r: float, shift_c: float,
+                    footprint: tuple[int, int]) -> bool:
+    """Whether every footprint of an affine mapping over ``rows x cols`` is inside the window
+    (the extremes of an affine map are at the corners; ``floor`` is monotone)."""
+    r = np.array([rows[0], rows[0], rows[1] - 1, rows[1] - 1], dtype=np.float64)
+    c = np.array([cols[0], cols[1] - 1, cols[0], cols[1] - 1], dtype=np.float64)
+    pr = np.floor((coef[0] + coef[1] * r + coef[2] * c) + shift_r)
+    pc = np.floor((coef[3] + coef[4] * r + coef[5] * c) + shift_c)
+    before, after = footprint
+    return bool(np.all(np.isfinite(pr) & np.isfinite(pc))
+                and pr.min() - before >= window0[0] and pr.max() + after < window0[0] + window_shape[0]
+                and pc.min() - before >= window0[1] and pc.max() + after < window0[1] + window_shape[1])
+
+
+@numba.njit(cache=True, nogil=True)
+def _arrays_loop(window: np.ndarray, wr0: float, wc0: float, p0: np.ndarray, c0: np.ndarray, dr: np.ndarray,
+                 dc: np.ndarray, a: np.ndarray, z0: float, scale: float, rzz: float, tol: float, starts: np.ndarray,
+                 max_iter: int, code: int, one_step: bool, z_one: float, src_h: int, src_w: int, before: int,
+                 after: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    wr = np.empty(4)
+    wc = np.empty(4)
+    res = np.empty(3)
+    wh, ww = window.shape
+    escaped = 0
+    for i in range(out.size):
+        _solve_one(window, wr0, wc0, p0[i], c0[i], dr[i], dc[i], a[i], z0, scale, rzz, tol, starts, max_iter, code,
+                   one_step, z_one, wr, wc, res)
+        out[i] = res[0]
+        if _escapes(res[1], res[2], wr0, wc0, wh, ww, src_h, src_w, before, after):
+            escaped += 1
+    return escaped
+
+
+def _window(window: np.ndarray) -> np.ndarray:
+    if window.dtype in (np.float32, np.float64):
+        return np.ascontiguousarray(window)
+    return np.ascontiguousarray(window, dtype=np.float64)
+
+
+def rigid_affine_strip(
+    window: np.ndarray, window0: tuple[int, int], rows: tuple[int, int], cols: tuple[int, int],
+    coef: np.ndarray, *, drow: float, dcol: float, z0: float, k: float, rzz: float, tol: float,
+    starts: tuple[float, ...], max_iter: int, resampling: str, z_one: float | None,
+    src_shape: tuple[int, int], footprint: tuple[int, int], out: np.ndarray,
+) -> int:
+    """Moved elevations of the output pixels ``rows x cols`` (``[start, stop)`` each) into ``out``.
+
+    ``coef``: 9 numbers, the affine mapping of the output pixel ``(r, c)``: source row
+    ``coef[0] + coef[1] r + coef[2] c`` and column ``coef[3] + coef[4] r + coef[5] c`` at moved
+    elevation ``z0``, and ``a = coef[6] + coef[7] r + coef[8] c``; positions change by
+    ``(drow, dcol)`` per unit of moved elevation. ``window`` holds the source from pixel
+    ``window0``. ``z_one``: read each pixel once at that moved elevation (the one-step route,
+    :func:`one_step_level`); ``None``: the fixed point. Returns the number of pixels whose
+    footprint is inside the source (``src_shape``) but not inside the window (the caller's
+    footprint was too small: it must fail loudly).
+
+    Examples
+    --------
+    A plane rising by 1 per row, a tilt moving positions by 0.01 row per unit of elevation:
+
+    >>> win = np.add.outer(np.arange(20.0), np.zeros(20))
+    >>> coef = np.array([5.0, 1.0, 0.0, 5.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    >>> out = np.empty((1, 1))
+    >>> rigid_affine_strip(win, (0, 0), (0, 1), (0, 1), coef, drow=0.01, dcol=0.0, z0=0.0, k=0.0, rzz=1.0,
+    ...                    tol=1e-12, starts=(), max_iter=20, resampling="bilinear", z_one=None,
+    ...                    src_shape=(20, 20), footprint=(0, 1), out=out)
+    0
+    >>> round(float(out[0, 0]), 9)  # z = 5 + 0.01 z
+    5.050505051
+    """
+    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
+    coef = np.asarray(coef, dtype=np.float64)
+    if one:
+        shift_r, shift_c = float(drow) * (level - float(z0)), float(dcol) * (level - float(z0))
+        if _corners_inside(window.shape, window0, rows, cols, coef, shift_r, shift_c, footprint):
+            _affine_one_step_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
+                                  coef, shift_r, shift_c, 1.0 / (1.0 - k), float(rzz), CODES[resampling], out)
+            return 0
+    return int(_affine_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
+                            coef, float(drow), float(dcol), float(z0), 1.0 / (1.0 - k),
+                            float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
+                            CODES[resampling], one, level, int(src_shape[0]),
+                            int(src_shape[1]), int(footprint[0]), int(footprint[1]), out))
+
+
+def rigid_arrays_strip(
+    window: np.ndarray, window0: tuple[int, int], prow0: np.ndarray, pcol0: np.ndarray,
+    drow: np.ndarray | float, dcol: np.ndarray | float, a: np.ndarray | float, *, z0: float, k: float,
+    rzz: float, tol: float, starts: tuple[float, ...], max_iter: int, resampling: str, z_one: float | None,
+    src_shape: tuple[int, int], footprint: tuple[int, int],
+) -> tuple[np.ndarray, int]:
+    """:func:`rigid_affine_strip` from per-pixel arrays (positions at ``z0``, their change per
+    unit of elevation, ``a``; scalars broadcast): ``(z, escaped)``, ``z`` float64 of
+    ``prow0``'s shape.
+
+    Examples
+    --------
+    >>> win = np.add.outer(np.arange(20.0), np.zeros(20))
+    >>> z, esc = rigid_arrays_strip(win, (0, 0), np.array([5.0]), np.array([5.0]), 0.01, 0.0, 0.0, z0=0.0,
+    ...                             k=0.0, rzz=1.0, tol=1e-12, starts=(), max_iter=20, resampling="bilinear",
+    ...                             z_one=None, src_shape=(20, 20), footprint=(0, 1))
+    >>> round(float(z[0]), 9), esc
+    (5.050505051, 0)
+    """
+    shape = np.shape(prow0)
+    p0, c0, dr, dc, a0 = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.float64), shape)).reshape(-1)
+                          for v in (prow0, pcol0, drow, dcol, a))
+    out = np.empty(p0.size, dtype=np.float64)
+    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
+    esc = _arrays_loop(_window(window), float(window0[0]), float(window0[1]), p0, c0, dr, dc, a0, float(z0),
+                       1.0 / (1.0 - k), float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
+                       CODES[resampling], one, level, int(src_shape[0]),
+                       int(src_shape[1]), int(footprint[0]), int(footprint[1]), out)
+    return out.reshape(shape), int(esc)
