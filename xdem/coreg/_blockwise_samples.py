@@ -40,12 +40,17 @@ from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
 from xdem.warp import Grid
 
-__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES"]
+__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES", "composed_at"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
 #: of keeping it.
 SAMPLE_CACHE_BYTES = 512 * 2**20
+#: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
+LATTICE_STEP = 16
+#: Largest error (pixels; also for the vertical change, in pixel sizes) of the fields interpolated
+#: between lattice nodes, checked at the centre of every lattice cell: far below what moves a fit.
+LATTICE_TOLERANCE = 5e-7
 
 
 def samples_route(step: Coreg) -> bool:
@@ -95,8 +100,7 @@ class FieldSampler:
         t = get_transform(tba)
         self.inverse = ~t
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        x, y = Grid.of(tba).centres(rows, cols)
-        self.px, self.py, self.vz = compose(fields, x, y)
+        self.px, self.py, self.vz = composed_at(fields, Grid.of(tba), rows, cols)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -123,6 +127,57 @@ class FieldSampler:
         r, c = self.base
         z: np.ndarray = interp_windows_kernel(self.win, prow - r + h, pcol - c + h, resampling=self.resampling) + vz
         return z
+
+
+def _bilinear_at(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                 cols: np.ndarray) -> np.ndarray:
+    """Bilinear interpolation of ``values`` on the lattice ``lr x lc`` (sorted node indices, at
+    least 2 each) at scattered pixels ``rows, cols`` inside it."""
+    jr = np.clip(np.searchsorted(lr, rows, side="right") - 1, 0, lr.size - 2)
+    jc = np.clip(np.searchsorted(lc, cols, side="right") - 1, 0, lc.size - 2)
+    fr = (rows - lr[jr]) / (lr[jr + 1] - lr[jr])
+    fc = (cols - lc[jc]) / (lc[jc + 1] - lc[jc])
+    top = values[jr, jc] * (1.0 - fc) + values[jr, jc + 1] * fc
+    bottom = values[jr + 1, jc] * (1.0 - fc) + values[jr + 1, jc + 1] * fc
+    out: np.ndarray = top * (1.0 - fr) + bottom * fr
+    return out
+
+
+def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray,
+                cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~xdem.kernels.field.compose` at the centres of pixels ``rows, cols`` (float arrays):
+    the position read and the vertical change.
+
+    The fields are smooth: they are evaluated exactly on a lattice of every :data:`LATTICE_STEP`
+    pixels over the pixels' bounding box (aligned on multiples of the step in the whole grid)
+    and interpolated bilinearly in between, when that interpolation errs by at most
+    :data:`LATTICE_TOLERANCE` pixel at the centre of every lattice cell (else the lattice is
+    refined, down to the exact evaluation at every pixel). For 500,000 pixels of a 1000-pixel
+    tile and a field of 64 tiles: about 60 times fewer evaluations of the thin-plate kernel.
+    """
+    res = max(abs(grid.transform.a), abs(grid.transform.e))
+    step = LATTICE_STEP
+    while step > 1 and rows.size > 16 * ((rows.max() - rows.min()) // step + 2) * ((cols.max() - cols.min()) // step + 2):
+        lr = np.arange((int(rows.min()) // step) * step, -(-int(rows.max()) // step) * step + step + 1, step)
+        lc = np.arange((int(cols.min()) // step) * step, -(-int(cols.max()) // step) * step + step + 1, step)
+        gx, gy = grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64))
+        gx, gy = np.broadcast_arrays(gx, gy)
+        px, py, vz = compose(fields, gx, gy)
+        nodes = (gx - px, gy - py, vz)  # displacements: smooth, small (interpolated without the grid's offset)
+        mr, mc = (lr[:-1] + lr[1:]) / 2.0, (lc[:-1] + lc[1:]) / 2.0
+        mx, my = grid.centres(mr[:, None], mc[None, :])
+        mx, my = np.broadcast_arrays(mx, my)
+        qx, qy, qz = compose(fields, mx, my)
+        mrr, mcc = np.broadcast_arrays(mr[:, None], mc[None, :])
+        exact_mid = (mx - qx, my - qy, qz)
+        if all(np.abs(_bilinear_at(v, lr, lc, mrr.ravel(), mcc.ravel()) - e.ravel()).max() <= LATTICE_TOLERANCE * res
+               for v, e in zip(nodes, exact_mid)):
+            x, y = grid.centres(rows, cols)
+            ddx, ddy, dz = (_bilinear_at(v, lr, lc, rows, cols) for v in nodes)
+            return x - ddx, y - ddy, dz
+        step //= 2
+    x, y = grid.centres(rows, cols)
+    return compose(fields, x, y)
 
 
 def _fresh(template: NuthKaab) -> NuthKaab:
