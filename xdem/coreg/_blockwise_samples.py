@@ -129,17 +129,20 @@ class FieldSampler:
         return z
 
 
-def _bilinear_at(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
-                 cols: np.ndarray) -> np.ndarray:
-    """Bilinear interpolation of ``values`` on the lattice ``lr x lc`` (sorted node indices, at
-    least 2 each) at scattered pixels ``rows, cols`` inside it."""
+def _bilinear_at(values: tuple[np.ndarray, ...], lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                 cols: np.ndarray) -> list[np.ndarray]:
+    """Bilinear interpolation of each of ``values`` on the lattice ``lr x lc`` (sorted node
+    indices, at least 2 each) at scattered pixels ``rows, cols`` inside it."""
     jr = np.clip(np.searchsorted(lr, rows, side="right") - 1, 0, lr.size - 2)
     jc = np.clip(np.searchsorted(lc, cols, side="right") - 1, 0, lc.size - 2)
     fr = (rows - lr[jr]) / (lr[jr + 1] - lr[jr])
     fc = (cols - lc[jc]) / (lc[jc + 1] - lc[jc])
-    top = values[jr, jc] * (1.0 - fc) + values[jr, jc + 1] * fc
-    bottom = values[jr + 1, jc] * (1.0 - fc) + values[jr + 1, jc + 1] * fc
-    out: np.ndarray = top * (1.0 - fr) + bottom * fr
+    gr, gc = 1.0 - fr, 1.0 - fc
+    out = []
+    for v in values:
+        top = v[jr, jc] * gc + v[jr, jc + 1] * fc
+        bottom = v[jr + 1, jc] * gc + v[jr + 1, jc + 1] * fc
+        out.append(top * gr + bottom * fr)
     return out
 
 
@@ -170,10 +173,10 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
         qx, qy, qz = compose(fields, mx, my)
         mrr, mcc = np.broadcast_arrays(mr[:, None], mc[None, :])
         exact_mid = (mx - qx, my - qy, qz)
-        if all(np.abs(_bilinear_at(v, lr, lc, mrr.ravel(), mcc.ravel()) - e.ravel()).max() <= LATTICE_TOLERANCE * res
-               for v, e in zip(nodes, exact_mid)):
+        mids = _bilinear_at(nodes, lr, lc, mrr.ravel(), mcc.ravel())
+        if all(np.abs(m - e.ravel()).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, exact_mid)):
             x, y = grid.centres(rows, cols)
-            ddx, ddy, dz = (_bilinear_at(v, lr, lc, rows, cols) for v in nodes)
+            ddx, ddy, dz = _bilinear_at(nodes, lr, lc, rows, cols)
             return x - ddx, y - ddy, dz
         step //= 2
     x, y = grid.centres(rows, cols)
