@@ -298,6 +298,74 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
     np.testing.assert_allclose(np.stack(fast.field(xs, ys)), np.stack(general.field(xs, ys)), atol=0.02)
 
 
+@pytest.mark.parametrize("move", [_translation, _quadratic])
+def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monkeypatch, move):
+    """A later round of NuthKaab tiles evaluates the fields so far on a 16-pixel lattice over each
+    tile and interpolates (``composed_at``) when that errs by at most 5e-7 px at every lattice
+    cell's centre, else refines or evaluates exactly: the tiles are those of the exact evaluation
+    at every sampled pixel (``LATTICE_STEP = 1``) within 1e-6 px (the issue's bound for a change of
+    route; measured 2e-8 px on a 2000^2 crop of the 8000^2 benchmark). The pass count stays one
+    compute per tile in round 1 and none in round 2. (Whether the lattice is used depends on how
+    smooth the field is: see the next test.)"""
+    import xdem.coreg._blockwise_samples as samples_module
+
+    tba = _tba(move)
+    evaluated: list[int] = []
+    exact_compose = samples_module.compose
+
+    def spy(fields, x, y):
+        evaluated.append(int(np.size(x)))
+        return exact_compose(fields, x, y)
+
+    monkeypatch.setattr(samples_module, "compose", spy)
+    tiles = (N // BLOCK) ** 2
+    with count_computes() as c, dask.config.set(scheduler="synchronous"):
+        fast = BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    assert c.count == tiles
+    assert len(evaluated) >= tiles  # round 2 went through composed_at
+    monkeypatch.setattr(samples_module, "LATTICE_STEP", 1)
+    with dask.config.set(scheduler="synchronous"):
+        exact = BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    a, b = fast.tile_table(), exact.tile_table()
+    assert (a["status"] == "used").sum() >= 2 * tiles - 2 and list(a["status"]) == list(b["status"])
+    np.testing.assert_array_equal(a["count"].values, b["count"].values)
+    np.testing.assert_allclose(a[["dx", "dy", "dz"]].values, b[["dx", "dy", "dz"]].values, rtol=0, atol=1e-6 * RES)
+
+
+def test_fields_at_sampled_pixels_from_a_lattice_or_exactly(monkeypatch):
+    """``composed_at`` on the 8000^2 benchmark's layout (64 tiles of 1000 pixels, 5 m): a field of
+    a translation with millimetres of noise between tiles is read from the lattice (about 60
+    times fewer evaluations than the 500,000 pixels) within 1e-6 px of the exact evaluation; a
+    field with a metre of noise between tiles fails the check and is evaluated exactly."""
+    import xdem.coreg._blockwise_samples as samples_module
+    from xdem.kernels.field import compose, fit_thin_plate
+    from xdem.warp import Grid
+
+    grid = Grid((8000, 8000), Affine(5.0, 0.0, 500000.0, 0.0, -5.0, 5200000.0), "EPSG:32633")
+    centres = np.arange(8) * 1000 + 500.0
+    cx, cy = np.broadcast_arrays(*grid.centres(centres[:, None], centres[None, :]))
+    rng = np.random.default_rng(0)
+    rows = rng.integers(3000, 4000, 500_000).astype(np.float64)
+    cols = rng.integers(4000, 5000, 500_000).astype(np.float64)
+    x, y = grid.centres(rows, cols)
+    evaluated: list[int] = []
+
+    def spy(fields, xx, yy):
+        evaluated.append(int(np.size(xx)))
+        return compose(fields, xx, yy)
+
+    monkeypatch.setattr(samples_module, "compose", spy)
+    for noise, lattice in ((0.003, True), (1.0, False)):
+        values = np.array([-3.17, 1.42, -2.1]) + noise * rng.normal(size=(64, 3))
+        field = fit_thin_plate(cx.ravel(), cy.ravel(), values, centre=(520000.0, 5180000.0), scale=5000.0, degree=2)
+        evaluated.clear()
+        got = samples_module.composed_at((field,), grid, rows, cols)
+        want = compose((field,), x, y)
+        for g, w in zip(got, want):
+            assert np.abs(g - w).max() <= 1e-6 * 5.0
+        assert (max(evaluated) < 500_000 / 20) == lattice, evaluated
+
+
 def test_in_pipelines_and_json(ref, fitted, tmp_path):
     """NuthKaab() + BlockwiseCoreg(NuthKaab()) and BlockwiseCoreg(NuthKaab()) + Deramp() fit and
     correct the DEM; each survives to_json/from_json and re-applies identically, and so does a

@@ -162,6 +162,31 @@ def test_compiled_interpolation_equals_the_numpy_reference(resampling):
         interp_positions_kernel(window, prow, pcol, resampling="nearest")
 
 
+@pytest.mark.parametrize("resampling", ["bilinear", "cubic", "lagrange"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_window_interpolation_equals_the_numpy_reference(resampling, dtype):
+    """``interp_windows_kernel`` (one compiled loop over the points) gives the vectorised numpy
+    form's values bit for bit: NaN pixels, footprints leaving the window, integer positions (a
+    zero weight must not let a NaN through), NaN and infinite positions."""
+    from xdem.kernels.interp import interp_windows_kernel, interp_windows_numpy
+
+    rng = np.random.default_rng(5)
+    windows = (rng.normal(size=(20000, 6, 6)) * 100 + 1000).astype(dtype)
+    windows[rng.random(windows.shape) < 0.005] = np.nan
+    prow = rng.uniform(-0.5, 5.5, 20000)
+    pcol = rng.uniform(0.5, 4.5, 20000)
+    prow[::7] = np.round(prow[::7])
+    pcol[::5] = 2.0
+    prow[:3] = np.nan
+    pcol[3] = np.inf
+    a = interp_windows_kernel(windows, prow, pcol, resampling=resampling)
+    with np.errstate(invalid="ignore"):
+        b = interp_windows_numpy(windows, prow, pcol, resampling=resampling)
+    assert a.shape == b.shape == (20000,) and a.dtype == np.float64
+    assert np.array_equal(a, b, equal_nan=True)
+    assert 0.05 < np.isnan(a).mean() < 0.8 and np.isfinite(a).sum() > 4000  # both cases exercised
+
+
 def test_nmad_inliers_rejects_blunders() -> None:
     rng = np.random.default_rng(0)
     v = rng.normal(0.0, 0.3, 1000)

@@ -22,6 +22,7 @@ interpolates twice (the warp, then Nuth & Kääb's shift of the warped DEM).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -40,12 +41,17 @@ from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
 from xdem.warp import Grid
 
-__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES"]
+__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES", "composed_at"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
 #: of keeping it.
 SAMPLE_CACHE_BYTES = 512 * 2**20
+#: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
+LATTICE_STEP = 16
+#: Largest error (pixels; also for the vertical change, in pixel sizes) of the fields interpolated
+#: between lattice nodes, checked at the centre of every lattice cell: far below what moves a fit.
+LATTICE_TOLERANCE = 5e-7
 
 
 def samples_route(step: Coreg) -> bool:
@@ -95,8 +101,7 @@ class FieldSampler:
         t = get_transform(tba)
         self.inverse = ~t
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        x, y = Grid.of(tba).centres(rows, cols)
-        self.px, self.py, self.vz = compose(fields, x, y)
+        self.px, self.py, self.vz = composed_at(fields, Grid.of(tba), rows, cols)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -125,6 +130,60 @@ class FieldSampler:
         return z
 
 
+def _bilinear_at(values: tuple[np.ndarray, ...], lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                 cols: np.ndarray) -> list[np.ndarray]:
+    """Bilinear interpolation of each of ``values`` on the lattice ``lr x lc`` (sorted node
+    indices, at least 2 each) at scattered pixels ``rows, cols`` inside it."""
+    jr = np.clip(np.searchsorted(lr, rows, side="right") - 1, 0, lr.size - 2)
+    jc = np.clip(np.searchsorted(lc, cols, side="right") - 1, 0, lc.size - 2)
+    fr = (rows - lr[jr]) / (lr[jr + 1] - lr[jr])
+    fc = (cols - lc[jc]) / (lc[jc + 1] - lc[jc])
+    gr, gc = 1.0 - fr, 1.0 - fc
+    out = []
+    for v in values:
+        top = v[jr, jc] * gc + v[jr, jc + 1] * fc
+        bottom = v[jr + 1, jc] * gc + v[jr + 1, jc + 1] * fc
+        out.append(top * gr + bottom * fr)
+    return out
+
+
+def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray,
+                cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~xdem.kernels.field.compose` at the centres of pixels ``rows, cols`` (float arrays):
+    the position read and the vertical change.
+
+    The fields are smooth: they are evaluated exactly on a lattice of every :data:`LATTICE_STEP`
+    pixels over the pixels' bounding box (aligned on multiples of the step in the whole grid)
+    and interpolated bilinearly in between, when that interpolation errs by at most
+    :data:`LATTICE_TOLERANCE` pixel at the centre of every lattice cell (else the lattice is
+    refined, down to the exact evaluation at every pixel). For 500,000 pixels of a 1000-pixel
+    tile and a field of 64 tiles: about 60 times fewer evaluations of the thin-plate kernel.
+    """
+    res = max(abs(grid.transform.a), abs(grid.transform.e))
+    step = LATTICE_STEP
+    while step > 1 and rows.size > 16 * ((rows.max() - rows.min()) // step + 2) * ((cols.max() - cols.min()) // step + 2):
+        lr = np.arange((int(rows.min()) // step) * step, -(-int(rows.max()) // step) * step + step + 1, step)
+        lc = np.arange((int(cols.min()) // step) * step, -(-int(cols.max()) // step) * step + step + 1, step)
+        gx, gy = grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64))
+        gx, gy = np.broadcast_arrays(gx, gy)
+        px, py, vz = compose(fields, gx, gy)
+        nodes = (gx - px, gy - py, vz)  # displacements: smooth, small (interpolated without the grid's offset)
+        mr, mc = (lr[:-1] + lr[1:]) / 2.0, (lc[:-1] + lc[1:]) / 2.0
+        mx, my = grid.centres(mr[:, None], mc[None, :])
+        mx, my = np.broadcast_arrays(mx, my)
+        qx, qy, qz = compose(fields, mx, my)
+        mrr, mcc = np.broadcast_arrays(mr[:, None], mc[None, :])
+        exact_mid = (mx - qx, my - qy, qz)
+        mids = _bilinear_at(nodes, lr, lc, mrr.ravel(), mcc.ravel())
+        if all(np.abs(m - e.ravel()).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, exact_mid)):
+            x, y = grid.centres(rows, cols)
+            ddx, ddy, dz = _bilinear_at(nodes, lr, lc, rows, cols)
+            return x - ddx, y - ddy, dz
+        step //= 2
+    x, y = grid.centres(rows, cols)
+    return compose(fields, x, y)
+
+
 def _fresh(template: NuthKaab) -> NuthKaab:
     step = clone(template)
     assert isinstance(step, NuthKaab)
@@ -138,10 +197,22 @@ def _tile(data: FitData, rec: dict[str, Any]) -> FitData:
                    inlier=data.inlier[r0:r1, c0:c1], bias_vars={})
 
 
+#: One tile draws at a time (its blocks still run on dask's threads): a draw of 500,000 pixels
+#: holds about 0.5 GB of candidate windows until they are joined, and the tiles' fits run on
+#: threads; the other threads iterate on samples already drawn meanwhile. Halves the peak memory
+#: of the 8000^2 benchmark's fit; no result depends on it.
+_DRAW_LOCK = threading.Lock()
+
+
 def _draw(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileSample]:
     """Nuth & Kääb's draw on the tile (:func:`~xdem.coreg._windows.sample_with_terrain`), asking for
     one valid pixel only: the tile's count is tested against ``min_valid`` by the caller."""
     check_projected(sub.ref, "Nuth & Kääb")
+    with _DRAW_LOCK:
+        return _draw_unlocked(step, sub, rec)
+
+
+def _draw_unlocked(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileSample]:
     ss = sample_with_terrain(sub, subsample=step.subsample, random_state=step.random_state, min_count=1,
                              what="Nuth & Kääb", resampling=step.resampling, terrain_method=step.terrain_method,
                              half=type(step)._half, initial_shift=step.initial_shift)
