@@ -212,16 +212,22 @@ def partial_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half:
     return cut_windows_nan(np.asarray(block), lrow, lcol, half)  # one compiled loop, no padded copy
 
 
-def join_windows(keys: np.ndarray, parts: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def join_windows(keys: np.ndarray | Sequence[np.ndarray], parts: np.ndarray | Sequence[np.ndarray],
+                 wanted: np.ndarray) -> np.ndarray:
     """Join window pieces: for each key of ``wanted`` (sorted, unique), the element-wise
     ``fmax`` of every piece with that key (pieces of one window never overlap, so this puts
-    each pixel where its block left it). Every wanted key must have at least one piece."""
-    keys, wanted = np.asarray(keys), np.asarray(wanted)
-    pos = np.searchsorted(wanted, keys)
-    inside = pos < len(wanted)
-    hit = np.zeros(len(keys), dtype=bool)
-    hit[inside] = wanted[pos[inside]] == keys[inside]
-    out, seen = join_pieces(np.where(hit, pos, -1), parts, len(wanted))
+    each pixel where its block left it). Every wanted key must have at least one piece.
+    ``keys`` and ``parts`` may be lists (e.g. one per block): they are not concatenated."""
+    key_list = [keys] if isinstance(keys, np.ndarray) else list(keys)
+    part_list = [parts] if isinstance(parts, np.ndarray) else list(parts)
+    wanted = np.asarray(wanted)
+    shape = part_list[0].shape[1:] if part_list else (0, 0)
+    out = np.empty((len(wanted), *shape), dtype=part_list[0].dtype if part_list else np.float32)
+    seen = np.zeros(len(wanted), dtype=np.int64)
+    for k, p in zip(key_list, part_list) if len(wanted) else ():
+        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
+        pos[wanted[pos] != k] = -1  # pieces of windows not drawn
+        join_pieces(pos, p, out, seen)
     if not seen.all():
         raise AssertionError("a sampled window is missing some of its pieces")
     return out
@@ -476,13 +482,14 @@ def sample_valid(
         passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    order = np.argsort(merged["h"], kind="stable")[:n]
-    order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
+    # the n smallest hashes (a unique set: the hash is a bijection), ordered by global index
+    order = np.argpartition(merged["h"], n - 1)[:n] if 0 < n < len(merged["h"]) else np.arange(n)
+    index = merged["row"][order] * nx + merged["col"][order]
+    order = order[np.argsort(index)]
     values = {k: merged[k][order] for k in keys[1:]}
     if win_names:
-        wkeys = np.concatenate([p["wkey"] for p in parts])
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
         for k in win_names:
-            values[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
+            values[k] = join_windows([p["wkey"] for p in parts], [p.pop(k) for p in parts], wanted)
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)

@@ -25,6 +25,13 @@ def _mix(index: np.uint64, key: np.uint64) -> np.uint64:  # pragma: no cover - c
     return z ^ (z >> np.uint64(31))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _finite(x: float) -> bool:  # pragma: no cover - compiled
+    """``numpy.isfinite`` of a float (NaN and infinities fail), without numba's ufunc machinery,
+    whose first use costs about 0.2 s of typing per process."""
+    return abs(x) < np.inf
+
+
 @numba.njit(cache=True, nogil=True)
 def _hash_row(first: np.uint64, key: np.uint64, out: np.ndarray) -> None:  # pragma: no cover - compiled
     """Hashes of the consecutive global indices ``first, first + 1, ...`` (a loop the compiler vectorises)."""
@@ -160,14 +167,14 @@ def _finite_row(
     f = 0
     k = 0
     for j in range(len(a)):
-        both = np.isfinite(a[j]) & np.isfinite(b[j])
+        both = _finite(a[j]) & _finite(b[j])
         f += both
         k += both & mask[j]
     _hash_row(first, key, buf)
     m = 0
     for q in range(_below_row(buf, limit, every, low)):
         j = low[q]
-        if mask[j] and np.isfinite(a[j]) and np.isfinite(b[j]):
+        if mask[j] and _finite(a[j]) and _finite(b[j]):
             low[m] = j
             m += 1
     return f, k, m
@@ -182,7 +189,7 @@ def diff_extremes(ref: np.ndarray, mask: np.ndarray, other: np.ndarray) -> tuple
     for i in range(ref.shape[0]):
         for j in range(ref.shape[1]):
             r, o = ref[i, j], other[i, j]
-            if mask[i, j] and np.isfinite(r) and np.isfinite(o):
+            if mask[i, j] and _finite(r) and _finite(o):
                 d = np.float64(o) - np.float64(r)
                 n += 1
                 if d < lo:
@@ -227,21 +234,22 @@ def cut_windows_nan(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half:
 
 
 @numba.njit(cache=True, nogil=True)
-def join_pieces(index: np.ndarray, parts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """``n`` windows, each the element-wise ``fmax`` of the ``parts`` whose ``index`` is its
-    position (NaN where no part has a value; parts with a negative index are left out), and the
-    number of parts of each window."""
-    out = np.full((n, parts.shape[1], parts.shape[2]), np.nan, dtype=parts.dtype)
-    seen = np.zeros(n, dtype=np.int64)
+def join_pieces(index: np.ndarray, parts: np.ndarray, out: np.ndarray, seen: np.ndarray) -> None:  # pragma: no cover
+    """Put each part of ``parts`` into the window ``out[index[k]]`` (parts with a negative index
+    are left out): a copy for a window's first part, the element-wise ``fmax`` with what is
+    there for the next ones; ``seen`` counts the parts of each window (``out[i]`` is only
+    written when ``seen[i] > 0``)."""
     for k in range(len(index)):
         i = index[k]
         if i < 0:
             continue
+        if seen[i] == 0:
+            out[i] = parts[k]
+        else:
+            for a in range(parts.shape[1]):
+                for b in range(parts.shape[2]):
+                    v = parts[k, a, b]
+                    w = out[i, a, b]
+                    if w != w or v > w:  # w is NaN, or v larger
+                        out[i, a, b] = v
         seen[i] += 1
-        for a in range(parts.shape[1]):
-            for b in range(parts.shape[2]):
-                v = parts[k, a, b]
-                w = out[i, a, b]
-                if np.isnan(w) or v > w:
-                    out[i, a, b] = v
-    return out, seen
