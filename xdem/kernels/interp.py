@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from xdem.kernels._interp_loops import CODES, shift_loop, windows_loop
+
 __all__ = ["RESAMPLINGS", "FIT_INTERPOLATION", "footprint", "weights_1d", "shift_block_kernel",
            "interp_windows_kernel"]
 
@@ -83,9 +85,10 @@ def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resamplin
     ``j + dcol``; NaN where the footprint leaves the block or touches a NaN with non-zero
     weight. Meant for ``map_overlap`` with ``depth >= ceil(|shift|) + footprint``.
 
-    The weighted terms are accumulated one at a time into a single float64 buffer, from
-    views of ``block`` (no shifted copies): the kernel holds about three block-sized
-    arrays whatever the interpolation.
+    The weighted terms are summed in float64 pixel by pixel in one compiled pass for float32
+    and float64 blocks (:func:`xdem.kernels._interp_loops.shift_loop`: no temporary; the same
+    operations in the same order as the numpy expression used for other dtypes, which
+    accumulates the terms one at a time into a single float64 buffer from views of ``block``).
 
     Examples
     --------
@@ -101,9 +104,15 @@ def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resamplin
     # output rows i whose every term i + dr stays inside the block, same for columns
     r0, r1 = max(0, -min(d for d, _ in rows)), min(ny, ny - max(d for d, _ in rows))
     c0, c1 = max(0, -min(d for d, _ in cols)), min(nx, nx - max(d for d, _ in cols))
-    out = np.full(block.shape, np.nan, dtype=block.dtype)
     if r1 <= r0 or c1 <= c0:
+        return np.full(block.shape, np.nan, dtype=block.dtype)
+    if block.dtype in (np.float32, np.float64):  # one compiled pass, the same operations (tested)
+        out = np.empty(block.shape, dtype=block.dtype)
+        out[:r0], out[r1:], out[:, :c0], out[:, c1:] = np.nan, np.nan, np.nan, np.nan  # the border only
+        w = np.array([float(wr * wc) for _, wr in rows for _, wc in cols], dtype=block.dtype)
+        shift_loop(block, np.array([d for d, _ in rows]), np.array([d for d, _ in cols]), w, r0, r1, c0, c1, out)
         return out
+    out = np.full(block.shape, np.nan, dtype=block.dtype)
     acc = np.zeros((r1 - r0, c1 - c0), dtype=np.float64)
     tmp = np.empty_like(acc)
     for dr, wr in rows:
@@ -139,6 +148,19 @@ def interp_windows_kernel(
     >>> interp_windows_kernel(w, np.array([1.5]), np.array([2.0])).tolist()
     [8.0]
     """
+    before, after = footprint(resampling)
+    windows, prow, pcol = np.asarray(windows), np.asarray(prow), np.asarray(pcol)
+    if windows.dtype in (np.float32, np.float64) and prow.dtype == pcol.dtype == np.float64 and resampling in CODES:
+        # one compiled pass, the same operations (tested), no point-sized temporaries
+        prow, pcol = (np.ascontiguousarray(np.broadcast_to(p, windows.shape[:1])) for p in (prow, pcol))
+        out = np.empty(windows.shape[0])
+        windows_loop(windows, prow, pcol, CODES[resampling], before, after, out)
+        return out
+    return _interp_windows_numpy(windows, prow, pcol, resampling=resampling)
+
+
+def _interp_windows_numpy(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *, resampling: str) -> np.ndarray:
+    """:func:`interp_windows_kernel` in numpy (for other dtypes; the reference of the compiled loop)."""
     n, h, w = windows.shape
     before, after = footprint(resampling)
     ir = np.floor(prow).astype(np.int64)
