@@ -31,9 +31,9 @@ import numpy as np
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.cog import BlockStats
 from xdem.io.grid import block_tasks
+from xdem.kernels.draw import diff_extremes
 from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
-from xdem.kernels.draw import diff_extremes
 from xdem.sampling import hash_bound, resolve_count, select_finite_below
 
 if TYPE_CHECKING:  # annotations only

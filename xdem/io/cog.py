@@ -60,8 +60,8 @@ from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
-from xdem.kernels.nodata import fill_nan
 from xdem.io.sources import find_sources
+from xdem.kernels.nodata import fill_nan
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
 

@@ -112,8 +112,8 @@ def _nodata_of(arr: xr.DataArray, nodata: float | None) -> float | None:
 def _nodata_to_nan(data: da.Array, value: float) -> da.Array:
     """``da.where(data == value, nan, data)`` (``value`` in the data's dtype), one compiled pass a
     chunk (:func:`xdem.kernels.nodata.nan_where_equal`)."""
-    return data.map_blocks(nan_where_equal, value=float(value), dtype=data.dtype, token="nodata-to-nan",
-                           meta=np.empty((0,) * data.ndim, dtype=data.dtype))
+    return da.map_blocks(nan_where_equal, data, value=float(value), dtype=data.dtype, token="nodata-to-nan",
+                         meta=np.empty((0,) * data.ndim, dtype=data.dtype))
 
 
 def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> xr.DataArray:

@@ -22,7 +22,8 @@ def _mix(index: np.uint64, key: np.uint64) -> np.uint64:  # pragma: no cover - c
     z = (index ^ key) + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    out: np.uint64 = z ^ (z >> np.uint64(31))
+    return out
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
