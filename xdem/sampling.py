@@ -35,7 +35,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
-from xdem.kernels.robust import group_by
+from xdem.kernels.draw import cut_windows_nan, draw_block, join_pieces, select_finite_block
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
@@ -206,56 +206,59 @@ def cut_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int
 
 
 def partial_windows(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:
-    """Windows as :func:`cut_windows`, for centres up to ``half + 1`` pixels outside ``block``;
+    """Windows as :func:`cut_windows`, for centres anywhere (e.g. up to ``half + 1`` pixels outside ``block``);
     NaN where a window leaves the block (another block holds that part)."""
-    pad = 2 * half + 1
-    padded = np.full((block.shape[0] + 2 * pad, block.shape[1] + 2 * pad), np.nan, dtype=np.float32)
-    padded[pad:-pad, pad:-pad] = block
-    return cut_windows(padded, np.asarray(lrow) + pad, np.asarray(lcol) + pad, half)
+    lrow, lcol = np.asarray(lrow, dtype=np.int64), np.asarray(lcol, dtype=np.int64)
+    return cut_windows_nan(np.asarray(block), lrow, lcol, half)  # one compiled loop, no padded copy
 
 
-def join_windows(keys: np.ndarray, parts: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def join_windows(keys: np.ndarray | Sequence[np.ndarray], parts: np.ndarray | Sequence[np.ndarray],
+                 wanted: np.ndarray) -> np.ndarray:
     """Join window pieces: for each key of ``wanted`` (sorted, unique), the element-wise
     ``fmax`` of every piece with that key (pieces of one window never overlap, so this puts
-    each pixel where its block left it). Every wanted key must have at least one piece."""
-    sel = np.flatnonzero(np.isin(keys, wanted))
-    g = group_by(keys[sel])
-    sel, starts = sel[g.order], g.starts
-    if len(starts) != len(wanted) or not np.array_equal(g.keys, wanted):
+    each pixel where its block left it). Every wanted key must have at least one piece.
+    ``keys`` and ``parts`` may be lists (e.g. one per block): they are not concatenated."""
+    key_list = [keys] if isinstance(keys, np.ndarray) else list(keys)
+    part_list = [parts] if isinstance(parts, np.ndarray) else list(parts)
+    wanted = np.asarray(wanted)
+    shape = part_list[0].shape[1:] if part_list else (0, 0)
+    out = np.empty((len(wanted), *shape), dtype=part_list[0].dtype if part_list else np.float32)
+    seen = np.zeros(len(wanted), dtype=np.int64)
+    for k, p in zip(key_list, part_list) if len(wanted) else ():
+        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
+        pos[wanted[pos] != k] = -1  # pieces of windows not drawn
+        join_pieces(pos, p, out, seen)
+    if not seen.all():
         raise AssertionError("a sampled window is missing some of its pieces")
-    if len(sel) == len(starts):
-        return parts[sel]
-    return np.fmax.reduceat(parts[sel], starts, axis=0)
+    return out
 
 
 def _candidates_block(
     valid: np.ndarray, *arrays: np.ndarray, names: tuple[str, ...], win_names: tuple[str, ...], half: int,
     limit: int, nrows: int, ncols: int, random_state: int | None, row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
+    """A block's valid count and candidates (``valid & below(hash, limit)``, row-major), with
+    the windows around them and around the margin pixels below ``limit`` whose windows reach into
+    the block (their validity is decided by their own block; unused pieces are dropped): one
+    compiled pass (:func:`xdem.kernels.draw.draw_block`), no per-pixel temporary."""
     ny, nx = valid.shape
-    if win_names:  # hashes of the block and of a margin: the centres whose windows reach into it
+    er0, er1, ec0, ec1 = row0, row0 + ny, col0, col0 + nx
+    if win_names:  # the block and a margin: the centres whose windows reach into it
         er0, er1 = max(row0 - half - 1, 0), min(row0 + ny + half, nrows)
         ec0, ec1 = max(col0 - half - 1, 0), min(col0 + nx + half, ncols)
-        hx = _pixel_hash(er0, ec0, (er1 - er0, ec1 - ec0), ncols, random_state)
-        h = hx[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx]
-    else:
-        h = _pixel_hash(row0, col0, valid.shape, ncols, random_state)
-    keep = valid & below(h, limit)
-    r, c = np.nonzero(keep)
-    out = {"h": h[r, c], "row": r.astype(np.int64) + row0, "col": c.astype(np.int64) + col0,
-           "n_valid": np.int64(np.count_nonzero(valid))}
+    every = limit >= 2**64
+    cap = int(min(1.0, limit / 2**64) * (er1 - er0) * (ec1 - ec0) * 1.05) + 1024
+    r, c, h, n_valid, wr, wc = draw_block(
+        np.asarray(valid, dtype=bool), row0, col0, ncols, _seed_key(random_state), np.uint64(0 if every else limit),
+        every, er0, er1, ec0, ec1, bool(win_names), cap,
+    )
+    out = {"h": h, "row": r + row0, "col": c + col0, "n_valid": np.int64(n_valid)}
     for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
     if win_names:
-        # centres of windows: this block's candidates, and margin pixels that may be another
-        # block's candidates (their validity is decided there; unused pieces are dropped)
-        cand = below(hx, limit)
-        cand[row0 - er0 : row0 - er0 + ny, col0 - ec0 : col0 - ec0 + nx] = keep
-        wr, wc = np.nonzero(cand)
-        lrow, lcol = wr + (er0 - row0), wc + (ec0 - col0)
-        out["wkey"] = (wr.astype(np.int64) + er0) * ncols + (wc.astype(np.int64) + ec0)
+        out["wkey"] = wr * ncols + wc
         for name, arr in zip(win_names, arrays[len(names) :]):
-            out[name] = partial_windows(np.asarray(arr), lrow, lcol, half)
+            out[name] = cut_windows_nan(np.asarray(arr), wr - row0, wc - col0, half)
     return out
 
 
@@ -268,6 +271,30 @@ def hash_bound(p: float) -> int:
 def below(h: np.ndarray, limit: int) -> np.ndarray:
     """Boolean mask of the hashes ``h`` below ``limit`` (:func:`hash_bound`)."""
     return h < np.uint64(limit) if limit < 2**64 else np.ones(h.shape, dtype=bool)
+
+
+def select_finite_below(
+    a: np.ndarray, b: np.ndarray, mask: np.ndarray, *, limit: int, ncols: int, random_state: int | None, row0: int,
+    col0: int,
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The pixels of a block finite in ``a`` and ``b``, True in ``mask`` and whose hash (global
+    offset ``row0, col0`` on a grid of ``ncols`` columns) is below ``limit``: their local rows
+    and columns (row-major), the number of pixels finite in both and the number of those in
+    ``mask``. One compiled pass (:func:`xdem.kernels.draw.select_finite_block`): the same pixels
+    as ``isfinite(a) & isfinite(b) & mask & below(hash, limit)``, without those arrays.
+
+    Examples
+    --------
+    >>> a = np.array([[1.0, np.nan], [3.0, 4.0]])
+    >>> r, c, n_finite, n_mask = select_finite_below(a, a, a > 3, limit=2**64, ncols=2, random_state=0, row0=0, col0=0)
+    >>> r.tolist(), c.tolist(), n_finite, n_mask
+    ([1], [1], 3, 1)
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    every = limit >= 2**64
+    cap = int(min(1.0, limit / 2**64) * a.size * 1.05) + 1024
+    return select_finite_block(a, b, np.asarray(mask, dtype=bool), row0, col0, ncols, _seed_key(random_state),
+                               np.uint64(0 if every else limit), every, cap)
 
 
 def _bound(frac: float, n: int) -> int:
@@ -455,13 +482,14 @@ def sample_valid(
         passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    order = np.argsort(merged["h"], kind="stable")[:n]
-    order = order[np.lexsort((merged["col"][order], merged["row"][order]))]
+    # the n smallest hashes (a unique set: the hash is a bijection), ordered by global index
+    order = np.argpartition(merged["h"], n - 1)[:n] if 0 < n < len(merged["h"]) else np.arange(n)
+    index = merged["row"][order] * nx + merged["col"][order]
+    order = order[np.argsort(index)]
     values = {k: merged[k][order] for k in keys[1:]}
     if win_names:
-        wkeys = np.concatenate([p["wkey"] for p in parts])
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
         for k in win_names:
-            values[k] = join_windows(wkeys, np.concatenate([p.pop(k) for p in parts]), wanted)
+            values[k] = join_windows([p["wkey"] for p in parts], [p.pop(k) for p in parts], wanted)
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)

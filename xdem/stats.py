@@ -31,9 +31,10 @@ import numpy as np
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.cog import BlockStats
 from xdem.io.grid import block_tasks
+from xdem.kernels.draw import diff_extremes
 from xdem.kernels.robust import NMAD_FACTOR, equal_width_bin_index
 from xdem.kernels.robust import nmad as _nmad_in_memory
-from xdem.sampling import _pixel_hash, below, hash_bound, resolve_count
+from xdem.sampling import hash_bound, resolve_count, select_finite_below
 
 if TYPE_CHECKING:  # annotations only
     import xarray as xr
@@ -363,19 +364,18 @@ def _dh_block(
     ref: np.ndarray, stable: np.ndarray, *others: np.ndarray, limit: int, ncols: int, random_state: int | None,
     row0: int, col0: int,
 ) -> dict[str, np.ndarray]:
-    """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels."""
-    valid = np.isfinite(ref) & np.asarray(stable, dtype=bool)
-    out: dict[str, np.ndarray] = {"counts": np.array([np.count_nonzero(valid & np.isfinite(o)) for o in others])}
+    """One block of :func:`sampled_dh_stats`: exact counts, and the values at the drawn pixels
+    (compiled passes over the block, no float64 copy of it nor any per-pixel mask)."""
+    ref, stable = np.asarray(ref), np.asarray(stable, dtype=bool)
+    counts = np.empty(len(others), dtype=np.int64)
     # exact extremes of each dh (min and max are exact whatever the blocks: chunk-independent)
     extremes = np.empty((len(others), 2))
     for i, o in enumerate(others):
-        d = (np.asarray(o, dtype=np.float64) - ref)[valid & np.isfinite(o)]
-        extremes[i] = (d.min(), d.max()) if d.size else (np.inf, -np.inf)
-    out["extremes"] = extremes
-    keep = valid & below(_pixel_hash(row0, col0, ref.shape, ncols, random_state), limit)
-    r, c = np.nonzero(keep)
-    out["values"] = np.stack([np.asarray(a)[r, c].astype(np.float64) for a in (ref, *others)])
-    return out
+        counts[i], extremes[i, 0], extremes[i, 1] = diff_extremes(ref, stable, np.asarray(o))
+    r, c, _, _ = select_finite_below(ref, ref, stable, limit=limit, ncols=ncols, random_state=random_state,
+                                     row0=row0, col0=col0)
+    values = np.stack([np.asarray(a)[r, c].astype(np.float64) for a in (ref, *others)])
+    return {"counts": counts, "extremes": extremes, "values": values}
 
 
 def dh_stats_tasks(

@@ -41,7 +41,7 @@ from xdem.io.grid import align_pair, get_resolution, get_transform, signed_resol
 from xdem.kernels.nuth_kaab import nuth_kaab_step
 from xdem.kernels.robust import nmad
 from xdem.masks import stable_mask_like
-from xdem.sampling import _pixel_hash, below, hash_bound, partial_windows, sample_valid
+from xdem.sampling import hash_bound, partial_windows, sample_valid, select_finite_below
 from xdem.typing import JSONDict, MaskLike
 from xdem.verdict_checks import (
     FIT_SHARE_MIN,
@@ -340,16 +340,14 @@ def _written_block(
     """One block of :func:`verdict_while_writing`: dh after, slope and aspect at the drawn
     stable pixels (slope/aspect NaN on the block's outer ring, whose neighbours are elsewhere)."""
     del block  # the written block (nodata filled); ``aligned`` holds its values
-    overlap = np.isfinite(ref) & np.isfinite(aligned)
-    keep = overlap & np.asarray(stable, dtype=bool)
-    counted = {"n_stable": np.array([int(keep.sum())]), "n_overlap": np.array([int(overlap.sum())])}
-    keep &= below(_pixel_hash(row0, col0, ref.shape, ncols, random_state), limit)
-    r, c = np.nonzero(keep)
+    r, c, n_overlap, n_stable = select_finite_below(ref, aligned, stable, limit=limit, ncols=ncols,
+                                                    random_state=random_state, row0=row0, col0=col0)
+    counted = {"n_stable": np.array([n_stable]), "n_overlap": np.array([n_overlap])}
     out = {"after": (aligned[r, c].astype(np.float64) - ref[r, c].astype(np.float64)), **counted}
     if res is None:  # geographic CRS: no slope in degrees from these pixel sizes
         return out
     if r.size:
-        win = partial_windows(np.asarray(ref, dtype=np.float32), r, c, 1)
+        win = partial_windows(ref, r, c, 1)  # cast to float32 in the cut, as it was
         out["slope"], out["aspect"] = terrain_at_windows(win, 1, res_x=res[0], res_y=res[1], method="horn")
     else:
         out["slope"] = out["aspect"] = np.empty(0)

@@ -25,7 +25,7 @@ from xdem.coreg._shift import shift_dem
 from xdem.io.grid import check_projected, get_resolution, shift_in_pixels, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
-from xdem.terrain.kernels import slope_aspect_kernel
+from xdem.terrain.kernels import slope_aspect_at_centres
 
 __all__ = ["gather_windows", "WindowSampler", "terrain_at_windows", "SlopedSample", "sample_with_terrain"]
 
@@ -85,15 +85,14 @@ def terrain_at_windows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Slope and aspect (degrees) at the centre pixel of each window.
 
-    The 3 x 3 neighbourhoods are laid side by side in one ``3 x 3n`` mosaic and passed to
-    :func:`xdem.terrain.kernels.slope_aspect_kernel`, whose interior value at column
-    ``3k`` is that of window ``k`` (a 3 x 3 kernel never mixes two windows there): the
-    values equal those of :func:`xdem.terrain.slope`/:func:`~xdem.terrain.aspect`.
+    The 3 x 3 neighbourhood of each centre goes to
+    :func:`xdem.terrain.kernels.slope_aspect_at_centres` (the operations of
+    :func:`~xdem.terrain.kernels.slope_aspect_kernel`, at those pixels only): the values equal
+    those of :func:`xdem.terrain.slope`/:func:`~xdem.terrain.aspect`.
     """
-    nb = windows[:, half - 1 : half + 2, half - 1 : half + 2].astype(np.float64)
-    mosaic = nb.transpose(1, 0, 2).reshape(3, -1)
-    slope, aspect = slope_aspect_kernel(mosaic, res_x=res_x, res_y=res_y, method=method)
-    return np.degrees(slope[0, 0::3]), np.degrees(aspect[0, 0::3])
+    nb = windows[:, half - 1 : half + 2, half - 1 : half + 2]
+    slope, aspect = slope_aspect_at_centres(nb, res_x=res_x, res_y=res_y, method=method)
+    return np.degrees(slope), np.degrees(aspect)
 
 
 class WindowSampler:

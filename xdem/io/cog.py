@@ -61,6 +61,7 @@ from xdem.io.atomic import check_output_path, move_into_place, output_journal, o
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
+from xdem.kernels.nodata import fill_nan
 
 __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
 
@@ -77,11 +78,10 @@ _COMPRESSIONS = {"deflate", "lzw", "zstd", "lzma", "packbits", "none"}
 
 
 def _fill_kernel(block: np.ndarray, *, nodata: float, out_dtype: np.dtype) -> np.ndarray:
-    """NaN -> ``nodata`` on one chunk, cast to ``out_dtype``."""
-    out = block.astype(out_dtype, copy=True)
+    """NaN -> ``nodata`` on one chunk, cast to ``out_dtype`` (floats: one compiled pass)."""
     if np.issubdtype(out_dtype, np.floating):
-        out[np.isnan(out)] = nodata
-    return out
+        return fill_nan(block, value=nodata, dtype=out_dtype)
+    return block.astype(out_dtype, copy=True)
 
 
 def _prepare_data(dem: xr.DataArray, nodata: float | None) -> tuple[da.Array, np.dtype, float | None]:

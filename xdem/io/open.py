@@ -23,6 +23,7 @@ from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import register_region_reader, register_source
+from xdem.kernels.nodata import nan_where_equal
 from xdem.typing import DEMLike
 
 __all__ = ["open_dem", "open_zarr_dem", "auto_chunks", "DEFAULT_CHUNK_PIXELS"]
@@ -108,6 +109,13 @@ def _nodata_of(arr: xr.DataArray, nodata: float | None) -> float | None:
     return arr.rio.encoded_nodata if value is None else value
 
 
+def _nodata_to_nan(data: da.Array, value: float) -> da.Array:
+    """``da.where(data == value, nan, data)`` (``value`` in the data's dtype), one compiled pass a
+    chunk (:func:`xdem.kernels.nodata.nan_where_equal`)."""
+    return da.map_blocks(nan_where_equal, data, value=float(value), dtype=data.dtype, token="nodata-to-nan",
+                         meta=np.empty((0,) * data.ndim, dtype=data.dtype))
+
+
 def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> xr.DataArray:
     """Cast to float, turn nodata into NaN, drop the band axis, keep georeferencing."""
     if "band" in arr.dims:
@@ -122,7 +130,7 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> x
     fdtype = _float_dtype(arr.dtype)
     data = dask_data(arr, chunks=auto_chunks(grid_shape(arr))).astype(fdtype, copy=False)
     if file_nodata is not None and not np.isnan(file_nodata):
-        data = da.where(data == fdtype.type(file_nodata), fdtype.type(np.nan), data)
+        data = _nodata_to_nan(data, file_nodata)
     out = xr.DataArray(data, dims=("y", "x"), coords={"y": arr["y"].values, "x": arr["x"].values}, name=name)
     attrs = {k: v for k, v in arr.attrs.items() if k in ("AREA_OR_POINT", "units", "long_name")}
     out.attrs.update(attrs)
@@ -324,7 +332,7 @@ def _mask_and_scale(dem: xr.DataArray, values: Sequence[float], scale: float) ->
     dtype = data.dtype
     for value in values:
         if not np.isnan(value):
-            data = da.where(data == dtype.type(value), dtype.type(np.nan), data)
+            data = _nodata_to_nan(data, value)
     if scale != 1.0:
         data = data * dtype.type(scale)
     return dem.copy(data=data)

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from xdem.kernels._interp_loops import CODES, shift_loop, windows_loop
 
 __all__ = ["RESAMPLINGS", "FIT_INTERPOLATION", "FIT_INTERPOLATIONS", "footprint", "weights_1d", "lagrange_weights",
            "shift_block_kernel", "interp_windows_kernel", "interp_windows_numpy", "interp_windows_separable"]
@@ -126,9 +127,10 @@ def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resamplin
     ``j + dcol``; NaN where the footprint leaves the block or touches a NaN with non-zero
     weight. Meant for ``map_overlap`` with ``depth >= ceil(|shift|) + footprint``.
 
-    The weighted terms are accumulated one at a time into a single float64 buffer, from
-    views of ``block`` (no shifted copies): the kernel holds about three block-sized
-    arrays whatever the interpolation.
+    The weighted terms are summed in float64 pixel by pixel in one compiled pass for float32
+    and float64 blocks (:func:`xdem.kernels._interp_loops.shift_loop`: no temporary; the same
+    operations in the same order as the numpy expression used for other dtypes, which
+    accumulates the terms one at a time into a single float64 buffer from views of ``block``).
 
     Examples
     --------
@@ -144,9 +146,15 @@ def shift_block_kernel(block: np.ndarray, *, drow: float, dcol: float, resamplin
     # output rows i whose every term i + dr stays inside the block, same for columns
     r0, r1 = max(0, -min(d for d, _ in rows)), min(ny, ny - max(d for d, _ in rows))
     c0, c1 = max(0, -min(d for d, _ in cols)), min(nx, nx - max(d for d, _ in cols))
-    out = np.full(block.shape, np.nan, dtype=block.dtype)
     if r1 <= r0 or c1 <= c0:
+        return np.full(block.shape, np.nan, dtype=block.dtype)
+    if block.dtype in (np.float32, np.float64):  # one compiled pass, the same operations (tested)
+        out = np.empty(block.shape, dtype=block.dtype)
+        out[:r0], out[r1:], out[:, :c0], out[:, c1:] = np.nan, np.nan, np.nan, np.nan  # the border only
+        w = np.array([float(wr * wc) for _, wr in rows for _, wc in cols], dtype=block.dtype)
+        shift_loop(block, np.array([d for d, _ in rows]), np.array([d for d, _ in cols]), w, r0, r1, c0, c1, out)
         return out
+    out = np.full(block.shape, np.nan, dtype=block.dtype)
     acc = np.zeros((r1 - r0, c1 - c0), dtype=np.float64)
     tmp = np.empty_like(acc)
     for dr, wr in rows:
@@ -182,21 +190,23 @@ def interp_windows_kernel(
     >>> interp_windows_kernel(w, np.array([1.5]), np.array([2.0])).tolist()
     [8.0]
     """
-    code = _CODES.get(resampling)
-    if code is not None and windows.ndim == 3 and windows.dtype in (np.float32, np.float64):
-        pr, pc = np.broadcast_arrays(np.asarray(prow, dtype=np.float64), np.asarray(pcol, dtype=np.float64))
-        if pr.shape == (windows.shape[0],):
-            out = np.empty(windows.shape[0], dtype=np.float64)
-            _windows_loop(windows, np.ascontiguousarray(pr), np.ascontiguousarray(pc), code, out)
-            return out
-    return interp_windows_numpy(windows, np.asarray(prow), np.asarray(pcol), resampling=resampling)
+    before, after = footprint(resampling)
+    windows, prow, pcol = np.asarray(windows), np.asarray(prow), np.asarray(pcol)
+    if windows.dtype in (np.float32, np.float64) and prow.dtype == pcol.dtype == np.float64 and resampling in CODES:
+        # one compiled pass, the same operations (tested), no point-sized temporaries
+        prow, pcol = (np.ascontiguousarray(np.broadcast_to(p, windows.shape[:1])) for p in (prow, pcol))
+        out = np.empty(windows.shape[0])
+        windows_loop(windows, prow, pcol, CODES[resampling], before, after, out)
+        return out
+    return interp_windows_numpy(windows, prow, pcol, resampling=resampling)
 
 
 def interp_windows_numpy(
     windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *, resampling: str = "bilinear"
 ) -> np.ndarray:
-    """:func:`interp_windows_kernel` in vectorised numpy, in the same order of operations as its
-    compiled loop (the tests hold the two equal to the bit)."""
+    """:func:`interp_windows_kernel` in vectorised numpy: the reference of its compiled loop
+    (:func:`xdem.kernels._interp_loops.windows_loop`; the tests hold the two equal to the bit) and
+    the route for other dtypes."""
     n, h, w = windows.shape
     before, after = footprint(resampling)
     ir = np.floor(prow).astype(np.int64)
@@ -256,62 +266,3 @@ def interp_windows_separable(
     out[~inside] = np.nan
     return out
 
-
-#: Resampling name -> the code of :func:`_windows_loop`.
-_CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
-
-
-@numba.njit(cache=True, nogil=True)
-def _weights_into(f: float, code: int, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The 1-D weights of :func:`weights_1d` (same formulas, same order of operations) into ``out``."""
-    if code == 0:
-        out[0] = 1.0 - f
-        out[1] = f
-    elif code == 1:
-        a = -0.5
-        t = 1.0 + f
-        out[0] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
-        t = f
-        out[1] = (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
-        t = 1.0 - f
-        out[2] = (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
-        t = 2.0 - f
-        out[3] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
-    else:
-        out[0] = -f * (f - 1.0) * (f - 2.0) / 6.0
-        out[1] = (f + 1.0) * (f - 1.0) * (f - 2.0) / 2.0
-        out[2] = -(f + 1.0) * f * (f - 2.0) / 2.0
-        out[3] = (f + 1.0) * f * (f - 1.0) / 6.0
-
-
-@numba.njit(cache=True, nogil=True)
-def _windows_loop(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, code: int,
-                  out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """:func:`interp_windows_numpy` as one loop over the points (no gathered temporaries): NaN where
-    the whole footprint leaves the window, or where a non-zero weight meets a NaN."""
-    n, h, w = windows.shape
-    taps = 2 if code == 0 else 4
-    before = 0 if code == 0 else 1
-    after = taps - 1 - before
-    wr = np.empty(4)
-    wc = np.empty(4)
-    for i in range(n):
-        r, c = prow[i], pcol[i]
-        if not (math.isfinite(r) and math.isfinite(c)):
-            out[i] = np.nan
-            continue
-        ir, ic = math.floor(r), math.floor(c)
-        if ir - before < 0 or ir + after >= h or ic - before < 0 or ic + after >= w:
-            out[i] = np.nan
-            continue
-        _weights_into(r - ir, code, wr)
-        _weights_into(c - ic, code, wc)
-        r0, c0 = int(ir) - before, int(ic) - before
-        acc = 0.0
-        for a in range(taps):
-            for b in range(taps):
-                weight = wr[a] * wc[b]
-                if weight == 0.0:  # neither needs its pixel nor lets its NaN through
-                    continue
-                acc += weight * windows[i, r0 + a, c0 + b]
-        out[i] = acc

@@ -44,6 +44,7 @@ __all__ = [
     "nan_window_mask",
     "gradient_kernel",
     "slope_aspect_kernel",
+    "slope_aspect_at_centres",
     "hillshade_kernel",
     "curvature_coefficients",
     "curvature_kernel",
@@ -147,16 +148,44 @@ def gradient_kernel(
     a, b, c = _shift(z, -1, -1, 1), _shift(z, -1, 0, 1), _shift(z, -1, 1, 1)
     d, f = _shift(z, 0, -1, 1), _shift(z, 0, 1, 1)
     g, h, i = _shift(z, 1, -1, 1), _shift(z, 1, 0, 1), _shift(z, 1, 1, 1)
-    if method == HORN:
-        dzdx = ((c + 2.0 * f + i) - (a + 2.0 * d + g)) / (8.0 * res_x)
-        dzdy = ((a + 2.0 * b + c) - (g + 2.0 * h + i)) / (8.0 * res_y)
-    else:
-        dzdx = (f - d) / (2.0 * res_x)
-        dzdy = (b - h) / (2.0 * res_y)
+    dzdx, dzdy = _gradient_of((a, b, c, d, f, g, h, i), res_x, res_y, method)
     bad = nan_window_mask(z, 1)
     dzdx[bad] = np.nan
     dzdy[bad] = np.nan
     return dzdx, dzdy
+
+
+def _gradient_of(nb: tuple[np.ndarray, ...], res_x: float, res_y: float, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(dzdx, dzdy)`` from the 8 neighbours ``a b c / d . f / g h i`` (row-major, north first)."""
+    a, b, c, d, f, g, h, i = nb
+    if method == HORN:
+        return (((c + 2.0 * f + i) - (a + 2.0 * d + g)) / (8.0 * res_x),
+                ((a + 2.0 * b + c) - (g + 2.0 * h + i)) / (8.0 * res_y))
+    return (f - d) / (2.0 * res_x), (b - h) / (2.0 * res_y)
+
+
+def slope_aspect_at_centres(
+    neighbourhoods: np.ndarray, *, res_x: float, res_y: float, method: str = HORN
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slope and aspect, in radians, at the centres of ``n`` 3 x 3 neighbourhoods ``(n, 3, 3)``:
+    the values :func:`slope_aspect_kernel` gives there (the same operations on the same
+    values), computed at those ``n`` pixels only.
+
+    Examples
+    --------
+    >>> z = np.add.outer(np.arange(3.0) * 2.0, np.zeros(3))[None]  # rises towards the south
+    >>> s, a = slope_aspect_at_centres(z, res_x=2.0, res_y=2.0)
+    >>> round(float(np.degrees(s[0])), 6), float(np.degrees(a[0]))
+    (45.0, 0.0)
+    """
+    method = normalise_method(method)
+    z = np.asarray(neighbourhoods, dtype=np.float64)
+    nb = tuple(z[:, r, c] for r, c in ((0, 0), (0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1), (2, 2)))
+    dzdx, dzdy = _gradient_of(nb, res_x, res_y, method)
+    bad = np.isnan(z).any(axis=(1, 2))
+    dzdx[bad] = np.nan
+    dzdy[bad] = np.nan
+    return _slope_aspect_from_gradient(dzdx, dzdy)
 
 
 def _gradient_norm(dzdx: np.ndarray, dzdy: np.ndarray) -> np.ndarray:
