@@ -15,7 +15,7 @@ Target (issue 28): peak RSS <= 1.0 GB (10^9 bytes) at every size, whatever the m
 The table is printed and written to ``docs/performance.md`` (section ``memory``).
 
 Run: ``python benchmarks/bench_memory.py [--sizes 8000 20000] [--methods lzd icp] [--cache DIR]
-[--work DIR] [--no-doc]``.
+[--work DIR] [--no-doc] [--save rows.json]``; ``--merge a.json b.json`` reports runs saved apart.
 """
 
 from __future__ import annotations
@@ -128,13 +128,17 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=CACHE_DIR, help="folder of the methods_<size> pairs")
     ap.add_argument("--work", type=Path, default=CACHE_DIR / "memory", help="folder of the mosaics and outputs")
     ap.add_argument("--no-doc", action="store_true", help="do not write docs/performance.md")
+    ap.add_argument("--save", type=Path, help="also write the rows measured to this JSON file")
+    ap.add_argument("--merge", type=Path, nargs="+", help="measure nothing: report the rows saved in these files")
     args = ap.parse_args()
-    rows = []
-    for size in args.sizes:
+    rows = [row for f in args.merge or [] for row in json.loads(f.read_text())]
+    for size in args.sizes if not args.merge else []:
         inputs = pair(size, args.cache, args.work)
         _warm(inputs["ref"], inputs["tba"])
         for method in args.methods:
             rows.append(run_one(size, method, inputs, args.work))
+    if args.save:
+        args.save.write_text(json.dumps(rows, indent=1))
     text = report(rows)
     print(text)
     if not args.no_doc:
