@@ -107,7 +107,8 @@ def report(rows: list[dict]) -> str:
         "`xdem coreg REF TBA -o OUT --method M --quiet --json-out J` in a fresh process (RSS summed over the "
         "process tree, sampled every 0.2 s), on the 5 m fractal pairs with a known shift (`methods_<size>`; "
         "40000^2: a VRT mosaic of 2 x 2 copies of the 20000^2 pair). Target (issue 28): <= 1.0 GB at every size, "
-        "whatever the method. Single runs on a shared machine (load: highest 1-minute load average seen).",
+        "whatever the method. Single runs on a shared machine (load: the higher 1-minute load average of those "
+        "before and after the run).",
         "",
         machine_description(),
         "",
