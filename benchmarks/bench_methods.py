@@ -103,7 +103,7 @@ def run_method(method: str, pair: dict, work: Path, *, repo: Path = REPO) -> dic
     return row
 
 
-def bench_size(size: int, methods: list[str], *, before: Path | None = None) -> dict:
+def bench_size(size: int, methods: list[str], *, before: Path | None = None, only_after: tuple[str, ...] = ()) -> dict:
     pair = methods_pair(size)
     _warm(pair["ref"], pair["tba"])
     with tempfile.TemporaryDirectory(dir=CACHE_DIR) as tmp:
@@ -111,7 +111,7 @@ def bench_size(size: int, methods: list[str], *, before: Path | None = None) -> 
         first = _floor(pair, work)
         rows, old = {}, {}
         for m in methods:
-            if before is not None:  # the other checkout first, then this one: alternated, in the same run
+            if before is not None and m not in only_after:  # the other checkout first, then this one: alternated, in the same run
                 old[m] = run_method(m, pair, work, repo=before)
                 print(f"{size}^2 {m} (before): {old[m].get('cpu_s', 0):.1f} s CPU", flush=True)
             rows[m] = run_method(m, pair, work)
@@ -201,12 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--label", default="", help="a note for the docs (e.g. the commit measured)")
     p.add_argument("--before", type=Path, default=None,
                    help="another checkout (e.g. a worktree of the commit before a change) run alternately, same run")
+    p.add_argument("--only-after", nargs="*", default=[], help="methods not run from --before (too slow to repeat)")
     a = p.parse_args(argv)
     os.environ.setdefault("PYTHONPATH", str(REPO))
     stored = _load()
     results = []
     for size in a.sizes:
-        res = bench_size(size, a.method, before=a.before)
+        res = bench_size(size, a.method, before=a.before, only_after=tuple(a.only_after))
         stored[str(size)] = res
         RESULTS.write_text(json.dumps(stored, indent=1))
         results.append(res)
