@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["CODES", "shift_loop", "windows_loop"]
+__all__ = ["CODES", "shift_loop", "windows_loop", "weights_into"]
 
 #: Resampling name -> code of the compiled weights.
 CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
@@ -57,13 +57,15 @@ def _shift_2x2(block: np.ndarray, da: int, db: int, ca: int, cb: int, w0: float,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _weights(f: float, code: int, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The 1-D weights of :func:`xdem.kernels.interp.weights_1d` at ``f``, same operations."""
+def weights_into(f: float, code: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The 1-D weights of :func:`xdem.kernels.interp.weights_1d` at fractional part ``f`` into ``out``
+    (same operations; ``code`` from :data:`CODES`); returns the offset of the first weight from the
+    floor (0 for bilinear, -1 for the 4-tap kernels)."""
     if code == 0:
         out[0] = 1.0 - f
         out[1] = f
-        return
-    if code == 1:
+        return 0
+    if code == 1:  # Keys, a = -0.5
         a = -0.5
         t = 1.0 + f
         out[0] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
@@ -73,11 +75,12 @@ def _weights(f: float, code: int, out: np.ndarray) -> None:  # pragma: no cover 
         out[2] = (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
         t = 2.0 - f
         out[3] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
-        return
+        return -1
     out[0] = -f * (f - 1.0) * (f - 2.0) / 6.0
     out[1] = (f + 1.0) * (f - 1.0) * (f - 2.0) / 2.0
     out[2] = -(f + 1.0) * f * (f - 2.0) / 2.0
     out[3] = (f + 1.0) * f * (f - 1.0) / 6.0
+    return -1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -98,8 +101,8 @@ def windows_loop(windows: np.ndarray, prow: np.ndarray, pcol: np.ndarray, code: 
         if ir - before < 0 or ir + after >= h or ic - before < 0 or ic + after >= w:
             out[k] = np.nan
             continue
-        _weights(r - ir, code, wr)
-        _weights(c - ic, code, wc)
+        weights_into(r - ir, code, wr)
+        weights_into(c - ic, code, wc)
         acc = 0.0
         for a in range(taps):
             row = ir - before + a

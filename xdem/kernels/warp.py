@@ -20,38 +20,11 @@ import math
 import numba
 import numpy as np
 
+from xdem.kernels._interp_loops import CODES, weights_into
 from xdem.kernels.interp import weights_1d
 
 __all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear", "interp_one", "CODES"]
-
-#: Resampling name -> the code of the compiled loop.
-CODES = {"bilinear": 0, "cubic": 1, "lagrange": 2}
-
-
-@numba.njit(cache=True, nogil=True)
-def _weights(f: float, code: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The 1-D weights at fractional part ``f`` into ``out``; the offset of the first one."""
-    if code == 0:
-        out[0] = 1.0 - f
-        out[1] = f
-        return 0
-    if code == 1:  # Keys, a = -0.5: the formulas of xdem.kernels.interp.weights_1d
-        a = -0.5
-        t = 1.0 + f
-        out[0] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
-        t = f
-        out[1] = (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
-        t = 1.0 - f
-        out[2] = (a + 2.0) * (t * t * t) - (a + 3.0) * (t * t) + 1.0
-        t = 2.0 - f
-        out[3] = a * (t * t * t) - 5.0 * a * (t * t) + 8.0 * a * t - 4.0 * a
-        return -1
-    out[0] = -f * (f - 1.0) * (f - 2.0) / 6.0
-    out[1] = (f + 1.0) * (f - 1.0) * (f - 2.0) / 2.0
-    out[2] = -(f + 1.0) * f * (f - 2.0) / 2.0
-    out[3] = (f + 1.0) * f * (f - 1.0) / 6.0
-    return -1
-
+#: ``CODES`` (resampling name -> code of the compiled weights) is :data:`xdem.kernels._interp_loops.CODES`.
 
 @numba.njit(cache=True, nogil=True)
 def interp_one(window: np.ndarray, r: float, c: float, code: int, wr: np.ndarray,
@@ -63,8 +36,8 @@ def interp_one(window: np.ndarray, r: float, c: float, code: int, wr: np.ndarray
     h, w = window.shape
     taps = 2 if code == 0 else 4
     ir, ic = math.floor(r), math.floor(c)
-    r0 = int(ir) + _weights(r - ir, code, wr)
-    c0 = int(ic) + _weights(c - ic, code, wc)
+    r0 = int(ir) + weights_into(r - ir, code, wr)
+    c0 = int(ic) + weights_into(c - ic, code, wc)
     acc = 0.0
     for a in range(taps):
         row = r0 + a
@@ -85,38 +58,10 @@ def interp_one(window: np.ndarray, r: float, c: float, code: int, wr: np.ndarray
 @numba.njit(cache=True, nogil=True)
 def _interp_loop(window: np.ndarray, prow: np.ndarray, pcol: np.ndarray, code: int,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled
-    h, w = window.shape
-    taps = 2 if code == 0 else 4
     wr = np.empty(4)
     wc = np.empty(4)
     for i in range(prow.size):
-        r, c = prow[i], pcol[i]
-        if not (math.isfinite(r) and math.isfinite(c)):
-            out[i] = np.nan
-            continue
-        ir, ic = math.floor(r), math.floor(c)
-        r0 = int(ir) + _weights(r - ir, code, wr)
-        c0 = int(ic) + _weights(c - ic, code, wc)
-        acc = 0.0
-        bad = False
-        for a in range(taps):
-            row = r0 + a
-            for b in range(taps):
-                weight = wr[a] * wc[b]
-                if weight == 0.0:  # neither needs its pixel nor lets its NaN through
-                    continue
-                col = c0 + b
-                if row < 0 or row >= h or col < 0 or col >= w:
-                    bad = True
-                    break
-                v = window[row, col]
-                if math.isnan(v):
-                    bad = True
-                    break
-                acc += weight * v
-            if bad:
-                break
-        out[i] = np.nan if bad else acc
+        out[i] = interp_one(window, prow[i], pcol[i], code, wr, wc)
 
 
 def interp_positions_kernel(
