@@ -30,12 +30,11 @@ from typing import Any, overload
 
 import dask
 import dask.array as da
-import numba
 import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
-from xdem.kernels.draw import cut_windows_nan, draw_block, join_pieces, select_finite_block
+from xdem.kernels.draw import cut_windows_nan, draw_block, hash_block, join_pieces, select_finite_block
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
@@ -91,28 +90,12 @@ def pixel_uniform(row0: int, col0: int, shape: tuple[int, int], ncols: int, rand
 
 
 def _pixel_hash(row0: int, col0: int, shape: tuple[int, int], ncols: int, random_state: int | None) -> np.ndarray:
-    """``_splitmix64(global index ^ seed key)`` of a block: a compiled loop (one pass, no
+    """``_splitmix64(global index ^ seed key)`` of a block: a compiled loop (:func:`xdem.kernels.draw.hash_block`; one pass, no
     temporary; about 5 times faster than the in-place numpy expression), the same bits as
     :func:`_splitmix64` (tested)."""
     out = np.empty(shape, dtype=np.uint64)
-    _hash_loop(np.uint64(row0), np.uint64(col0), np.uint64(ncols), _seed_key(random_state), out)
+    hash_block(np.uint64(row0), np.uint64(col0), np.uint64(ncols), _seed_key(random_state), out)
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _hash_loop(row0: np.uint64, col0: np.uint64, ncols: np.uint64, key: np.uint64,
-               out: np.ndarray) -> None:  # pragma: no cover - compiled
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    m1 = np.uint64(0xBF58476D1CE4E5B9)
-    m2 = np.uint64(0x94D049BB133111EB)
-    s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
-    for i in range(out.shape[0]):
-        base = (row0 + np.uint64(i)) * ncols + col0
-        for j in range(out.shape[1]):
-            z = ((base + np.uint64(j)) ^ key) + golden
-            z = (z ^ (z >> s30)) * m1
-            z = (z ^ (z >> s27)) * m2
-            out[i, j] = z ^ (z >> s31)
 
 
 def resolve_count(subsample: float | int, n_valid: int) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "join_pieces", "diff_extremes", "take_f64"]
+__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "join_pieces", "diff_extremes", "take_f64", "hash_block"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -38,6 +38,15 @@ def _hash_row(first: np.uint64, key: np.uint64, out: np.ndarray) -> None:  # pra
     """Hashes of the consecutive global indices ``first, first + 1, ...`` (a loop the compiler vectorises)."""
     for k in range(len(out)):
         out[k] = _mix(first + np.uint64(k), key)
+
+
+@numba.njit(cache=True, nogil=True)
+def hash_block(row0: np.uint64, col0: np.uint64, ncols: np.uint64, key: np.uint64,
+               out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The hashes of a block whose first pixel has the global index ``(row0, col0)`` (grid of
+    ``ncols`` columns), row by row with :func:`_hash_row`."""
+    for i in range(out.shape[0]):
+        _hash_row((row0 + np.uint64(i)) * ncols + col0, key, out[i])
 
 
 @numba.njit(cache=True, nogil=True)
