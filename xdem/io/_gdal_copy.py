@@ -19,12 +19,12 @@ from __future__ import annotations
 import contextvars
 import ctypes
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdem import interrupt
 
-__all__ = ["copy_with_progress", "COPY_PROGRESS"]
+__all__ = ["copy_with_progress", "build_overviews_with_progress", "COPY_PROGRESS"]
 
 #: Set (e.g. by the CLI's progress bar) to receive the COG copies' progress: called with the
 #: fraction done of all the copies of the current write (GDAL's own progress callback). It lives
@@ -55,6 +55,9 @@ def _libgdal() -> Any:
         lib.GDALOpen.argtypes = [ctypes.c_char_p, ctypes.c_int]
         lib.GDALGetDriverByName.restype = ctypes.c_void_p
         lib.GDALGetDriverByName.argtypes = [ctypes.c_char_p]
+        lib.GDALBuildOverviews.restype = ctypes.c_int
+        lib.GDALBuildOverviews.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                           ctypes.c_int, ctypes.POINTER(ctypes.c_int), _PROGRESS, ctypes.c_void_p]
         lib.GDALCreateCopy.restype = ctypes.c_void_p
         lib.GDALCreateCopy.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int,
                                        ctypes.POINTER(ctypes.c_char_p), _PROGRESS, ctypes.c_void_p]
@@ -92,17 +95,7 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     opts = [f"{k}={v}".encode() for k, v in options.items()]
     arr = (ctypes.c_char_p * (len(opts) + 1))(*opts, None)
 
-    def report(fraction: float, _msg: bytes | None, _data: Any) -> int:
-        # runs inside interrupt.deferred(): no signal handler raises here, so nothing is swallowed
-        try:
-            interrupt.event()
-            if progress is not None:
-                progress(min(max(float(fraction), 0.0), 1.0))
-        except Exception:  # noqa: BLE001 - a display error must never break the copy
-            pass
-        return 0 if interrupt.stop_requested() else 1
-
-    callback = _PROGRESS(report)
+    callback = _PROGRESS(_reporter(progress))
     error = None
     with interrupt.deferred():
         handle = lib.GDALOpen(src.encode(), 0)
@@ -120,6 +113,57 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     if error is not None:
         raise OSError(error)
     return True
+
+
+def build_overviews_with_progress(path: str, *, factors: Sequence[int], resampling: str,
+                                  progress: Callable[[float], None] | None = None) -> bool:
+    """``GDALBuildOverviews`` of the dataset ``path`` (opened for update; all bands) with the
+    decimation ``factors`` and ``resampling`` (a GDAL name such as ``"CUBIC"``), calling
+    ``progress(fraction)`` as GDAL advances. Returns False (nothing done) when libgdal cannot be
+    reached this way. A signal stops it as :func:`copy_with_progress` does.
+
+    Raises
+    ------
+    OSError
+        GDAL failed (its last error message).
+    """
+    lib = _libgdal()
+    if lib is None:
+        return False
+    levels = (ctypes.c_int * len(factors))(*factors)
+    callback = _PROGRESS(_reporter(progress))
+    error = None
+    with interrupt.deferred():
+        handle = lib.GDALOpen(path.encode(), 1)  # GA_Update
+        if not handle:
+            error = f"cannot open '{path}' for update: {_last_error(lib)}"
+        else:
+            failed = lib.GDALBuildOverviews(handle, resampling.encode(), len(factors), levels, 0, None, callback, None)
+            stopped = interrupt.stop_requested()
+            if failed and not stopped:
+                error = f"cannot build the overviews of '{path}': {_last_error(lib)}"
+            if lib.GDALClose(handle) != 0 and error is None and not stopped:
+                error = f"cannot finish the overviews of '{path}': {_last_error(lib)}"
+    interrupt.checkpoint()
+    if error is not None:
+        raise OSError(error)
+    return True
+
+
+def _reporter(progress: Callable[[float], None] | None) -> Callable[[float, bytes | None, Any], int]:
+    """GDAL's progress callback: forwards the fraction, returns "stop" (0) once a signal came."""
+
+    def report(fraction: float, _msg: bytes | None, _data: Any) -> int:
+        # runs inside interrupt.deferred(): no signal handler raises here, so nothing is swallowed
+        try:
+            interrupt.event()
+            if progress is not None:
+                progress(min(max(float(fraction), 0.0), 1.0))
+        except Exception:  # noqa: BLE001 - a display error must never break the copy
+            pass
+        return 0 if interrupt.stop_requested() else 1
+
+    return report
 
 
 def _last_error(lib: Any) -> str:

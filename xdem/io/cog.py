@@ -54,6 +54,7 @@ from xdem.io import remote, upload
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
+from xdem.io._cog_overviews import OVERVIEW_SHARE, overviews_into_temp, part
 from xdem.io._cog_result import CogResult, _disk_full, _disk_full_error
 from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
@@ -236,10 +237,13 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
     }
     if predictor is not None:
         options["PREDICTOR"] = predictor
-    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS",
+                                                   GDAL_TIFF_OVR_BLOCKSIZE=blocksize):
         try:
+            built = overviews_into_temp(tmp, blocksize=blocksize, progress=part(progress, 0.0, OVERVIEW_SHARE))
+            copy_progress = part(progress, OVERVIEW_SHARE if built else 0.0, 1.0)
             # with a callback even without a bar: a signal stops GDAL at once (it returns "stop")
-            if not copy_with_progress(tmp, out, driver="COG", options=options, progress=progress):
+            if not copy_with_progress(tmp, out, driver="COG", options=options, progress=copy_progress):
                 with interrupt.deferred():  # rasterio's error handler is a Python callback too
                     rasterio.shutil.copy(tmp, out, driver="COG", **options)
                 interrupt.checkpoint()
