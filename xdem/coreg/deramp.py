@@ -32,7 +32,7 @@ from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
-from xdem.kernels.surface import polynomial_surface
+from xdem.kernels.surface import subtract_polynomial_surface
 from xdem.sampling import Sample, sample_valid
 from xdem.warp import FrameOp, Surface
 
@@ -104,9 +104,7 @@ def _surface_kernel(
     x, y = block_xy(transform, row0, col0, block.shape)
     u = (x - center[0]) / scale
     v = (y - center[1]) / scale
-    acc = polynomial_surface(u[None, :], v[:, None], terms, coefs.tolist())  # the same float64 values, as a list
-    np.subtract(block, acc, out=acc)
-    return acc.astype(block.dtype, copy=False)
+    return subtract_polynomial_surface(block, u, v, terms, coefs.tolist())  # the same float64 values, as a list
 
 
 class FittedRamp(Protocol):
