@@ -61,7 +61,8 @@ def subtract_polynomial_surface(
     """``block - polynomial_surface(u[None, :], v[:, None], terms, coefs)`` in the block's dtype.
 
     ``u`` are the block's columns' coordinates, ``v`` its rows'. One compiled pass for a
-    contiguous float block; the same numbers as the numpy expression, bit for bit.
+    float block (a strided view too: the trimmed block of a halo pass); the same numbers as the
+    numpy expression, bit for bit.
 
     Examples
     --------
@@ -72,7 +73,7 @@ def subtract_polynomial_surface(
     """
     u = np.asarray(u, dtype=np.float64).reshape(-1)
     v = np.asarray(v, dtype=np.float64).reshape(-1)
-    if block.dtype not in (np.float32, np.float64) or block.ndim != 2 or not block.flags.c_contiguous:
+    if block.dtype not in (np.float32, np.float64) or block.ndim != 2:
         acc = polynomial_surface(u[None, :], v[:, None], terms, coefs)
         np.subtract(block, acc, out=acc)
         return acc.astype(block.dtype, copy=False)
@@ -81,7 +82,7 @@ def subtract_polynomial_surface(
     used = np.zeros(order + 1, dtype=np.bool_)
     for j, row in by_vpow.items():
         rows[j], used[j] = row, True
-    out = np.empty_like(block)
+    out = np.empty(block.shape, dtype=block.dtype)
     _subtract_rows(block, v, rows, used, out)
     return out
 
