@@ -9,13 +9,17 @@ bytes would be downloaded again. Inside :func:`spill_scope`, the reader that
 decodes into the spill (:meth:`SpillFile.put`) and serves any window whose chunks are all there
 from it (:meth:`SpillFile.get`), without decoding.
 
-Layout: one flat file per input, the raster's decoded values (the file's own dtype, before
-nodata and casts) in row-major order, band-sequential, without header -- what GDAL's ENVI /
-``VRTRawRasterBand`` call raw. A pixel's offset is ``(row * width + col) * itemsize``: no index,
-the same for any chunking, and any window (a chunk, the window a warp needs, a halo strip of a
-few pixels) is exactly its own bytes, one ``pwrite``/``preadv`` per row into a fresh array (never
-a memory map of the whole file, whose touched pages would count in the process's memory). The
-chunks present are a set in memory; a window with a chunk missing is decoded from the file.
+Layout: one flat file per input holding the file's decoded values (its own dtype, before nodata
+and casts), chunk by chunk: the chunks of the reader's grid in row-major order, each stored
+whole and row-major, at an offset computed from its index (``(row0 * width + col0 * rows of
+its chunk row) * itemsize``), so no index is kept. A chunk is written and read back whole in
+one ``pwrite``/``preadv`` (a layout row-major over the whole raster, GDAL's raw layout, needs
+one system call per row: measured 1.5 to 2.7 times the system time); any other window (the one
+a warp needs, a halo strip of a few pixels) reads, in each chunk it touches, the rows it spans
+in one call (or, for a strip narrower than a quarter of the chunk, its own bytes row by row),
+into a fresh array: never a memory map of the whole file, whose touched pages would count in
+the process's memory. The chunks present are a set in memory; a window with a chunk missing is
+decoded from the file.
 
 Where and when: the files are temporaries of the run's output folder
 (:func:`xdem.io.atomic.owned_temps`, removed on exit, on any error and on SIGINT/SIGTERM; those
@@ -144,6 +148,32 @@ class SpillFile:
                     self._busy -= 1
                     self._lock.notify_all()
 
+    def _offset(self, row0: int, col0: int) -> int:
+        """Byte offset of the chunk whose first pixel is ``(row0, col0)``: the chunks before it,
+        row of chunks by row of chunks, each stored whole, row-major."""
+        rows = min(self.chunks[0], self.shape[0] - row0)
+        return (row0 * self.shape[1] + col0 * rows) * self.dtype.itemsize
+
+    def _read_part(self, fd: int, out: np.ndarray, origin: tuple[int, int], chunk: tuple[int, int]) -> None:
+        """Fill the part of ``out`` (the window whose first pixel is ``origin``) that lies in the
+        chunk whose first pixel is ``chunk``: one read of the rows it spans when it takes a
+        quarter of the chunk's width or more, else one read per row (a halo strip)."""
+        (h, w), item = (min(self.chunks[0], self.shape[0] - chunk[0]), min(self.chunks[1], self.shape[1] - chunk[1])), \
+            self.dtype.itemsize
+        a, b = max(origin[0], chunk[0]), min(origin[0] + out.shape[0], chunk[0] + h)  # rows, in the raster
+        c, d = max(origin[1], chunk[1]), min(origin[1] + out.shape[1], chunk[1] + w)  # columns
+        dst = out[a - origin[0]:b - origin[0], c - origin[1]:d - origin[1]]
+        base = self._offset(*chunk) + (a - chunk[0]) * w * item
+        if 4 * (d - c) < w:
+            for k in range(b - a):
+                _pread_all(fd, memoryview(dst[k]).cast("B"), base + (k * w + c - chunk[1]) * item)
+        elif d - c == w and dst.flags.c_contiguous:
+            _pread_all(fd, memoryview(dst).cast("B"), base)
+        else:
+            band = np.empty((b - a, w), dtype=self.dtype)
+            _pread_all(fd, memoryview(band).cast("B"), base)
+            dst[...] = band[:, c - chunk[1]:d - chunk[1]]
+
     def put(self, rows: slice, cols: slice, data: np.ndarray) -> None:
         """Store ``data``, the values of the window ``rows, cols``, if that window is a chunk of
         the grid not stored yet; otherwise do nothing. A write error (a full disk) stops the
@@ -158,16 +188,11 @@ class SpillFile:
             if index in self._present:
                 return
         values = np.ascontiguousarray(data, dtype=self.dtype)
-        width = self.shape[1] * self.dtype.itemsize
         with self._using() as fd:
             if fd is None:
                 return
             try:
-                if cs == (0, self.shape[1]):  # full rows: one contiguous write
-                    _pwrite_all(fd, memoryview(values).cast("B"), rs[0] * width)
-                else:
-                    for k in range(values.shape[0]):
-                        _pwrite_all(fd, memoryview(values[k]).cast("B"), (rs[0] + k) * width + cs[0] * self.dtype.itemsize)
+                _pwrite_all(fd, memoryview(values).cast("B"), self._offset(rs[0], cs[0]))
             except OSError:
                 with self._lock:
                     self._broken = True
@@ -187,16 +212,13 @@ class SpillFile:
             if not needed <= self._present:
                 return None
         out = np.empty((rs[1] - rs[0], cs[1] - cs[0]), dtype=self.dtype)
-        width, item = self.shape[1] * self.dtype.itemsize, self.dtype.itemsize
         with self._using() as fd:
             if fd is None:
                 return None
             try:
-                if cs == (0, self.shape[1]):
-                    _pread_all(fd, memoryview(out).cast("B"), rs[0] * width)
-                else:
-                    for k in range(out.shape[0]):
-                        _pread_all(fd, memoryview(out[k]).cast("B"), (rs[0] + k) * width + cs[0] * item)
+                for i in range(rs[0] // ch, (rs[1] - 1) // ch + 1):
+                    for j in range(cs[0] // cw, (cs[1] - 1) // cw + 1):
+                        self._read_part(fd, out, (rs[0], cs[0]), (i * ch, j * cw))
             except OSError:
                 return None
         return out
