@@ -166,12 +166,12 @@ class SpillFile:
         base = self._offset(*chunk) + (a - chunk[0]) * w * item
         if 4 * (d - c) < w:
             for k in range(b - a):
-                _pread_all(fd, memoryview(dst[k]).cast("B"), base + (k * w + c - chunk[1]) * item)
+                _pread_all(fd, dst[k].data.cast("B"), base + (k * w + c - chunk[1]) * item)
         elif d - c == w and dst.flags.c_contiguous:
-            _pread_all(fd, memoryview(dst).cast("B"), base)
+            _pread_all(fd, dst.data.cast("B"), base)
         else:
             band = np.empty((b - a, w), dtype=self.dtype)
-            _pread_all(fd, memoryview(band).cast("B"), base)
+            _pread_all(fd, band.data.cast("B"), base)
             dst[...] = band[:, c - chunk[1]:d - chunk[1]]
 
     def put(self, rows: slice, cols: slice, data: np.ndarray) -> None:
@@ -192,7 +192,7 @@ class SpillFile:
             if fd is None:
                 return
             try:
-                _pwrite_all(fd, memoryview(values).cast("B"), self._offset(rs[0], cs[0]))
+                _pwrite_all(fd, values.data.cast("B"), self._offset(rs[0], cs[0]))
             except OSError:
                 with self._lock:
                     self._broken = True

@@ -202,7 +202,8 @@ class _NamedReader:
         spill = _spill.active_spill() if self.spill_id is not None else None
         if spill is None or len(key) != 3 or not all(isinstance(k, slice) for k in key) or key[0].indices(1) != (0, 1, 1):
             return None
-        return spill.file(self.spill_id or "", shape=self.shape[-2:], dtype=np.dtype(self.dtype), chunks=self.chunks)
+        return spill.file(self.spill_id or "", shape=(self.shape[-2], self.shape[-1]), dtype=np.dtype(self.dtype),
+                          chunks=self.chunks)
 
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
         spill = self._spill(key)
