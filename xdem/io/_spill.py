@@ -366,11 +366,21 @@ def spill_scope(*, folder: str | os.PathLike | None, reserve: int = 0, enabled: 
     if not enabled or folder is None or not spill_enabled():
         yield None
         return
-    budget = free_bytes(folder) - int(reserve) - MARGIN_BYTES
+    try:
+        budget = free_bytes(folder) - int(reserve) - MARGIN_BYTES
+    except OSError:  # no folder to ask: no spill (the run's own checks name the problem)
+        budget = 0
     if budget <= 0:
         yield None
         return
-    with owned_temps(Path(folder)) as prefix:
+    with contextlib.ExitStack() as stack:
+        try:
+            prefix = stack.enter_context(owned_temps(Path(folder)))
+        except OSError:
+            prefix = None
+        if prefix is None:
+            yield None
+            return
         spill = Spill(prefix, budget=budget)
         with _ACTIVE_LOCK:
             _ACTIVE.append(spill)
