@@ -19,7 +19,7 @@ import xarray as xr
 from rasterio.errors import RasterioIOError
 
 from xdem.errors import ChunkSizeError, CRSError, InputError, OutputError, ReadError
-from xdem.io import remote
+from xdem.io import _spill, remote
 from xdem.io import zarr_store as zs
 from xdem.io.grid import dask_data, grid_shape
 from xdem.io.sources import register_region_reader, register_source
@@ -184,15 +184,38 @@ class _NamedReader:
     inside a dask task becomes one :class:`~xdem.errors.ReadError` naming the file, the window
     and (from GDAL's message) the damaged tile or missing source."""
 
-    def __init__(self, lazy: xr.DataArray, path: Path | str, *, band: int = 1) -> None:
+    def __init__(self, lazy: xr.DataArray, path: Path | str, *, band: int = 1, spill_id: str | None = None,
+                 chunks: tuple[int, int] = (1, 1)) -> None:
         self.lazy = lazy
         self.path = path
         self.band = band
         self.shape = lazy.shape
         self.dtype = lazy.dtype
         self.ndim = lazy.ndim
+        #: name of this file's spill (:mod:`xdem.io._spill`), ``None``: never spilled
+        self.spill_id = spill_id
+        self.chunks = chunks
+
+    def _spill(self, key: tuple[slice, ...]) -> _spill.SpillFile | None:
+        """This file's spill in the active run (:func:`xdem.io._spill.spill_scope`), if any and
+        if ``key`` reads the band (``(band, rows, cols)``, the band axis ``0:1``)."""
+        spill = _spill.active_spill() if self.spill_id is not None else None
+        if spill is None or len(key) != 3 or not all(isinstance(k, slice) for k in key) or key[0].indices(1) != (0, 1, 1):
+            return None
+        return spill.file(self.spill_id or "", shape=(self.shape[-2], self.shape[-1]), dtype=np.dtype(self.dtype),
+                          chunks=self.chunks)
 
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
+        spill = self._spill(key)
+        if spill is not None and (values := spill.get(key[1], key[2])) is not None:
+            return values[None]
+        data = self._decode(key)
+        if spill is not None:
+            spill.put(key[1], key[2], data[0])
+        return data
+
+    def _decode(self, key: tuple[slice, ...]) -> np.ndarray:
+        """``key`` read (decoded) from the file, retried for a remote file."""
         remote_path = isinstance(self.path, str)
         for attempt in range(1 + (REMOTE_READ_RETRIES if remote_path else 0)):
             try:
@@ -256,9 +279,11 @@ def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[sli
     return f"cannot read '{shown}' ({where}: {detail}); the file is damaged: copy or download it again"
 
 
-def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int]) -> tuple[xr.DataArray, _NamedReader]:
+def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int],
+                 spill: bool = False) -> tuple[xr.DataArray, _NamedReader]:
     """The band of ``path`` (a local path or a GDAL ``/vsi...`` path) as a dask-backed DataArray
-    read through :class:`_NamedReader`, and that reader."""
+    read through :class:`_NamedReader`, and that reader (whose decoded chunks go to the run's
+    spill, :mod:`xdem.io._spill`, if ``spill``)."""
     import dask.base
 
     opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
@@ -270,9 +295,9 @@ def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int]) -> tuple[x
     else:
         stat = path.stat()
         token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
-    reader = _NamedReader(lazy, path, band=band)
-    data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False,
-                         name=f"open_dem-{_stem(path)}-{token}", meta=np.array((), dtype=lazy.dtype))
+    name = f"open_dem-{_stem(path)}-{token}"
+    reader = _NamedReader(lazy, path, band=band, spill_id=name if spill else None, chunks=ck)
+    data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False, name=name, meta=np.array((), dtype=lazy.dtype))
     return lazy.copy(data=data), reader
 
 
@@ -297,6 +322,9 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
             shape = (src.height, src.width)
             block_shape = src.block_shapes[0] if src.block_shapes else None
             has_crs = src.crs is not None
+            # decoding costs more than reading raw values back (xdem.io._spill): compressed or
+            # remote files, and VRTs (their sources may be either); not a local uncompressed GTiff
+            spill = isinstance(path, str) or src.driver == "VRT" or src.compression is not None
             _check_not_truncated(src, path)
             _check_vrt_sources(src, path)
     except RasterioIOError as exc:
@@ -312,7 +340,7 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
         raise CRSError(f"'{shown}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{shown}'")
     ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
     try:
-        arr, reader = _open_lazily(path, band=band, ck=ck)
+        arr, reader = _open_lazily(path, band=band, ck=ck, spill=spill)
     except Exception as exc:  # rasterio raises many types for corrupt files
         raise InputError(f"cannot read '{shown}' as a raster ({remote.redact(str(exc))}); is it a GeoTIFF/COG/VRT "
                          "and not corrupt?") from exc

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from xdem.checks import check_inputs, input_facts
 from xdem.coreg.base import Coreg
 from xdem.errors import InputError
 from xdem.io import remote
+from xdem.io._spill import spill_scope
 from xdem.io.atomic import output_journal
 from xdem.io.cog import BlockStats, write_cogs
 from xdem.io.grid import _reproject_like, same_grid
@@ -134,12 +136,37 @@ def run_coreg(
         with environment if environment is not None else current_scheduler() as sinfo:
             prog = progress(sinfo) if progress is not None else Silent()
             state = open_inputs(request, side=side, paths=checked, sinfo=sinfo, prog=prog, t_start=t_start)
-            fit(state)
-            write(state)
-            measure(state)
-            document(state)
-            report(state)
+            folder, reserve = _spill_place(state)
+            with spill_scope(folder=folder, reserve=reserve):  # each input chunk decoded once (xdem.io._spill)
+                fit(state)
+                write(state)
+                measure(state)
+                document(state)
+                report(state)
         return finish(state)
+
+
+#: Schedulers computing in this process (threads of it): the only ones that see the run's spill.
+_LOCAL_SCHEDULERS = ("threads", "threading", "synchronous", "sync", "single-threaded")
+
+
+def _spill_place(state: RunState) -> tuple[str | None, int]:
+    """Where and whether the run spills its decoded input chunks (:func:`xdem.io._spill.spill_scope`):
+    in the output's folder (a remote output's staging folder: the system's temporary folder),
+    leaving room for the write pass's temporaries (1.5 x the raw outputs, as the COG writer
+    plans them), on the local threaded or synchronous scheduler only (the spill is a file of
+    this process: worker processes, maybe on other machines, cannot share it). Returns the
+    folder (``None``: no spill) and the bytes to leave free."""
+    sinfo, out = state.sinfo, state.paths.output
+    local = sinfo["client"] is None and sinfo["scheduler"] in _LOCAL_SCHEDULERS
+    dems = [d for d in (state.sides.ref, state.sides.tba) if isinstance(d, xr.DataArray)]
+    if not local or not dems:
+        return None, 0
+    pixels = max(d.shape[0] * d.shape[1] for d in dems)
+    item = max(d.dtype.itemsize for d in dems)
+    n_out = 1 + (state.paths.dh_out is not None) + (state.paths.stable_mask_out is not None)
+    folder = tempfile.gettempdir() if isinstance(out, str) else os.fspath(Path(out).parent)
+    return folder, int(1.5 * pixels * item * n_out)
 
 
 def check_request(request: CoregRequest) -> PointsSide | None:

@@ -1,0 +1,250 @@
+"""The run-scoped spill of decoded input chunks (:mod:`xdem.io._spill`): with it, each chunk of
+each compressed input is decoded once per ``xdem coreg`` run, and the run's results are the same
+to the bit as without it; the spill never outlives its run (success, failure, SIGTERM) and is
+not used where it cannot be (short disk, distributed schedulers).
+
+Decodes are counted by wrapping ``xdem.io.open._NamedReader._decode`` (the one place a window
+of a file is read with rasterio), per window.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from helpers import write_tif
+from servers import environ, http_server, requests_of
+from test_signals import deliver, wait_stopped
+
+import xdem
+from xdem.errors import InputError
+from xdem.io import _spill
+from xdem.io import open as io_open
+from xdem.workflows import CoregRequest, run_coreg
+from xdem.workflows import coreg as workflow
+
+N, CHUNK = 600, 256
+#: chunks of one input: 3 x 3 of 256 (the last ones 88 pixels)
+N_CHUNKS = 9
+#: what differs between two runs of the same request
+VOLATILE = ("timing", "peak_rss_mb", "peak_rss_children_mb", "output")
+
+
+def _terrain(seed: int) -> np.ndarray:
+    y, x = np.mgrid[0:N, 0:N].astype(np.float32)
+    noise = np.random.default_rng(seed).normal(0, 0.3, x.shape)
+    return (100 + 20 * np.sin(x / 50) * np.cos(y / 70) + 0.01 * x + noise).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Path, Path]:
+    """REF and TBA (REF shifted by (1, -2) pixels and raised by 1 m), deflate-compressed tiled GeoTIFFs."""
+    folder = tmp_path_factory.mktemp("spill_pair")
+    ref = _terrain(0)
+    tba = np.roll(ref, (1, -2), axis=(0, 1)) + np.float32(1)
+    write_tif(folder / "ref.tif", ref, tiled=True, blocksize=128)
+    write_tif(folder / "tba.tif", tba, tiled=True, blocksize=128)
+    return folder / "ref.tif", folder / "tba.tif"
+
+
+@contextlib.contextmanager
+def counted_decodes() -> Iterator[collections.Counter]:
+    """Count every window decoded from a file: ``(file name, row0, row1, col0, col1) -> calls``."""
+    calls: collections.Counter = collections.Counter()
+    original = io_open._NamedReader._decode
+
+    def decode(self: io_open._NamedReader, key: tuple[slice, ...]) -> np.ndarray:
+        calls[(Path(str(self.path)).name, key[1].start, key[1].stop, key[2].start, key[2].stop)] += 1
+        return original(self, key)
+
+    io_open._NamedReader._decode = decode  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        io_open._NamedReader._decode = original  # type: ignore[method-assign]
+
+
+def _run(ref: str | Path, tba: str | Path, out: Path, *, spill: bool, monkeypatch: pytest.MonkeyPatch,
+         coreg: xdem.coreg.Coreg | None = None) -> tuple[str, dict, collections.Counter]:
+    """One run: the sha256 of the output's pixels, its document without the volatile keys, the decodes."""
+    monkeypatch.setenv(_spill.SPILL_ENV, "1" if spill else "0")
+    with counted_decodes() as calls:
+        result = run_coreg(CoregRequest(reference=str(ref), to_be_aligned=str(tba), output=str(out),
+                                        coreg=coreg if coreg is not None else xdem.coreg.NuthKaab(), chunks=CHUNK))
+    with rasterio.open(out) as src:
+        digest = hashlib.sha256(src.read().tobytes()).hexdigest()
+    doc = {k: v for k, v in json.loads(result.json_text).items() if k not in VOLATILE}
+    return digest, doc, calls
+
+
+@pytest.fixture(scope="module")
+def runs(pair, tmp_path_factory) -> dict[bool, tuple[str, dict, collections.Counter, list[str]]]:
+    """The same NuthKaab run with and without the spill, each in a folder of its own (and what it left there)."""
+    out: dict[bool, tuple[str, dict, collections.Counter, list[str]]] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for spill in (True, False):
+            folder = tmp_path_factory.mktemp(f"spill_{spill}")
+            digest, doc, calls = _run(*pair, folder / "aligned.tif", spill=spill, monkeypatch=mp)
+            out[spill] = (digest, doc, calls, sorted(os.listdir(folder)))
+    return out
+
+
+def test_spill_on_and_off_give_the_same_aligned_dem_and_document(runs):
+    (on_digest, on_doc, _, _), (off_digest, off_doc, _, _) = runs[True], runs[False]
+    assert on_digest == off_digest
+    assert json.dumps(on_doc, sort_keys=True) == json.dumps(off_doc, sort_keys=True)
+    assert on_doc["verdict"]["ok"] and abs(on_doc["steps"][0]["shift_z"] + 1.0) < 0.05  # a real fit, not NaNs
+
+
+def test_each_chunk_of_each_input_is_decoded_once_with_the_spill(runs):
+    on, off = runs[True][2], runs[False][2]
+    assert set(on.values()) == {1}
+    assert sorted(on) == sorted(k for k in off if k[0] in ("ref.tif", "tba.tif"))  # the same windows: the chunks
+    assert sum(1 for k in on if k[0] == "ref.tif") == N_CHUNKS and sum(1 for k in on if k[0] == "tba.tif") == N_CHUNKS
+    assert sum(off.values()) >= 2 * sum(on.values())  # without: each read again by the write pass
+
+
+def test_the_spill_is_gone_after_a_run(runs):
+    assert runs[True][3] == ["aligned.tif"]
+
+
+def test_the_spill_is_gone_after_a_failed_run(pair, tmp_path, monkeypatch):
+    seen: list[list[str]] = []
+
+    def failing_measure(state: object) -> None:
+        seen.append(sorted(os.listdir(tmp_path)))
+        raise InputError("a failure after the write pass")
+
+    monkeypatch.setattr(workflow, "measure", failing_measure)
+    with pytest.raises(InputError, match="a failure after the write pass"):
+        _run(*pair, tmp_path / "aligned.tif", spill=True, monkeypatch=monkeypatch)
+    assert sum(name.endswith("spill-0.raw") or name.endswith("spill-1.raw") for name in seen[0]) == 2  # it was there
+    assert os.listdir(tmp_path) == []
+
+
+def test_no_spill_when_the_disk_is_short(pair, tmp_path, monkeypatch):
+    # enough for the write pass's reserve and margin, not for one input's raw values (N * N * 4 bytes)
+    monkeypatch.setattr(_spill, "free_bytes", lambda folder: 4 * N * N * 3 + _spill.MARGIN_BYTES + N * N * 4 - 1)
+    with _spill.spill_scope(folder=tmp_path, reserve=4 * N * N * 3) as spill:
+        assert spill is not None
+        assert spill.file("x", shape=(N, N), dtype=np.dtype("float32"), chunks=(CHUNK, CHUNK)) is None
+    monkeypatch.setattr(_spill, "free_bytes", lambda folder: 10 * 2**20)
+    _, _, calls = _run(*pair, tmp_path / "aligned.tif", spill=True, monkeypatch=monkeypatch)
+    assert max(calls.values()) > 1
+    assert os.listdir(tmp_path) == ["aligned.tif"]
+
+
+@pytest.mark.parametrize("scheduler", ["tcp://127.0.0.1:8786", "processes"])
+def test_no_spill_on_a_distributed_or_process_scheduler(scheduler, pair, tmp_path, monkeypatch):
+    @contextlib.contextmanager
+    def environment() -> Iterator[dict]:  # the run computes here; the scheduler it is told of decides
+        yield {"scheduler": scheduler, "workers": 2, "address": None, "client": None}
+
+    monkeypatch.setenv(_spill.SPILL_ENV, "1")
+    scopes: list[object] = []
+    real_scope = workflow.spill_scope
+
+    @contextlib.contextmanager
+    def watched(**kwargs: object) -> Iterator[object]:
+        with real_scope(**kwargs) as spill:  # type: ignore[arg-type]
+            scopes.append(spill)
+            yield spill
+
+    monkeypatch.setattr(workflow, "spill_scope", watched)
+    request = CoregRequest(reference=str(pair[0]), to_be_aligned=str(pair[1]), output=str(tmp_path / "a.tif"),
+                           coreg=xdem.coreg.VerticalShift(), chunks=CHUNK, stats="none")
+    run_coreg(request, environment=environment())
+    assert scopes == [None]
+
+
+def test_a_window_across_chunks_reads_what_was_put_and_a_full_disk_stops_the_spill(tmp_path, monkeypatch):
+    values = np.arange(7 * 19, dtype=np.int16).reshape(7, 19)
+    f = _spill.SpillFile(tmp_path / "s.raw", shape=(7, 19), dtype=np.dtype("int16"), chunks=(3, 8))
+    f.put(slice(0, 3), slice(1, 9), values[0:3, 1:9])  # not a chunk of the grid: ignored
+    assert f.chunks_stored == 0
+    for r in range(0, 7, 3):
+        for c in range(0, 19, 8):
+            f.put(slice(r, r + 3), slice(c, c + 8), values[r:r + 3, c:c + 8])
+    assert f.chunks_stored == 9
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # any window: whole chunks, parts of them, strips read row by row
+        r0, c0 = int(rng.integers(0, 7)), int(rng.integers(0, 19))
+        r1, c1 = int(rng.integers(r0 + 1, 8)), int(rng.integers(c0 + 1, 20))
+        np.testing.assert_array_equal(f.get(slice(r0, r1), slice(c0, c1)), values[r0:r1, c0:c1])
+    np.testing.assert_array_equal(f.get(slice(None), slice(None)), values)
+    f.close()
+    assert f.get(slice(0, 3), slice(0, 4)) is None  # closed: the reader decodes
+
+    def full(*args: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    g = _spill.SpillFile(tmp_path / "t.raw", shape=(7, 9), dtype=np.dtype("int16"), chunks=(3, 4))
+    monkeypatch.setattr(_spill.os, "pwrite", full)
+    g.put(slice(0, 3), slice(0, 4), values[:3, :4])
+    monkeypatch.undo()
+    g.put(slice(3, 6), slice(0, 4), values[3:6, :4])
+    assert g.chunks_stored == 0 and g.get(slice(0, 3), slice(0, 4)) is None
+    g.close()
+
+
+def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkeypatch):
+    served = tmp_path / "served"
+    served.mkdir()
+    for p in pair:
+        os.link(p, served / p.name)
+    log = tmp_path / "http.log"
+    size = (served / "tba.tif").stat().st_size
+    with environ({"GDAL_HTTP_MAX_RETRY": "0"}), http_server(served, log) as url:
+        ref, tba = f"/vsicurl/{url}/ref.tif", f"/vsicurl/{url}/tba.tif"
+        # GDAL keeps no downloaded bytes between reads: without the spill every pass downloads again
+        monkeypatch.setenv("CPL_VSIL_CURL_NON_CACHED", f"{ref}:{tba}")
+        got: dict[bool, tuple[str, dict, collections.Counter, int]] = {}
+        local, local_doc, _ = _run(*pair, tmp_path / "local.tif", spill=True, monkeypatch=monkeypatch)
+        # the bytes fetched from the fit on (before it, the input checks read a few tiles of each file)
+        starts: list[int] = []
+        real_fit = workflow.fit
+        monkeypatch.setattr(workflow, "fit", lambda state: (starts.append(len(requests_of(log))), real_fit(state)))
+        for spill in (True, False):
+            digest, doc, calls = _run(ref, tba, tmp_path / f"remote_{spill}.tif", spill=spill, monkeypatch=monkeypatch)
+            fetched = sum(r[4] for r in requests_of(log)[starts[-1]:] if r[0] == "GET" and r[1] == "/tba.tif")
+            got[spill] = (digest, doc, calls, fetched)
+    assert got[True][0] == got[False][0] == local
+    assert got[True][1]["steps"] == got[False][1]["steps"] == local_doc["steps"]
+    assert set(got[True][2].values()) == {1} and len(got[True][2]) == 2 * N_CHUNKS
+    # each tile's bytes once, plus a 32 KiB header read by each open of the file (about 6% of this small file)
+    assert got[True][3] <= 1.15 * size
+    assert got[False][3] >= 2 * size
+
+
+@pytest.mark.slow  # a real child process signalled mid-run (tests/forkserver.py), as tests/test_signals.py
+def test_sigterm_during_the_block_writes_removes_the_spill(pair, tmp_path):
+    from forkserver import ForkServer
+
+    server = ForkServer(pythonpath=str(Path(__file__).resolve().parents[2]))
+    try:
+        out = tmp_path / "run"
+        out.mkdir()
+        args = ["coreg", str(pair[0]), str(pair[1]), "-o", str(out / "a.tif"), "--method", "nuthkaab", "--chunks",
+                str(CHUNK), "-q"]
+        pid = server.run(args, cwd=out, stdout=tmp_path / "out.txt", stderr=tmp_path / "err.txt",
+                         env={"XDEM_TEST_PAUSE_AT": "blocks:2", _spill.SPILL_ENV: "1"})
+        try:
+            wait_stopped(pid)
+            during = sorted(os.listdir(out))
+            deliver(pid, signal.SIGTERM)
+        finally:
+            code = server.wait(pid)
+    finally:
+        server.close()
+    assert sum(name.endswith(".raw") and "spill-" in name for name in during) == 2, during
+    assert code == 143, (tmp_path / "err.txt").read_text()
+    assert os.listdir(out) == []
