@@ -467,13 +467,13 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
     nr, nc = out.shape
     cols = np.arange(c0, c0 + nc)
     starts = tuple(float(v) for v in np.linspace(spec.z_range[0], spec.z_range[1], RESTART_LEVELS))
-    taps = footprint(spec.resampling)
+    taps, res = footprint(spec.resampling), spec.resampling
     affine = _affine_coefficients(spec, inv)
     z_one = None
     if affine is not None:
         coef, drow, dcol = affine
         corners = [coef[6] + coef[7] * rr + coef[8] * cc for rr in (r0, r0 + nr - 1) for cc in (c0, c0 + nc - 1)]
-        z_one = one_step_level(window, min(corners), max(corners), math.hypot(drow, dcol), rzz=inv.rzz, k=inv.k)
+        z_one = one_step_level(window, min(corners), max(corners), math.hypot(drow, dcol), rzz=inv.rzz, k=inv.k, resampling=res)
     buf = np.empty((min(STRIP_ROWS, nr), nc))
     for s in range(0, nr, STRIP_ROWS):
         n = min(STRIP_ROWS, nr - s)
@@ -492,7 +492,7 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
             qx, qy = (m.xf, m.yf) if m.xf is not None and m.yf is not None else (np.zeros(1), np.zeros(1))
             a = inv.a(qx, qy)
             slope = float(np.max(np.hypot(m.drow, m.dcol)))
-            z_one = one_step_level(window, float(np.min(a)), float(np.max(a)), slope, rzz=inv.rzz, k=inv.k)
+            z_one = one_step_level(window, float(np.min(a)), float(np.max(a)), slope, rzz=inv.rzz, k=inv.k, resampling=res)
             vals, escaped = rigid_arrays_strip(window, window0, m.prow, m.pcol, m.drow, m.dcol, a, z_one=z_one,
                                                z0=spec.z0, k=inv.k, rzz=inv.rzz, tol=FIXED_POINT_TOLERANCE,
                                                starts=starts, max_iter=MAX_FIXED_POINT_ITERATIONS,

@@ -270,3 +270,25 @@ def test_fit_after_a_prior_moves_the_points_not_the_dem():
     direct = ICP(subsample=20000).fit_after(data, pipe.steps[0].to_matrix())
     np.testing.assert_allclose(pipe.steps[1].to_matrix(), direct.to_matrix(), rtol=0, atol=1e-9)  # the route taken
     assert _errors(pipe.to_matrix(), truth, 300)[1] < 0.005
+
+
+def test_compiled_bicubic_surface_is_the_numpy_one_bit_for_bit():
+    """The compiled :func:`xdem.kernels.icp.cubic_surface` against its vectorised numpy version:
+    the same bits for z and both derivatives, NaN where the footprint leaves the window or
+    holds a NaN, on float32 and float64 windows."""
+    from xdem.kernels.icp import _cubic_surface_numpy, cubic_surface
+
+    rng = np.random.default_rng(5)
+    win = rng.normal(1500.0, 10.0, (300, 6, 6)).astype(np.float32)
+    win[rng.integers(0, 300, 30), rng.integers(0, 6, 30), rng.integers(0, 6, 30)] = np.nan
+    index = rng.integers(0, 300, 2000)
+    prow, pcol = rng.uniform(-0.5, 5.5, 2000), rng.uniform(0.5, 4.5, 2000)
+    prow[:5] = np.nan
+    prow[5:10], pcol[5:10] = 2.0, 3.0  # pixel centres
+    for w in (win, win.astype(np.float64)):
+        with np.errstate(invalid="ignore"):  # the numpy version casts NaN positions to integers
+            expected = _cubic_surface_numpy(w, index, prow, pcol)
+        got = cubic_surface(w, index, prow, pcol)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+        assert 0.3 < np.isnan(got[0]).mean() < 0.9 and np.isfinite(got[0]).sum() > 300

@@ -290,7 +290,9 @@ def test_a_dem_opened_from_a_file_is_warped_from_windows_read_per_chunk(tmp_path
 
 def _routes(monkeypatch, force_iterative: bool = False) -> list:
     """Record what :func:`xdem.kernels.rigid_warp.one_step_level` decided in each chunk (None:
-    the fixed point); ``force_iterative``: always the fixed point."""
+    the fixed point, unless a strip allows one step: :func:`~xdem.kernels.rigid_warp.strip_level`);
+    ``force_iterative``: always the fixed point."""
+    import xdem.kernels.rigid_warp as RW
     import xdem.warp as W
 
     seen: list = []
@@ -302,6 +304,8 @@ def _routes(monkeypatch, force_iterative: bool = False) -> list:
         return got
 
     monkeypatch.setattr(W, "one_step_level", spy)
+    if force_iterative:
+        monkeypatch.setattr(RW, "strip_level", lambda *args, **kwargs: None)
     return seen
 
 
@@ -368,3 +372,36 @@ def test_compiled_solve_equals_the_numpy_fixed_point():
                                 starts=starts, max_iter=20, resampling="cubic", z_one=None, src_shape=win.shape,
                                 footprint=(1, 2))
     assert esc > 0  # read beyond a window smaller than the source: counted, never a silent NaN
+
+
+def test_strip_route_equals_the_fixed_point_where_the_chunk_needs_it(monkeypatch):
+    """A chunk whose window spans 0 .. 3000 m with a tilt of 4e-10 pixel per metre cannot be read
+    in one step (1.9e-6 px over its elevations) but each strip of rows reading one half of it can
+    (:func:`xdem.kernels.rigid_warp.strip_level`): the strips' values equal the fixed point's
+    (forced) within 1e-6 pixel times the local slope, and differ from them (another computation)."""
+    import xdem.kernels.rigid_warp as RW
+
+    rng = np.random.default_rng(3)
+    win = np.vstack([1000 + np.cumsum(rng.normal(0, 2, (40, 60)), axis=1),
+                     2500 + np.cumsum(rng.normal(0, 2, (40, 60)), axis=1)])
+    coef = np.array([3.3, 1.0, 1e-9, 4.6, -1e-9, 1.0, 0.5, 1e-9, -1e-9])
+    args = dict(drow=4e-10, dcol=-1e-10, z0=1500.0, k=0.0, rzz=1.0, tol=1e-9, starts=(0.0, 3000.0), max_iter=20,
+                resampling="cubic", z_one=None, src_shape=win.shape, footprint=(1, 2))
+    assert RW.one_step_level(win, 0.5, 0.5, float(np.hypot(4e-10, 1e-10)), rzz=1.0, k=0.0, resampling="cubic") is None
+    levels = [RW.strip_level(win, (0, 0), (r, r + 10), (0, 50), coef, drow=4e-10, dcol=-1e-10, z0=1500.0, k=0.0,
+                             rzz=1.0, resampling="cubic", footprint=(1, 2)) for r in (0, 10, 40, 60)]
+    assert all(level is not None for level in levels) and levels[0] < 1500 < levels[-1]
+    rows = [(0, 30), (40, 70)]
+    strips = [np.empty((30, 50)) for _ in rows]
+    for (r0, r1), out in zip(rows, strips):
+        assert RW.rigid_affine_strip(win, (0, 0), (r0, r1), (0, 50), coef, out=out, **args) == 0
+    monkeypatch.setattr(RW, "strip_level", lambda *a, **k: None)
+    fixed = [np.empty((30, 50)) for _ in rows]
+    for (r0, r1), out in zip(rows, fixed):
+        RW.rigid_affine_strip(win, (0, 0), (r0, r1), (0, 50), coef, out=out, **args)
+    one, ref = np.vstack(strips), np.vstack(fixed)
+    assert np.isfinite(ref).all()
+    gy, gx = np.gradient(win)
+    slope_px = float(np.max(np.hypot(gx, gy)))  # metres per pixel, the steepest
+    assert np.max(np.abs(one - ref)) <= 1e-6 * slope_px
+    assert np.max(np.abs(one - ref)) > 0

@@ -120,7 +120,8 @@ class _Reference:
         t = self.transform
         cc, rr = gcol[cand] + 0.5, grow[cand] + 0.5
         pts = np.column_stack([t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f, z[cand]]) - self.centre
-        self.tree = cKDTree(pts) if len(pts) else None
+        # the sliding-midpoint tree builds in half the time and answers the same exact queries
+        self.tree = cKDTree(pts, balanced_tree=False) if len(pts) else None
 
     def follow(self, points: np.ndarray) -> int:
         """Cut the windows again around ``points`` if one has left the reach of its window

@@ -173,11 +173,10 @@ def lzd_step(
     ok = np.isfinite(b) & np.all(np.isfinite(a), axis=1)
     keep = ok.copy()
     sol = np.zeros(len(unknowns))
-    spread = float("nan")
+    used, e = keep, np.zeros(0)
     for _ in range(MAX_REJECTION_ROUNDS):
         sol = _solve(a[keep], b[keep])
-        e = (a[ok] @ sol) - b[ok]  # the model's residuals: r + A x
-        spread = nmad(e[keep[ok]])
+        used, e = keep, (a[ok] @ sol) - b[ok]  # the model's residuals: r + A x
         if outlier_factor is None or not len(e):
             break
         med = float(np.median(e))
@@ -186,6 +185,7 @@ def lzd_step(
         if np.array_equal(new, keep):
             break
         keep = new
+    spread = nmad(e[used[ok]])  # of the points of the last solve
     increment = np.zeros(6)
     increment[list(unknowns)] = sol
     increment[:3] /= float(scale)

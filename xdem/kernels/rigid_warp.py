@@ -27,7 +27,8 @@ import numpy as np
 
 from xdem.kernels.warp import CODES, interp_one
 
-__all__ = ["ONE_STEP_PX", "one_step_range", "one_step_level", "rigid_affine_strip", "rigid_arrays_strip"]
+__all__ = ["ONE_STEP_PX", "OVERSHOOT", "one_step_range", "one_step_level", "strip_level", "rigid_affine_strip",
+           "rigid_arrays_strip"]
 
 #: Largest possible change of a source position (pixels) over the moved elevations of a chunk
 #: for which each pixel is read once (the one-step route).
@@ -36,13 +37,18 @@ ONE_STEP_PX = 1e-6
 #: bilinear: 1), rounded up: an interpolated value is within this many half-ranges of the
 #: middle of the values it reads.
 _OVERSHOOT = 2.0
+#: The same bound per interpolation, exact: the largest ``sum |weight|`` of the 1-D weights is
+#: 1 (bilinear) and 1.25 (Keys cubic and 4-point Lagrange, at a fractional part of 0.5:
+#: ``(-1, 9, 9, -1) / 16``), squared for the 2-D interpolation, plus 1e-6 of room for rounding.
+OVERSHOOT = {"bilinear": 1.0 + 1e-6, "cubic": 1.5625 * (1.0 + 1e-6), "lagrange": 1.5625 * (1.0 + 1e-6)}
 
 
-def one_step_range(window: np.ndarray, a_lo: float, a_hi: float, *, rzz: float, k: float
-                   ) -> tuple[float, float] | None:
+def one_step_range(window: np.ndarray, a_lo: float, a_hi: float, *, rzz: float, k: float,
+                   overshoot: float = _OVERSHOOT) -> tuple[float, float] | None:
     """Bounds of the moved elevation ``z = (a + rzz v) / (1 - k)`` for ``a`` in ``[a_lo, a_hi]``
-    and ``v`` any interpolated value of ``window`` (within :data:`_OVERSHOOT` half-ranges of the
-    middle of its finite values); ``None`` if nothing is finite.
+    and ``v`` any interpolated value of ``window`` (within ``overshoot`` half-ranges of the
+    middle of its finite values: :data:`_OVERSHOOT` holds for every interpolation, :data:`OVERSHOOT`
+    gives each one's own); ``None`` if nothing is finite.
 
     Examples
     --------
@@ -51,24 +57,27 @@ def one_step_range(window: np.ndarray, a_lo: float, a_hi: float, *, rzz: float, 
     """
     if not (math.isfinite(a_lo) and math.isfinite(a_hi)):
         return None
-    finite = window[np.isfinite(window)]
-    if finite.size == 0:
+    if window.size == 0:
         return None
-    lo, hi = float(finite.min()), float(finite.max())
-    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * _OVERSHOOT
+    lo, hi = float(np.fmin.reduce(window, axis=None)), float(np.fmax.reduce(window, axis=None))  # NaN: none finite
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * overshoot
     scale = 1.0 / (1.0 - k)
     zs = [(a + rzz * v) * scale for a in (a_lo, a_hi) for v in (mid - half, mid + half)]
     return min(zs), max(zs)
 
 
 def one_step_level(window: np.ndarray, a_lo: float, a_hi: float, slope: float, *, rzz: float,
-                   k: float) -> float | None:
+                   k: float, resampling: str | None = None) -> float | None:
     """The moved elevation at which every pixel of a chunk can be read once, or ``None``.
 
     The moved elevations are within :func:`one_step_range`; positions change by ``slope``
     pixels per unit of moved elevation. If ``slope`` times the width of that range is at most
     :data:`ONE_STEP_PX`, its middle (every position is then within half of
     :data:`ONE_STEP_PX` of its fixed point's); else ``None`` (the fixed point is needed).
+    ``resampling`` (the interpolation reading ``window``) bounds the interpolated values by its
+    own :data:`OVERSHOOT`; ``None``: by :data:`_OVERSHOOT`, which holds for all.
 
     Examples
     --------
@@ -78,10 +87,53 @@ def one_step_level(window: np.ndarray, a_lo: float, a_hi: float, slope: float, *
     >>> one_step_level(w, 0.5, 0.7, 1e-8, rzz=1.0, k=0.0) is None  # 2e-5 px: the fixed point
     True
     """
-    bounds = one_step_range(window, a_lo, a_hi, rzz=rzz, k=k)
+    overshoot = _OVERSHOOT if resampling is None else OVERSHOOT[resampling]
+    bounds = one_step_range(window, a_lo, a_hi, rzz=rzz, k=k, overshoot=overshoot)
     if bounds is None or not math.isfinite(slope) or slope * (bounds[1] - bounds[0]) > ONE_STEP_PX:
         return None
     return 0.5 * (bounds[0] + bounds[1])
+
+
+def strip_level(window: np.ndarray, window0: tuple[int, int], rows: tuple[int, int], cols: tuple[int, int],
+                coef: np.ndarray, *, drow: float, dcol: float, z0: float, k: float, rzz: float, resampling: str,
+                footprint: tuple[int, int]) -> float | None:
+    """:func:`one_step_level` for the output pixels ``rows x cols`` of an affine mapping (see
+    :func:`rigid_affine_strip`) from the part of ``window`` they can read, when the chunk's
+    window as a whole does not allow one step: their moved elevations are within the bounds of
+    the whole window (:func:`one_step_range`), so their positions within the rows and columns
+    reached over those bounds, whose values bound the moved elevations again, more narrowly.
+
+    Examples
+    --------
+    Two halves 1000 m apart: one step for the rows reading a single half, not for the whole.
+
+    >>> win = np.vstack([np.full((20, 20), 1000.0), np.full((20, 20), 2000.0)])
+    >>> coef = np.array([5.0, 1.0, 0.0, 5.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    >>> args = dict(drow=2e-9, dcol=0.0, z0=1000.0, k=0.0, rzz=1.0, resampling="bilinear", footprint=(0, 1))
+    >>> one_step_level(win, 0.0, 0.0, 2e-9, rzz=1.0, k=0.0, resampling="bilinear") is None
+    True
+    >>> strip_level(win, (0, 0), (0, 10), (0, 10), coef, **args)
+    1000.0
+    """
+    slope = math.hypot(drow, dcol)
+    r = np.array([rows[0], rows[0], rows[1] - 1, rows[1] - 1], dtype=np.float64)
+    c = np.array([cols[0], cols[1] - 1, cols[0], cols[1] - 1], dtype=np.float64)
+    a = coef[6] + coef[7] * r + coef[8] * c
+    whole = one_step_range(window, float(a.min()), float(a.max()), rzz=rzz, k=k, overshoot=OVERSHOOT[resampling])
+    if whole is None or not (slope > 0.0 and slope * (whole[1] - whole[0]) <= 1.0):
+        return None
+    ends = [(z - z0) for z in whole]
+    pr = np.floor(np.concatenate([coef[0] + coef[1] * r + coef[2] * c + drow * e for e in ends]))
+    pc = np.floor(np.concatenate([coef[3] + coef[4] * r + coef[5] * c + dcol * e for e in ends]))
+    if not (np.isfinite(pr).all() and np.isfinite(pc).all()):
+        return None
+    before, after = footprint
+    r0, r1 = max(int(pr.min()) - before - window0[0], 0), min(int(pr.max()) + after + 1 - window0[0], window.shape[0])
+    c0, c1 = max(int(pc.min()) - before - window0[1], 0), min(int(pc.max()) + after + 1 - window0[1], window.shape[1])
+    if r1 <= r0 or c1 <= c0:
+        return None
+    return one_step_level(window[r0:r1, c0:c1], float(a.min()), float(a.max()), slope, rzz=rzz, k=k,
+                          resampling=resampling)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -237,7 +289,8 @@ def rigid_affine_strip(
     elevation ``z0``, and ``a = coef[6] + coef[7] r + coef[8] c``; positions change by
     ``(drow, dcol)`` per unit of moved elevation. ``window`` holds the source from pixel
     ``window0``. ``z_one``: read each pixel once at that moved elevation (the one-step route,
-    :func:`one_step_level`); ``None``: the fixed point. Returns the number of pixels whose
+    :func:`one_step_level`); ``None``: one step if these rows alone allow it (:func:`strip_level`),
+    else the fixed point. Returns the number of pixels whose
     footprint is inside the source (``src_shape``) but not inside the window (the caller's
     footprint was too small: it must fail loudly).
 
@@ -255,8 +308,11 @@ def rigid_affine_strip(
     >>> round(float(out[0, 0]), 9)  # z = 5 + 0.01 z
     5.050505051
     """
-    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
     coef = np.asarray(coef, dtype=np.float64)
+    if z_one is None:  # the chunk's window as a whole needs the fixed point: these rows may not
+        z_one = strip_level(window, window0, rows, cols, coef, drow=drow, dcol=dcol, z0=z0, k=k, rzz=rzz,
+                            resampling=resampling, footprint=footprint)
+    one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
     if one:
         shift_r, shift_c = float(drow) * (level - float(z0)), float(dcol) * (level - float(z0))
         if _corners_inside(window.shape, window0, rows, cols, coef, shift_r, shift_c, footprint):
