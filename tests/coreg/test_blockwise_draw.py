@@ -70,11 +70,15 @@ def test_tile_without_valid_pixel_draws_nothing(pair):
 
 
 def test_groups_are_rows_of_tiles_within_the_memory_bound(monkeypatch):
+    """Whole rows of tiles while their candidates fit in GROUP_BYTES, runs of a row beyond."""
     import xdem.coreg._blockwise_draw as draw_module
 
     tiles = [(r, r + 10, c, c + 10) for r in (0, 10) for c in (0, 10, 20)]
-    assert tile_groups(tiles, 50) == [[0, 1, 2], [3, 4, 5]]
-    monkeypatch.setattr(draw_module, "GROUP_BYTES", 2 * draw_module._expected(1.0, tiles[0]) * draw_module._CANDIDATE_BYTES)
+    assert tile_groups(tiles, 50) == [[0, 1, 2, 3, 4, 5]]
+    one = draw_module._expected(1.0, tiles[0]) * draw_module._CANDIDATE_BYTES
+    monkeypatch.setattr(draw_module, "GROUP_BYTES", 4 * one)
+    assert tile_groups(tiles, 1.0) == [[0, 1, 2], [3, 4, 5]]
+    monkeypatch.setattr(draw_module, "GROUP_BYTES", 2 * one)
     assert tile_groups(tiles, 1.0) == [[0, 1], [2], [3, 4], [5]]
 
 

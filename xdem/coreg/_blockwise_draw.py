@@ -9,8 +9,8 @@ of the region draws the candidates of each tile it meets
 own offsets), where one pass per tile decoded every chunk once per tile meeting it (about 6
 times with 1000-pixel tiles and 2048-pixel chunks). The same candidates, so the same sample
 whatever the grouping and the chunking. Groups are whole rows of tiles while their candidates'
-windows fit in :data:`GROUP_BYTES` (split along the row beyond): memory is bounded by that,
-not by the DEM. A tile with too few candidates (fewer valid pixels than the first pass
+windows fit in :data:`GROUP_BYTES` (a row is split beyond): memory is bounded by that, not by
+the DEM. A tile with too few candidates (fewer valid pixels than the first pass
 assumed) is drawn again alone, as :func:`~xdem.sampling.sample_valid` would.
 """
 
@@ -50,24 +50,43 @@ def _expected(subsample: float | int, tile: Tile) -> int:
 
 
 def tile_groups(tiles: Sequence[Tile], subsample: float | int) -> list[list[int]]:
-    """Indices of ``tiles`` (row-major) in groups drawn in one pass each: consecutive tiles of one
-    row of tiles whose candidates fit in :data:`GROUP_BYTES` together.
+    """Indices of ``tiles`` (row-major) in groups drawn in one pass each: whole rows of tiles
+    while their candidates fit in :data:`GROUP_BYTES` together; a row that alone does not is
+    split into runs of consecutive tiles that do.
 
     Examples
     --------
     >>> tile_groups([(0, 10, 0, 10), (0, 10, 10, 20), (10, 20, 0, 10)], 50)
-    [[0, 1], [2]]
+    [[0, 1, 2]]
     """
-    groups: list[list[int]] = []
-    used = 0
+    rows: dict[int, list[int]] = {}
     for i, tile in enumerate(tiles):
-        need = _expected(subsample, tile) * _CANDIDATE_BYTES
-        if groups and tiles[groups[-1][-1]][0] == tile[0] and used + need <= GROUP_BYTES:
-            groups[-1].append(i)
-            used += need
-        else:
-            groups.append([i])
-            used = need
+        rows.setdefault(tile[0], []).append(i)
+    groups: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for row in rows.values():
+        sizes = [_expected(subsample, tiles[i]) * _CANDIDATE_BYTES for i in row]
+        if used + sum(sizes) <= GROUP_BYTES:
+            current += row
+            used += sum(sizes)
+            continue
+        if current:
+            groups.append(current)
+        current, used = [], 0
+        if sum(sizes) <= GROUP_BYTES:
+            current, used = list(row), sum(sizes)
+            continue
+        for i, size in zip(row, sizes):  # a row too large for one pass: runs of its tiles
+            if current and used + size > GROUP_BYTES:
+                groups.append(current)
+                current, used = [], 0
+            current.append(i)
+            used += size
+        groups.append(current)
+        current, used = [], 0
+    if current:
+        groups.append(current)
     return groups
 
 
