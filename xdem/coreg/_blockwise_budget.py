@@ -39,7 +39,7 @@ def class_default_subsample(step: Coreg) -> float | int | None:
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and value > 1
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and bool(value > 1)
 
 
 def check_per_tile(value: object) -> None:
@@ -76,7 +76,7 @@ def tile_template(step: Coreg, n_tiles: int, per_tile: float | int | None) -> Co
             continue
         value = s.get_params(deep=False)["subsample"]
         default = class_default_subsample(s)
-        if _is_count(value) and _is_count(default) and value == default:
+        if isinstance(value, (int, float)) and _is_count(value) and _is_count(default) and value == default:
             share = math.ceil(float(value) / max(n_tiles, 1))
             s.set_params(subsample=int(min(float(value), max(TILE_SUBSAMPLE_FLOOR, share))))
     return out

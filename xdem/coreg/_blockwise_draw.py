@@ -31,6 +31,8 @@ from xdem.sampling import OVERSAMPLE, Sample, _bound, _candidates_block, join_wi
 __all__ = ["GROUP_BYTES", "tile_groups", "draw_tiles"]
 
 Tile = tuple[int, int, int, int]
+#: One block's candidates for one tile (:func:`xdem.sampling._candidates_block`).
+Candidates = dict[str, Any]
 
 #: Memory allowed for the candidates of one group of tiles (windows of both DEMs around each).
 GROUP_BYTES = 128 * 2**20
@@ -91,11 +93,11 @@ def tile_groups(tiles: Sequence[Tile], subsample: float | int) -> list[list[int]
 
 
 def _block(valid: np.ndarray, ref: np.ndarray, tba: np.ndarray, *, row0: int, col0: int, origin: tuple[int, int],
-           tiles: Sequence[Tile], limits: Sequence[int], half: int, random_state: int | None) -> list[dict | None]:
+           tiles: Sequence[Tile], limits: Sequence[int], half: int, random_state: int | None) -> list[Candidates | None]:
     """Per tile of ``tiles``: the candidates of its part of this block (``None`` if it misses the block)."""
     gr0, gc0 = origin[0] + row0, origin[1] + col0
     gr1, gc1 = gr0 + valid.shape[0], gc0 + valid.shape[1]
-    out: list[dict | None] = []
+    out: list[Candidates | None] = []
     for (r0, r1, c0, c1), limit in zip(tiles, limits):
         a0, a1, b0, b1 = max(r0, gr0), min(r1, gr1), max(c0, gc0), min(c1, gc1)
         if a0 >= a1 or b0 >= b1:
@@ -108,7 +110,7 @@ def _block(valid: np.ndarray, ref: np.ndarray, tba: np.ndarray, *, row0: int, co
     return out
 
 
-def _sample(parts: list[dict], subsample: float | int, ncols: int) -> Sample | None:
+def _sample(parts: list[Candidates], subsample: float | int, ncols: int) -> Sample | None:
     """The tile's sample from its candidates, as :func:`~xdem.sampling.sample_valid` makes it
     (``None``: too few candidates, draw the tile alone)."""
     n_valid = int(sum(int(p["n_valid"]) for p in parts))
@@ -149,10 +151,10 @@ def draw_tiles(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], *,
     arrays = [data.valid()[region], data.ref.data[region], data.tba.data[region]]
     tasks = block_tasks(_block, arrays, origin=(R0, C0), tiles=list(tiles), limits=limits, half=half,
                         random_state=random_state)
-    blocks: list[list[dict | None]] = list(dask.compute(*tasks))
+    blocks: list[list[Candidates | None]] = list(dask.compute(*tasks))
     out: list[SlopedSample | None] = []
     for k, (tile, sub) in enumerate(zip(tiles, subs)):
-        parts: list[dict[str, Any]] = [b[k] for b in blocks if b[k] is not None]  # type: ignore[misc]
+        parts: list[Candidates] = [p for b in blocks if (p := b[k]) is not None]
         for b in blocks:
             b[k] = None  # release the candidates once used
         s = _sample(parts, subsample, tile[3] - tile[2])
