@@ -170,10 +170,11 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
     """
     res = max(abs(grid.transform.a), abs(grid.transform.e))
     step = LATTICE_STEP
-    def nodes(step: int) -> int:
+
+    def n_nodes(step: int) -> int:
         return int(((rows.max() - rows.min()) // step + 2) * ((cols.max() - cols.min()) // step + 2))
 
-    while step > 1 and rows.size > LATTICE_GAIN * nodes(step):
+    while step > 1 and rows.size > LATTICE_GAIN * n_nodes(step):
         lr = np.arange((int(rows.min()) // step) * step, -(-int(rows.max()) // step) * step + step + 1, step)
         lc = np.arange((int(cols.min()) // step) * step, -(-int(cols.max()) // step) * step + step + 1, step)
         gx, gy = grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64))
