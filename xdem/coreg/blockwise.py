@@ -124,7 +124,8 @@ class BlockwiseCoreg(Coreg):
 
     A :class:`~xdem.coreg.NuthKaab` step (the default) takes a faster route with the same
     results (:mod:`xdem.coreg._blockwise_samples`): no counting pass (each tile's draw counts its
-    valid pixels; the centroid is that of the drawn pixels), and a later round reads ``tba`` only
+    valid pixels; the centroid is that of the drawn pixels; the tiles of a group of rows are drawn
+    in one pass, :mod:`xdem.coreg._blockwise_draw`), and a later round reads ``tba`` only
     at the first round's sampled pixels, through the fields, instead of warping the whole DEM:
     one pass over the pair, then one over ``tba`` per later round.
 
