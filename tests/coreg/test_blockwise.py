@@ -20,6 +20,7 @@ from truth import SineTerrain, field_correction, field_dem_of, nmad
 
 import xdem
 from xdem.coreg import BlockwiseCoreg, CoregPipeline, Deramp, NuthKaab, VerticalShift
+from xdem.coreg._blockwise_draw import tile_groups
 from xdem.coreg.blockwise import tile_edges
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.examples import get_path
@@ -179,17 +180,24 @@ def test_tiles_without_data_or_masked_are_rejected_and_extrapolated(ref, fitted)
 
 def test_outlier_tile_is_rejected(ref, fitted):
     """One tile whose data is offset by 15 m horizontally against its neighbours (a blunder):
-    rejected as an outlier, the others are used and the DEM outside that tile is corrected."""
+    rejected as an outlier, the others are used and the DEM outside that tile is corrected.
+    Every pixel of each tile is drawn (``subsample_per_tile``): with the default budget (31,250 of
+    the 62,500 pixels a tile) tile (250, 0)'s residual moves by 3 mm and sits at the 4-NMAD
+    threshold, rejected too (checked below: the blunder is rejected either way)."""
     tba = _copy(fitted["linear"][0])
     bad = _tba(lambda x, y: tuple(a + b for a, b in zip(_linear(x, y), (15.0, 0.0, 0.0)))).values
     tba.values[250:500, 500:750] = bad[250:500, 500:750]
     tba = tba.chunk(BLOCK)
-    bw = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1).fit(ref, tba)
+    bw = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1, subsample_per_tile=BLOCK**2).fit(ref, tba)
     tab = bw.tile_table()
     row = tab[(tab.row0 == 250) & (tab.col0 == 500)].iloc[0]
     assert row.status == "rejected: outlier against its neighbours"
     assert (tab.status == "used").sum() == 15
-    without = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1, outlier_threshold=None).fit(ref, tba)
+    budget = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1).fit(ref, tba).tile_table()
+    assert budget.status[(budget.row0 == 250) & (budget.col0 == 500)].iloc[0] == "rejected: outlier against its neighbours"
+    assert (budget.status == "used").sum() >= 14
+    without = BlockwiseCoreg(NuthKaab(), block_size=BLOCK, n_iterations=1, outlier_threshold=None,
+                             subsample_per_tile=BLOCK**2).fit(ref, tba)
     assert (without.tile_table().status == "used").sum() == 16
     ex, _, _ = field_correction(_linear, row.x, row.y)
     fx_kept = bw.field(row.x, row.y)[0]
@@ -268,25 +276,26 @@ def test_chunk_independent_fit_and_apply(ref, fitted):
 
 
 def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monkeypatch):
-    """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per tile (the
-    draw, which also counts the tile), a later round none (the field moves the positions read by
-    well under 2 pixels here: the draw's windows of tba hold them): no counting pass, no warp of
-    the DEM. Without room to keep the samples (SAMPLE_CACHE_BYTES) a later round draws them
-    again (one compute per tile) and gives the same numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
+    """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per group of
+    tiles (here one: the 16 tiles' draws in one pass, which also count them), a later round none
+    (the field moves the positions read by well under 2 pixels here: the draw's windows of tba
+    hold them): no counting pass, no warp of the DEM. Without room to keep the samples
+    (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute) and gives the same
+    numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
     fitted lazily on the warped DEM) agrees: round 1 to 1e-4 m (the slope kept as float32),
     the total field to 0.02 m (it interpolates twice)."""
-    import xdem.coreg.blockwise as bw_module
+    import xdem.coreg._blockwise_samples as samples_module
     from xdem.testing import _learned_numbers
 
     tba = fitted["quadratic"][0]
-    tiles = (N // BLOCK) ** 2
+    rows = 1  # one group: every tile's candidates fit in GROUP_BYTES
     with count_computes() as c, dask.config.set(scheduler="synchronous"):  # tiles one after the other: all counted
         fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == tiles
-    monkeypatch.setattr(bw_module, "SAMPLE_CACHE_BYTES", 0)
+    assert c.count == rows
+    monkeypatch.setattr(samples_module, "SAMPLE_CACHE_BYTES", 0)
     with count_computes() as c, dask.config.set(scheduler="synchronous"):
         redrawn = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == 2 * tiles
+    assert c.count == 2 * rows
     np.testing.assert_array_equal(_learned_numbers(redrawn), _learned_numbers(fast))
     general = BlockwiseCoreg(CoregPipeline([NuthKaab(subsample=4000)]), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     a, b = fast.tile_table(), general.tile_table()
@@ -305,7 +314,7 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
     cell's centre, else refines or evaluates exactly: the tiles are those of the exact evaluation
     at every sampled pixel (``LATTICE_STEP = 1``) within 1e-6 px (the issue's bound for a change of
     route; measured 2e-8 px on a 2000^2 crop of the 8000^2 benchmark). The pass count stays one
-    compute per tile in round 1 and none in round 2. (Whether the lattice is used depends on how
+    compute per group of tiles in round 1 and none in round 2. (Whether the lattice is used depends on how
     smooth the field is: see the next test.)"""
     import xdem.coreg._blockwise_samples as samples_module
 
@@ -321,7 +330,9 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
     tiles = (N // BLOCK) ** 2
     with count_computes() as c, dask.config.set(scheduler="synchronous"):
         fast = BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == tiles
+    edges = range(0, N + 1, BLOCK)
+    layout = [(r, r + BLOCK, c, c + BLOCK) for r in edges[:-1] for c in edges[:-1]]
+    assert c.count == len(tile_groups(layout, 20_000)) == 2  # the 16 tiles' candidates exceed GROUP_BYTES: two rows a pass
     assert len(evaluated) >= tiles  # round 2 went through composed_at
     monkeypatch.setattr(samples_module, "LATTICE_STEP", 1)
     with dask.config.set(scheduler="synchronous"):

@@ -21,17 +21,20 @@ interpolates twice (the warp, then Nuth & Kääb's shift of the warped DEM).
 
 from __future__ import annotations
 
+import functools
 import math
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._blockwise_draw import draw_tiles, tile_groups
+from xdem.coreg._blockwise_tiles import blank, parallel
 from xdem.coreg._data import FitData
-from xdem.coreg._iterate import check_divergence_params
-from xdem.coreg._windows import gather_windows, sample_with_terrain
+from xdem.coreg._iterate import check_divergence_params, initial_shift_of
+from xdem.coreg._windows import SlopedSample, gather_windows, sample_with_terrain
 from xdem.coreg.affine import NuthKaab
 from xdem.coreg.base import Coreg, clone
 from xdem.errors import ConvergenceError, NotEnoughDataError, OverlapError
@@ -39,9 +42,11 @@ from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
+from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
-__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES", "composed_at"]
+__all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
+           "composed_at", "draw_group", "sampled_rounds"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
@@ -49,6 +54,9 @@ __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit
 SAMPLE_CACHE_BYTES = 512 * 2**20
 #: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
 LATTICE_STEP = 16
+#: The lattice is tried while the pixels outnumber its nodes this many times (it evaluates the
+#: fields at about twice as many points as it has nodes: the nodes and the cells' centres).
+LATTICE_GAIN = 2
 #: Largest error (pixels; also for the vertical change, in pixel sizes) of the fields interpolated
 #: between lattice nodes, checked at the centre of every lattice cell: far below what moves a fit.
 LATTICE_TOLERANCE = 5e-7
@@ -156,12 +164,17 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
     pixels over the pixels' bounding box (aligned on multiples of the step in the whole grid)
     and interpolated bilinearly in between, when that interpolation errs by at most
     :data:`LATTICE_TOLERANCE` pixel at the centre of every lattice cell (else the lattice is
-    refined, down to the exact evaluation at every pixel). For 500,000 pixels of a 1000-pixel
-    tile and a field of 64 tiles: about 60 times fewer evaluations of the thin-plate kernel.
+    refined while the pixels outnumber the nodes :data:`LATTICE_GAIN` times, else the exact
+    evaluation at every pixel). For 500,000 pixels of a 1000-pixel tile and a field of 64 tiles:
+    about 60 times fewer evaluations of the thin-plate kernel; for 20,000, about 2.4 times.
     """
     res = max(abs(grid.transform.a), abs(grid.transform.e))
     step = LATTICE_STEP
-    while step > 1 and rows.size > 16 * ((rows.max() - rows.min()) // step + 2) * ((cols.max() - cols.min()) // step + 2):
+
+    def n_nodes(step: int) -> int:
+        return int(((rows.max() - rows.min()) // step + 2) * ((cols.max() - cols.min()) // step + 2))
+
+    while step > 1 and rows.size > LATTICE_GAIN * n_nodes(step):
         lr = np.arange((int(rows.min()) // step) * step, -(-int(rows.max()) // step) * step + step + 1, step)
         lc = np.arange((int(cols.min()) // step) * step, -(-int(cols.max()) // step) * step + step + 1, step)
         gx, gy = grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64))
@@ -197,30 +210,36 @@ def _tile(data: FitData, rec: dict[str, Any]) -> FitData:
                    inlier=data.inlier[r0:r1, c0:c1], bias_vars={})
 
 
-#: One tile draws at a time (its blocks still run on dask's threads): a draw of 500,000 pixels
-#: holds about 0.5 GB of candidate windows until they are joined, and the tiles' fits run on
-#: threads; the other threads iterate on samples already drawn meanwhile. Halves the peak memory
-#: of the 8000^2 benchmark's fit; no result depends on it.
-_DRAW_LOCK = threading.Lock()
-
-
-def _draw(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileSample]:
-    """Nuth & Kääb's draw on the tile (:func:`~xdem.coreg._windows.sample_with_terrain`), asking for
-    one valid pixel only: the tile's count is tested against ``min_valid`` by the caller."""
-    check_projected(sub.ref, "Nuth & Kääb")
-    with _DRAW_LOCK:
-        return _draw_unlocked(step, sub, rec)
-
-
-def _draw_unlocked(step: NuthKaab, sub: FitData, rec: dict[str, Any]) -> tuple[Any, TileSample]:
-    ss = sample_with_terrain(sub, subsample=step.subsample, random_state=step.random_state, min_count=1,
-                             what="Nuth & Kääb", resampling=step.resampling, terrain_method=step.terrain_method,
-                             half=type(step)._half, initial_shift=step.initial_shift)
+def _kept(ss: SlopedSample, rec: dict[str, Any]) -> TileSample:
+    """What is kept of a tile's draw: global indices, the reference there, slope, aspect, tba's windows."""
     s = ss.sample
-    kept = TileSample(rows=(s["row"] + rec["row0"]).astype(np.int32), cols=(s["col"] + rec["col0"]).astype(np.int32),
+    return TileSample(rows=(s["row"] + rec["row0"]).astype(np.int32), cols=(s["col"] + rec["col0"]).astype(np.int32),
                       ref=s["ref"], win_tba=ss.sampler.win,
                       slope=ss.slope.astype(np.float32), aspect=ss.aspect.astype(np.float32), n_valid=int(s.n_valid))
-    return ss, kept
+
+
+def draw_group(template: NuthKaab, data: FitData, recs: list[dict[str, Any]]) -> list[SlopedSample | None]:
+    """Nuth & Kääb's draw on each tile of ``recs`` (``None``: not one valid pixel): one pass over
+    the group (:func:`xdem.coreg._blockwise_draw.draw_tiles`), or one per tile with an ``initial_shift``
+    (its validity depends on the shifted ``tba``)."""
+    step = _fresh(template)
+    step._check_params()
+    check_projected(data.ref, "Nuth & Kääb")
+    subs = [_tile(data, r) for r in recs]
+    if initial_shift_of(step.initial_shift)[:2] == (0.0, 0.0):
+        return draw_tiles(data, subs, [(r["row0"], r["row1"], r["col0"], r["col1"]) for r in recs],
+                          subsample=step.subsample, random_state=step.random_state, half=type(step)._half,
+                          resampling=step.resampling, terrain_method=step.terrain_method)
+    out: list[SlopedSample | None] = []
+    for sub in subs:
+        try:
+            out.append(sample_with_terrain(sub, subsample=step.subsample, random_state=step.random_state, min_count=1,
+                                           what="Nuth & Kääb", resampling=step.resampling,
+                                           terrain_method=step.terrain_method, half=type(step)._half,
+                                           initial_shift=step.initial_shift))
+        except NotEnoughDataError:
+            out.append(None)
+    return out
 
 
 def _result(step: NuthKaab, before: np.ndarray, after: np.ndarray, frame: str) -> dict[str, Any]:
@@ -237,18 +256,16 @@ def _nmad(dh: np.ndarray) -> float:
     return float(nmad(dh)) if dh.size else math.nan
 
 
-def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], *, need: float, min_valid: float | int,
-                   frame: str) -> tuple[dict[str, Any], TileSample | None]:
-    """Round 1 on one tile: the draw (which counts the tile's valid pixels), the count test, the
-    fit on the draw's windows. Returns the record's new fields and the sample (``None`` when
-    the tile was rejected before its fit)."""
-    sub = _tile(data, rec)
+def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: SlopedSample | None, *, need: float,
+                   min_valid: float | int, frame: str) -> tuple[dict[str, Any], TileSample | None]:
+    """Round 1 on one tile from its draw ``ss`` (:func:`draw_group`, which counts the tile's valid
+    pixels; ``None``: not one): the count test, the fit on the draw's windows. Returns the
+    record's new fields and the sample (``None`` when the tile was rejected before its fit)."""
     step = _fresh(template)
     step._check_params()
-    try:
-        ss, kept = _draw(step, sub, rec)
-    except NotEnoughDataError:  # not one valid pixel
+    if ss is None:  # not one valid pixel
         return {"count": 0, "status": f"rejected: 0 valid pixels (< min_valid {min_valid})"}, None
+    kept = _kept(ss, rec)
     x, y = Grid.of(data.ref).centres(kept.rows, kept.cols)
     counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(x)), "y": float(np.mean(y))}
     if kept.n_valid < max(need, 1):
@@ -267,16 +284,13 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], *, ne
     return counted | out, kept
 
 
-def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample | None,
+def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample,
                    fields: tuple[ThinPlateField, ...], *, frame: str) -> dict[str, Any]:
     """A later round on one tile: Nuth & Kääb of the residual offset of ``tba`` warped by
-    ``fields``, on the first round's sample (``kept``, or drawn again when ``None``)."""
+    ``fields``, on the first round's sample ``kept`` (kept, or drawn again)."""
     step = _fresh(template)
     step._check_params()
-    sub = _tile(data, rec)
     try:
-        if kept is None:
-            _, kept = _draw(step, sub, rec)
         sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half,
                                windows=kept.win_tba)
         step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=get_resolution(data.ref),
@@ -284,3 +298,56 @@ def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept:
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
     return _result(step, sampler(0.0, 0.0) - kept.ref, sampler(step.shift_x_, step.shift_y_) - kept.ref, frame)
+
+
+Rounds = Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]
+
+
+def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int, int, int]], *, frame: str,
+                   need: Callable[[dict[str, Any]], float], min_valid: float | int) -> Rounds:
+    """Rounds of Nuth & Kääb tiles on samples: the first draws the tiles a group at a time
+    (:func:`draw_group`, counting them) and fits each group's tiles on threads; later ones read
+    ``tba`` at the warped positions of the first round's samples (kept in memory while all fit in
+    :data:`SAMPLE_CACHE_BYTES`, else drawn again, a group at a time: the same samples)."""
+    t = get_transform(data.ref)
+    base = [blank(0, tile, t) for tile in tiles]
+    kept: dict[int, TileSample] = {}  # the samples of the tiles fitted in round 1 (while they fit in memory)
+    fitted: list[int] = []
+    per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
+    keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
+    groups = tile_groups(tiles, template.subsample)
+
+    def first(i: int, ss: SlopedSample | None) -> None:
+        got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame)
+        base[i].update(got)
+        if sample is not None:
+            fitted.append(i)
+            if keep:
+                kept[i] = sample
+
+    def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
+        if it == 0:
+            for group in groups:
+                drawn = draw_group(template, data, [base[i] for i in group])
+                parallel([functools.partial(first, i, ss) for i, ss in zip(group, drawn)])
+            return [dict(r) for r in base]
+        records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
+                        nmad_after=math.nan, converged=False, weight=0.0) for r in base]
+        todo = sorted(fitted)
+        for i in todo:
+            records[i]["status"] = ""
+
+        def again(i: int, sample: TileSample) -> None:
+            records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame))
+
+        for group in [list(range(len(todo)))] if keep else tile_groups([tiles[i] for i in todo], template.subsample):
+            idx = [todo[j] for j in group]
+            if keep:
+                pairs = [(i, kept[i]) for i in idx]
+            else:  # the same draws again (they gave a sample in round 1)
+                drawn = draw_group(template, data, [base[i] for i in idx])
+                pairs = [(i, _kept(ss, base[i])) for i, ss in zip(idx, drawn) if ss is not None]
+            parallel([functools.partial(again, i, sm) for i, sm in pairs])
+        return records
+
+    return fit_round

@@ -26,7 +26,8 @@ import pandas as pd
 import xarray as xr
 from affine import Affine
 
-from xdem.coreg._blockwise_samples import SAMPLE_CACHE_BYTES, TileSample, fit_tile_again, fit_tile_first, samples_route
+from xdem.coreg._blockwise_budget import check_per_tile, tile_template
+from xdem.coreg._blockwise_samples import sampled_rounds, samples_route
 from xdem.coreg._blockwise_tiles import (
     MultiprocConfigLike,
     blank,
@@ -51,7 +52,6 @@ from xdem.io.cog import write_cog
 from xdem.io.grid import get_transform
 from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbour_outliers
 from xdem.kernels.interp import RESAMPLINGS
-from xdem.sampling import resolve_count
 from xdem.typing import BiasVars, CRSLike, DEMLike, JSONDict, Params
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
 
@@ -124,7 +124,8 @@ class BlockwiseCoreg(Coreg):
 
     A :class:`~xdem.coreg.NuthKaab` step (the default) takes a faster route with the same
     results (:mod:`xdem.coreg._blockwise_samples`): no counting pass (each tile's draw counts its
-    valid pixels; the centroid is that of the drawn pixels), and a later round reads ``tba`` only
+    valid pixels; the centroid is that of the drawn pixels; the tiles of a group of rows are drawn
+    in one pass, :mod:`xdem.coreg._blockwise_draw`), and a later round reads ``tba`` only
     at the first round's sampled pixels, through the fields, instead of warping the whole DEM:
     one pass over the pair, then one over ``tba`` per later round.
 
@@ -138,8 +139,10 @@ class BlockwiseCoreg(Coreg):
     ----------
     step
         The coregistration fitted on each tile (``None``: :class:`~xdem.coreg.NuthKaab`). Each of
-        its parts must be a correction of the frame (translation, rotation, ramp); its own
-        ``subsample``/``random_state`` apply per tile.
+        its parts must be a correction of the frame (translation, rotation, ramp). Its
+        ``random_state`` applies per tile; its ``subsample`` too when set (upstream's meaning), but
+        left at its class default (``NuthKaab``'s 500,000) it is a budget for the whole DEM: each
+        tile draws ``subsample / n_tiles`` pixels, at least 20,000 (:mod:`xdem.coreg._blockwise_budget`).
     block_size
         Tile side in pixels (``>= 8``).
     min_valid
@@ -157,6 +160,10 @@ class BlockwiseCoreg(Coreg):
         Rounds of (fit tiles, fit field) on the DEM warped so far (``>= 1``).
     resampling
         ``"bilinear"`` or ``"cubic"``: interpolation of ``apply`` (and of later iterations).
+    subsample_per_tile
+        Pixels (a count ``> 1``) or fraction each tile draws, for every part of the step that
+        has a ``subsample`` (``None``: the rule above; ``500_000``: every tile fits NuthKaab's
+        default subsample, as before issue 28 and as upstream).
     block_size_fit
         Upstream's name of ``block_size`` (pixels in both): used when given.
     block_size_apply, mp_config, parent_path
@@ -209,6 +216,7 @@ class BlockwiseCoreg(Coreg):
         degree: int = 2,
         n_iterations: int = 2,
         resampling: str = "bilinear",
+        subsample_per_tile: float | int | None = None,
     ) -> None:
         self.step = step
         self.mp_config = mp_config
@@ -223,6 +231,7 @@ class BlockwiseCoreg(Coreg):
         self.degree = degree
         self.n_iterations = n_iterations
         self.resampling = resampling
+        self.subsample_per_tile = subsample_per_tile
 
     # --- parameters ------------------------------------------------------------------------
     def get_params(self, deep: bool = True) -> Params:
@@ -302,14 +311,15 @@ class BlockwiseCoreg(Coreg):
     def _fit(self, data: FitData) -> None:
         self._check_params()
         block, edges = self._tiling()
-        template = self._template()
+        check_per_tile(self.subsample_per_tile)
         frame = crs_key(data.ref.rio.crs)
         grid = Grid.of(data.ref)
         rows = edges(grid.shape[0], block)
         cols = edges(grid.shape[1], block)
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
-        fit_round = self._sampled_rounds(template, data, tiles, frame) if samples_route(template) else \
-            self._lazy_rounds(template, data, tiles, frame)
+        template = tile_template(self._template(), len(tiles), self.subsample_per_tile)
+        fit_round = sampled_rounds(template, data, tiles, frame=frame, need=self._need, min_valid=self.min_valid) \
+            if isinstance(template, NuthKaab) and samples_route(template) else self._lazy_rounds(template, data, tiles, frame)
         fields: list[ThinPlateField] = []
         table: list[dict[str, Any]] = []
         for it in range(int(self.n_iterations)):
@@ -332,41 +342,6 @@ class BlockwiseCoreg(Coreg):
     def _need(self, rec: dict[str, Any]) -> float:
         size = (rec["row1"] - rec["row0"]) * (rec["col1"] - rec["col0"])
         return max(float(self.min_valid * size if self.min_valid <= 1 else self.min_valid), 1.0)
-
-    def _sampled_rounds(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
-                        frame: str) -> Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]:
-        """Rounds of Nuth & Kääb tiles on samples (:mod:`xdem.coreg._blockwise_samples`): the
-        first draws each tile (counting it), later ones read ``tba`` at the warped positions."""
-        assert isinstance(template, NuthKaab)
-        t = get_transform(data.ref)
-        base = [blank(0, tile, t) for tile in tiles]
-        kept: dict[int, TileSample | None] = {}
-        per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
-        keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
-
-        def first(i: int) -> None:
-            got, sample = fit_tile_first(template, data, base[i], need=self._need(base[i]),
-                                         min_valid=self.min_valid, frame=frame)
-            base[i].update(got)
-            kept[i] = sample if keep else None
-
-        def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
-            if it == 0:
-                parallel([functools.partial(first, i) for i in range(len(tiles))])
-                return [dict(r) for r in base]
-            records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
-                            nmad_after=math.nan, converged=False, weight=0.0) for r in base]
-            todo = [i for i, r in enumerate(base) if r["count"] >= self._need(r) and i in kept]
-            for i in todo:
-                records[i]["status"] = ""
-
-            def again(i: int) -> None:
-                records[i].update(fit_tile_again(template, data, records[i], kept[i], fields, frame=frame))
-
-            parallel([functools.partial(again, i) for i in todo])
-            return records
-
-        return fit_round
 
     def _lazy_rounds(self, template: Coreg, data: FitData, tiles: list[tuple[int, int, int, int]],
                      frame: str) -> Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]:
