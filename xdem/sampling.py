@@ -24,7 +24,8 @@ of the DEM.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence
+import mmap
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
-from xdem.kernels.draw import cut_windows_nan, draw_block, hash_block, join_pieces, select_finite_block
+from xdem.kernels.draw import cut_windows_nan, cut_windows_nan_into, draw_block, hash_block, join_pieces, select_finite_block
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
@@ -46,6 +47,8 @@ OVERSAMPLE = 0.25
 #: Binomial margin on the candidates' number, in standard deviations.
 _SIGMAS = 6.0
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: Window pieces of a block at least this large (bytes) get pages of their own (:func:`_own_pages`).
+OWN_PAGES_BYTES = 256 * 2**10
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -203,17 +206,39 @@ def join_windows(keys: np.ndarray | Sequence[np.ndarray], parts: np.ndarray | Se
     ``keys`` and ``parts`` may be lists (e.g. one per block): they are not concatenated."""
     key_list = [keys] if isinstance(keys, np.ndarray) else list(keys)
     part_list = [parts] if isinstance(parts, np.ndarray) else list(parts)
-    wanted = np.asarray(wanted)
     shape = part_list[0].shape[1:] if part_list else (0, 0)
-    out = np.empty((len(wanted), *shape), dtype=part_list[0].dtype if part_list else np.float32)
+    return _join_stream(zip(key_list, part_list), np.asarray(wanted), shape,
+                        part_list[0].dtype if part_list else np.dtype(np.float32))
+
+
+def _join_stream(pieces: Iterable[tuple[np.ndarray, np.ndarray]], wanted: np.ndarray, shape: tuple[int, ...],
+                 dtype: np.dtype) -> np.ndarray:
+    """:func:`join_windows` of ``(keys, pieces)`` pairs taken one at a time: a pair the iterator
+    no longer holds is freed as soon as it is joined (the draw's pieces then never coexist
+    with the whole joined array)."""
+    out = np.empty((len(wanted), *shape), dtype=dtype)
     seen = np.zeros(len(wanted), dtype=np.int64)
-    for k, p in zip(key_list, part_list) if len(wanted) else ():
-        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
-        pos[wanted[pos] != k] = -1  # pieces of windows not drawn
-        join_pieces(pos, p, out, seen)
+    for k, p in pieces:
+        if len(wanted):
+            pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
+            pos[wanted[pos] != k] = -1  # pieces of windows not drawn
+            join_pieces(pos, p, out, seen)
+        del k, p
     if not seen.all():
         raise AssertionError("a sampled window is missing some of its pieces")
     return out
+
+
+def _own_pages(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """An uninitialised array; from :data:`OWN_PAGES_BYTES` up, on an anonymous memory map of
+    its own, so that its pages go back to the system when it is freed, whatever the allocator
+    keeps (glibc keeps freed blocks below its mmap threshold in the heap, and the draw's pieces
+    are freed while the joined windows grow)."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes < OWN_PAGES_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty(shape, dtype=dtype)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(pages, dtype=dtype).reshape(shape)
 
 
 def _candidates_block(
@@ -240,8 +265,10 @@ def _candidates_block(
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
     if win_names:
         out["wkey"] = wr * ncols + wc
+        size = 2 * half + 2
         for name, arr in zip(win_names, arrays[len(names) :]):
-            out[name] = cut_windows_nan(np.asarray(arr), wr - row0, wc - col0, half)
+            out[name] = _own_pages((len(wr), size, size), np.float32)
+            cut_windows_nan_into(np.asarray(arr), wr - row0, wc - col0, half, out[name])
     return out
 
 
@@ -460,11 +487,12 @@ def sample_valid(
     while sum(len(p["h"]) for p in parts) < n:
         # too few valid pixels for that bound: one more pass, with a bound from the exact count
         frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
+        parts = []  # freed before the next pass, not held through it
         parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {},
                          _Work())
         passes += 1
     keys = ("h", "row", "col") + names
-    merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    merged = {k: np.concatenate([p.pop(k) for p in parts]) for k in keys}
     # the n smallest hashes (a unique set: the hash is a bijection), ordered by global index
     order = np.argpartition(merged["h"], n - 1)[:n] if 0 < n < len(merged["h"]) else np.arange(n)
     index = merged["row"][order] * nx + merged["col"][order]
@@ -472,7 +500,9 @@ def sample_valid(
     values = {k: merged[k][order] for k in keys[1:]}
     if win_names:
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
-        for k in win_names:
-            values[k] = join_windows([p["wkey"] for p in parts], [p.pop(k) for p in parts], wanted)
+        size = 2 * half + 2
+        for k in win_names:  # each block's pieces freed once joined
+            values[k] = _join_stream(((p["wkey"], p.pop(k)) for p in parts), wanted, (size, size),
+                                     np.dtype(np.float32))
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "join_pieces", "diff_extremes", "take_f64", "hash_block"]
+__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "cut_windows_nan_into", "join_pieces", "diff_extremes", "take_f64", "hash_block"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -222,9 +222,18 @@ def take_f64(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:  
 def cut_windows_nan(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:  # pragma: no cover
     """Windows ``(n, 2h+2, 2h+2)`` (float32) of ``block`` starting at ``(lrow - h, lcol - h)``;
     NaN where a window leaves the block."""
-    ny, nx = block.shape
     size = 2 * half + 2
     out = np.empty((len(lrow), size, size), dtype=np.float32)
+    cut_windows_nan_into(block, lrow, lcol, half, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def cut_windows_nan_into(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int,
+                         out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`cut_windows_nan` into ``out`` (``(len(lrow), 2h+2, 2h+2)`` float32, allocated by the caller)."""
+    ny, nx = block.shape
+    size = 2 * half + 2
     for k in range(len(lrow)):
         r0, c0 = lrow[k] - half, lcol[k] - half
         if 0 <= r0 and r0 + size <= ny and 0 <= c0 and c0 + size <= nx:  # inside: no test per pixel
@@ -240,7 +249,6 @@ def cut_windows_nan(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half:
                     out[k, a, b] = np.float32(block[r, c])
                 else:
                     out[k, a, b] = np.nan
-    return out
 
 
 @numba.njit(cache=True, nogil=True)
