@@ -170,3 +170,49 @@ def test_block_work_runs_in_the_draws_tasks():
         assert sum(s.also["n"]) == np.isfinite(z).sum() == s.n_valid
         results.append(s)
     np.testing.assert_array_equal(results[0]["z"], results[1]["z"])
+
+
+def _held_bytes(value: object) -> int:
+    """Bytes a draw task's result keeps alive: the whole buffer under each array (a view pins its base)."""
+    if isinstance(value, dict):
+        return sum(_held_bytes(v) for v in value.values())
+    if isinstance(value, np.ndarray):
+        base = value
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return max(base.nbytes, len(memoryview(base.base).cast("B")) if base.base is not None else 0)
+    return 0
+
+
+def _most_candidate_bytes(chunk: int) -> tuple[int, int]:
+    """Draw 4000 pixels with two windowed arrays (as Nuth & Kääb does) from a 512 x 512 field in
+    chunks of ``chunk``; the most bytes of per-block candidates (results of the draw's tasks)
+    held in dask's cache at once, and the bytes of the returned sample."""
+    from dask.callbacks import Callback
+
+    z = np.random.default_rng(3).normal(size=(512, 512)).astype("float32")
+    a = da.from_array(z, chunks=chunk)
+    most = [0]
+
+    def posttask(key, result, dsk, state, id):
+        held = sum(_held_bytes(v) for v in state["cache"].values() if isinstance(v, dict) and "h" in v)
+        most[0] = max(most[0], held)
+
+    with Callback(posttask=posttask):
+        s = sample_valid(da.isfinite(a), {"ref": a}, subsample=4000, random_state=1, windows={"wa": a, "wb": -a},
+                         half=2)
+    return most[0], sum(v.nbytes for v in s.values.values())
+
+
+def test_candidates_held_during_the_draw_do_not_grow_with_the_number_of_chunks():
+    """The candidates are the pixels below a hash bound meant to give about 1.25 times the sample
+    over the whole grid, plus the pieces of windows reaching into each block: their bytes are a
+    multiple of the sample's, whatever the number of chunks (16 or 256 here). Measured: 1.6 and
+    2.4 times the sample's bytes (the pieces grow with the blocks' perimeter, 32-pixel chunks);
+    before, every block's first guess of its candidates (1024 more than expected) stayed pinned by
+    a view: 4.1 times with 256 chunks."""
+    few, sample_bytes = _most_candidate_bytes(128)  # 4 x 4 chunks
+    many, same_bytes = _most_candidate_bytes(32)  # 16 x 16 chunks
+    assert sample_bytes == same_bytes
+    assert few <= 3.0 * sample_bytes
+    assert many <= 3.0 * sample_bytes

@@ -260,7 +260,8 @@ def _candidates_block(
         np.asarray(valid, dtype=bool), row0, col0, ncols, _seed_key(random_state), np.uint64(0 if every else limit),
         every, er0, er1, ec0, ec1, bool(win_names), cap,
     )
-    out = {"h": h, "row": r + row0, "col": c + col0, "n_valid": np.int64(n_valid)}
+    # ``h`` is a view of the kernel's first guess (``cap``): a copy of its own does not pin the rest
+    out = {"h": h.copy(), "row": r + row0, "col": c + col0, "n_valid": np.int64(n_valid)}
     for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
     if win_names:
