@@ -35,7 +35,15 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
-from xdem.kernels.draw import cut_windows_nan, cut_windows_nan_into, draw_block, hash_block, join_pieces, select_finite_block
+from xdem.kernels.draw import (
+    cut_windows_nan,
+    cut_windows_nan_into,
+    draw_block,
+    hash_block,
+    hash_keys,
+    join_pieces,
+    select_finite_block,
+)
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
@@ -373,13 +381,53 @@ def _block_with_work(
 def _draw(
     valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
     win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, extra: Mapping[str, da.Array],
-    work: _Work,
+    work: _Work, keep: int,
 ) -> tuple[list[dict], dict]:
     """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums,
-    and ``work`` on every block, in the same task)."""
+    and ``work`` on every block, in the same task), row of blocks after row of blocks reduced to
+    what can be among the ``keep`` smallest hashes (:func:`_trim`)."""
     tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state, work)
-    extra_out, *parts = dask.compute(dict(extra), *tasks)
+    per_row = valid.numblocks[1]
+    held: Any = []
+    for i in range(0, len(tasks), per_row):
+        held = dask.delayed(_trim)(held, tasks[i : i + per_row], keep=keep, key=_seed_key(random_state),
+                                   names=names, win_names=win_names)
+    extra_out, parts = dask.compute(dict(extra), held)
     return list(parts), extra_out
+
+
+def _trim(held: list[dict], row: list[dict], *, keep: int, key: np.uint64, names: tuple[str, ...],
+          win_names: tuple[str, ...]) -> list[dict]:
+    """The blocks drawn so far (``held``, then a new ``row``), less what cannot be among the
+    ``keep`` smallest hashes of the valid pixels: the candidates, and the window pieces whose
+    centre has a hash, above the ``keep``-th smallest candidate hash so far (the final sample's
+    are at most that: exact, whatever the chunking). Held candidates then stay about ``keep``
+    (not ``1 + OVERSAMPLE`` times it) whatever the number of blocks."""
+    parts = [*held, *row]
+    if sum(len(p["h"]) for p in parts) <= keep:
+        return parts
+    top = np.partition(np.concatenate([p["h"] for p in parts]), keep - 1)[keep - 1]
+    return [_below_or_at(p, top, key, names, win_names) for p in parts]
+
+
+def _below_or_at(part: dict, top: np.uint64, key: np.uint64, names: tuple[str, ...],
+                 win_names: tuple[str, ...]) -> dict:
+    """A block's result without its candidates and window pieces whose hash is above ``top``."""
+    out = dict(part)
+    kept = part["h"] <= top
+    if not kept.all():
+        for name in ("h", "row", "col", *names):
+            out[name] = part[name][kept]
+    if win_names and len(part["wkey"]):
+        hashes = np.empty(len(part["wkey"]), dtype=np.uint64)
+        hash_keys(part["wkey"], key, hashes)
+        kept = hashes <= top
+        if not kept.all():
+            out["wkey"] = part["wkey"][kept]
+            for name in win_names:
+                out[name] = _own_pages((int(kept.sum()), *part[name].shape[1:]), np.float32)
+                np.compress(kept, part[name], axis=0, out=out[name])
+    return out
 
 
 def _draw_tasks(
@@ -471,8 +519,10 @@ def sample_valid(
     resolve_count(subsample, 1)  # validate early
     # pass 1: a bound expected to give enough valid candidates if most pixels are valid
     frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) * (1.0 + OVERSAMPLE) / max(npix, 1))
+    # at most this many are drawn (a count, or the fraction of every pixel): more candidates are never needed
+    most = max(1, int(subsample) if subsample > 1 else round(float(subsample) * npix))
     parts, extra = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, npix), random_state, extra,
-                         work)
+                         work, most)
     done = [p.pop(_ALSO, ()) for p in parts]
     also_done = {name: [d[i] for d in done] for i, name in enumerate(work.names)}
     del done
@@ -490,7 +540,7 @@ def sample_valid(
         frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
         parts = []  # freed before the next pass, not held through it
         parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {},
-                         _Work())
+                         _Work(), max(n, 1))
         passes += 1
     keys = ("h", "row", "col") + names
     merged = {k: np.concatenate([p.pop(k) for p in parts]) for k in keys}

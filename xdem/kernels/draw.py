@@ -14,7 +14,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "cut_windows_nan_into", "join_pieces", "diff_extremes", "take_f64", "hash_block"]
+__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "cut_windows_nan_into", "join_pieces", "diff_extremes",
+           "take_f64", "hash_block",
+           "hash_keys"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -47,6 +49,13 @@ def hash_block(row0: np.uint64, col0: np.uint64, ncols: np.uint64, key: np.uint6
     ``ncols`` columns), row by row with :func:`_hash_row`."""
     for i in range(out.shape[0]):
         _hash_row((row0 + np.uint64(i)) * ncols + col0, key, out[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def hash_keys(index: np.ndarray, key: np.uint64, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The hashes of the global indices ``index`` (int64) into ``out`` (uint64)."""
+    for k in range(len(index)):
+        out[k] = _mix(np.uint64(index[k]), key)
 
 
 @numba.njit(cache=True, nogil=True)
