@@ -389,9 +389,9 @@ def _draw(
     tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state, work)
     per_row = valid.numblocks[1]
     held: Any = []
-    for i in range(0, len(tasks), per_row):
-        held = dask.delayed(_trim)(held, tasks[i : i + per_row], keep=keep, key=_seed_key(random_state),
-                                   names=names, win_names=win_names)
+    for i in range(0, len(tasks), per_row):  # after the last row everything is held: the final cut does the rest
+        held = dask.delayed(_trim)(held, tasks[i : i + per_row], keep=keep if i + per_row < len(tasks) else 0,
+                                   key=_seed_key(random_state), names=names, win_names=win_names)
     extra_out, parts = dask.compute(dict(extra), held)
     return list(parts), extra_out
 
@@ -402,32 +402,33 @@ def _trim(held: list[dict], row: list[dict], *, keep: int, key: np.uint64, names
     ``keep`` smallest hashes of the valid pixels: the candidates, and the window pieces whose
     centre has a hash, above the ``keep``-th smallest candidate hash so far (the final sample's
     are at most that: exact, whatever the chunking). Held candidates then stay about ``keep``
-    (not ``1 + OVERSAMPLE`` times it) whatever the number of blocks."""
+    (not ``1 + OVERSAMPLE`` times it) whatever the number of blocks; ``keep=0`` drops nothing.
+    The blocks' results are cut in place, one after the other (each block's result has this task
+    as its only user): a copy of them all never coexists with them."""
     parts = [*held, *row]
-    if sum(len(p["h"]) for p in parts) <= keep:
+    if not keep or sum(len(p["h"]) for p in parts) <= keep:
         return parts
     top = np.partition(np.concatenate([p["h"] for p in parts]), keep - 1)[keep - 1]
-    return [_below_or_at(p, top, key, names, win_names) for p in parts]
+    for p in parts:
+        _cut_above(p, top, key, names, win_names)
+    return parts
 
 
-def _below_or_at(part: dict, top: np.uint64, key: np.uint64, names: tuple[str, ...],
-                 win_names: tuple[str, ...]) -> dict:
-    """A block's result without its candidates and window pieces whose hash is above ``top``."""
-    out = dict(part)
+def _cut_above(part: dict, top: np.uint64, key: np.uint64, names: tuple[str, ...], win_names: tuple[str, ...]) -> None:
+    """Remove from a block's result (in place) the candidates and window pieces whose hash is above ``top``."""
     kept = part["h"] <= top
     if not kept.all():
         for name in ("h", "row", "col", *names):
-            out[name] = part[name][kept]
+            part[name] = part[name][kept]
     if win_names and len(part["wkey"]):
         hashes = np.empty(len(part["wkey"]), dtype=np.uint64)
         hash_keys(part["wkey"], key, hashes)
         kept = hashes <= top
         if not kept.all():
-            out["wkey"] = part["wkey"][kept]
+            part["wkey"] = part["wkey"][kept]
             for name in win_names:
-                out[name] = _own_pages((int(kept.sum()), *part[name].shape[1:]), np.float32)
-                np.compress(kept, part[name], axis=0, out=out[name])
-    return out
+                cut = _own_pages((int(kept.sum()), *part[name].shape[1:]), np.float32)
+                part[name] = np.compress(kept, part[name], axis=0, out=cut)
 
 
 def _draw_tasks(
