@@ -218,7 +218,7 @@ def test_candidates_held_during_the_draw_do_not_grow_with_the_number_of_chunks()
     over the whole grid, plus the pieces of windows reaching into each block; row of blocks after
     row, what cannot be among the smallest hashes is dropped. Their bytes held at once are a
     multiple of the sample's that does not depend on the number of chunks (16 or 256 here).
-    Measured: 1.47 and 1.48 times the sample's bytes; before, 1.6 and 3.5 (every block's first
+    Measured: 1.47 and 1.47 times the sample's bytes; before, 1.6 and 3.5 (every block's first
     guess of its candidates stayed pinned by a view, and nothing was dropped before the end)."""
     with dask.config.set(scheduler="sync"):  # one order of the tasks: the same peak every run
         few, sample = _most_candidate_bytes(128)  # 4 x 4 chunks
