@@ -24,7 +24,8 @@ of the DEM.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence
+import mmap
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -34,7 +35,15 @@ import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_tasks
-from xdem.kernels.draw import cut_windows_nan, draw_block, hash_block, join_pieces, select_finite_block
+from xdem.kernels.draw import (
+    cut_windows_nan,
+    cut_windows_nan_into,
+    draw_block,
+    hash_block,
+    hash_keys,
+    join_pieces,
+    select_finite_block,
+)
 
 __all__ = ["pixel_uniform", "resolve_count", "sample_valid", "Sample", "BlockWork", "DEFAULT_SEED"]
 
@@ -46,6 +55,8 @@ OVERSAMPLE = 0.25
 #: Binomial margin on the candidates' number, in standard deviations.
 _SIGMAS = 6.0
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: Window pieces of a block at least this large (bytes) get pages of their own (:func:`_own_pages`).
+OWN_PAGES_BYTES = 256 * 2**10
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -203,17 +214,39 @@ def join_windows(keys: np.ndarray | Sequence[np.ndarray], parts: np.ndarray | Se
     ``keys`` and ``parts`` may be lists (e.g. one per block): they are not concatenated."""
     key_list = [keys] if isinstance(keys, np.ndarray) else list(keys)
     part_list = [parts] if isinstance(parts, np.ndarray) else list(parts)
-    wanted = np.asarray(wanted)
     shape = part_list[0].shape[1:] if part_list else (0, 0)
-    out = np.empty((len(wanted), *shape), dtype=part_list[0].dtype if part_list else np.float32)
+    return _join_stream(zip(key_list, part_list), np.asarray(wanted), shape,
+                        part_list[0].dtype if part_list else np.dtype(np.float32))
+
+
+def _join_stream(pieces: Iterable[tuple[np.ndarray, np.ndarray]], wanted: np.ndarray, shape: tuple[int, ...],
+                 dtype: np.dtype) -> np.ndarray:
+    """:func:`join_windows` of ``(keys, pieces)`` pairs taken one at a time: a pair the iterator
+    no longer holds is freed as soon as it is joined (the draw's pieces then never coexist
+    with the whole joined array)."""
+    out = np.empty((len(wanted), *shape), dtype=dtype)
     seen = np.zeros(len(wanted), dtype=np.int64)
-    for k, p in zip(key_list, part_list) if len(wanted) else ():
-        pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
-        pos[wanted[pos] != k] = -1  # pieces of windows not drawn
-        join_pieces(pos, p, out, seen)
+    for k, p in pieces:
+        if len(wanted):
+            pos = np.minimum(np.searchsorted(wanted, k), len(wanted) - 1)
+            pos[wanted[pos] != k] = -1  # pieces of windows not drawn
+            join_pieces(pos, p, out, seen)
+        del k, p
     if not seen.all():
         raise AssertionError("a sampled window is missing some of its pieces")
     return out
+
+
+def _own_pages(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """An uninitialised array; from :data:`OWN_PAGES_BYTES` up, on an anonymous memory map of
+    its own, so that its pages go back to the system when it is freed, whatever the allocator
+    keeps (glibc keeps freed blocks below its mmap threshold in the heap, and the draw's pieces
+    are freed while the joined windows grow)."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes < OWN_PAGES_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
+        return np.empty(shape, dtype=dtype)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(pages, dtype=dtype).reshape(shape)
 
 
 def _candidates_block(
@@ -235,13 +268,16 @@ def _candidates_block(
         np.asarray(valid, dtype=bool), row0, col0, ncols, _seed_key(random_state), np.uint64(0 if every else limit),
         every, er0, er1, ec0, ec1, bool(win_names), cap,
     )
-    out = {"h": h, "row": r + row0, "col": c + col0, "n_valid": np.int64(n_valid)}
+    # ``h`` is a view of the kernel's first guess (``cap``): a copy of its own does not pin the rest
+    out = {"h": h.copy(), "row": r + row0, "col": c + col0, "n_valid": np.int64(n_valid)}
     for name, arr in zip(names, arrays[: len(names)]):
         out[name] = np.asarray(arr)[r, c].astype(np.float64)
     if win_names:
         out["wkey"] = wr * ncols + wc
+        size = 2 * half + 2
         for name, arr in zip(win_names, arrays[len(names) :]):
-            out[name] = cut_windows_nan(np.asarray(arr), wr - row0, wc - col0, half)
+            out[name] = _own_pages((len(wr), size, size), np.float32)
+            cut_windows_nan_into(np.asarray(arr), wr - row0, wc - col0, half, out[name])
     return out
 
 
@@ -345,13 +381,54 @@ def _block_with_work(
 def _draw(
     valid: da.Array, arrays: Mapping[str, da.Array], win_arrays: list[da.Array], names: tuple[str, ...],
     win_names: tuple[str, ...], half: int, limit: int, random_state: int | None, extra: Mapping[str, da.Array],
-    work: _Work,
+    work: _Work, keep: int,
 ) -> tuple[list[dict], dict]:
     """One pass: every block's valid count and candidates below ``limit`` (and ``extra`` sums,
-    and ``work`` on every block, in the same task)."""
+    and ``work`` on every block, in the same task), row of blocks after row of blocks reduced to
+    what can be among the ``keep`` smallest hashes (:func:`_trim`)."""
     tasks = _draw_tasks(valid, arrays, win_arrays, names, win_names, half, limit, random_state, work)
-    extra_out, *parts = dask.compute(dict(extra), *tasks)
+    per_row = valid.numblocks[1]
+    held: Any = []
+    for i in range(0, len(tasks), per_row):  # after the last row everything is held: the final cut does the rest
+        held = dask.delayed(_trim)(held, tasks[i : i + per_row], keep=keep if i + per_row < len(tasks) else 0,
+                                   key=_seed_key(random_state), names=names, win_names=win_names)
+    extra_out, parts = dask.compute(dict(extra), held)
     return list(parts), extra_out
+
+
+def _trim(held: list[dict], row: list[dict], *, keep: int, key: np.uint64, names: tuple[str, ...],
+          win_names: tuple[str, ...]) -> list[dict]:
+    """The blocks drawn so far (``held``, then a new ``row``), less what cannot be among the
+    ``keep`` smallest hashes of the valid pixels: the candidates, and the window pieces whose
+    centre has a hash, above the ``keep``-th smallest candidate hash so far (the final sample's
+    are at most that: exact, whatever the chunking). Held candidates then stay about ``keep``
+    (not ``1 + OVERSAMPLE`` times it) whatever the number of blocks; ``keep=0`` drops nothing.
+    The blocks' results are cut in place, one after the other (each block's result has this task
+    as its only user): a copy of them all never coexists with them."""
+    parts = [*held, *row]
+    if not keep or sum(len(p["h"]) for p in parts) <= keep:
+        return parts
+    top = np.partition(np.concatenate([p["h"] for p in parts]), keep - 1)[keep - 1]
+    for p in parts:
+        _cut_above(p, top, key, names, win_names)
+    return parts
+
+
+def _cut_above(part: dict, top: np.uint64, key: np.uint64, names: tuple[str, ...], win_names: tuple[str, ...]) -> None:
+    """Remove from a block's result (in place) the candidates and window pieces whose hash is above ``top``."""
+    kept = part["h"] <= top
+    if not kept.all():
+        for name in ("h", "row", "col", *names):
+            part[name] = part[name][kept]
+    if win_names and len(part["wkey"]):
+        hashes = np.empty(len(part["wkey"]), dtype=np.uint64)
+        hash_keys(part["wkey"], key, hashes)
+        kept = hashes <= top
+        if not kept.all():
+            part["wkey"] = part["wkey"][kept]
+            for name in win_names:
+                cut = _own_pages((int(kept.sum()), *part[name].shape[1:]), np.float32)
+                part[name] = np.compress(kept, part[name], axis=0, out=cut)
 
 
 def _draw_tasks(
@@ -443,8 +520,10 @@ def sample_valid(
     resolve_count(subsample, 1)  # validate early
     # pass 1: a bound expected to give enough valid candidates if most pixels are valid
     frac = float(subsample) if subsample <= 1 else min(1.0, float(subsample) * (1.0 + OVERSAMPLE) / max(npix, 1))
+    # at most this many are drawn (a count, or the fraction of every pixel): more candidates are never needed
+    most = max(1, int(subsample) if subsample > 1 else round(float(subsample) * npix))
     parts, extra = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, npix), random_state, extra,
-                         work)
+                         work, most)
     done = [p.pop(_ALSO, ()) for p in parts]
     also_done = {name: [d[i] for d in done] for i, name in enumerate(work.names)}
     del done
@@ -460,11 +539,12 @@ def sample_valid(
     while sum(len(p["h"]) for p in parts) < n:
         # too few valid pixels for that bound: one more pass, with a bound from the exact count
         frac = min(1.0, n / n_valid) if passes == 1 else min(1.0, 2 * frac)
+        parts = []  # freed before the next pass, not held through it
         parts, _ = _draw(valid, arrays, win_arrays, names, win_names, half, _bound(frac, n_valid), random_state, {},
-                         _Work())
+                         _Work(), max(n, 1))
         passes += 1
     keys = ("h", "row", "col") + names
-    merged = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    merged = {k: np.concatenate([p.pop(k) for p in parts]) for k in keys}
     # the n smallest hashes (a unique set: the hash is a bijection), ordered by global index
     order = np.argpartition(merged["h"], n - 1)[:n] if 0 < n < len(merged["h"]) else np.arange(n)
     index = merged["row"][order] * nx + merged["col"][order]
@@ -472,7 +552,9 @@ def sample_valid(
     values = {k: merged[k][order] for k in keys[1:]}
     if win_names:
         wanted = values["row"] * nx + values["col"]  # sorted: rows then columns
-        for k in win_names:
-            values[k] = join_windows([p["wkey"] for p in parts], [p.pop(k) for p in parts], wanted)
+        size = 2 * half + 2
+        for k in win_names:  # each block's pieces freed once joined
+            values[k] = _join_stream(((p["wkey"], p.pop(k)) for p in parts), wanted, (size, size),
+                                     np.dtype(np.float32))
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "join_pieces", "diff_extremes", "take_f64", "hash_block"]
+__all__ = ["draw_block", "select_finite_block", "cut_windows_nan", "cut_windows_nan_into", "join_pieces", "diff_extremes",
+           "take_f64", "hash_block",
+           "hash_keys"]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -47,6 +49,13 @@ def hash_block(row0: np.uint64, col0: np.uint64, ncols: np.uint64, key: np.uint6
     ``ncols`` columns), row by row with :func:`_hash_row`."""
     for i in range(out.shape[0]):
         _hash_row((row0 + np.uint64(i)) * ncols + col0, key, out[i])
+
+
+@numba.njit(cache=True, nogil=True)
+def hash_keys(index: np.ndarray, key: np.uint64, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The hashes of the global indices ``index`` (int64) into ``out`` (uint64)."""
+    for k in range(len(index)):
+        out[k] = _mix(np.uint64(index[k]), key)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -222,9 +231,18 @@ def take_f64(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:  
 def cut_windows_nan(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int) -> np.ndarray:  # pragma: no cover
     """Windows ``(n, 2h+2, 2h+2)`` (float32) of ``block`` starting at ``(lrow - h, lcol - h)``;
     NaN where a window leaves the block."""
-    ny, nx = block.shape
     size = 2 * half + 2
     out = np.empty((len(lrow), size, size), dtype=np.float32)
+    cut_windows_nan_into(block, lrow, lcol, half, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def cut_windows_nan_into(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half: int,
+                         out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`cut_windows_nan` into ``out`` (``(len(lrow), 2h+2, 2h+2)`` float32, allocated by the caller)."""
+    ny, nx = block.shape
+    size = 2 * half + 2
     for k in range(len(lrow)):
         r0, c0 = lrow[k] - half, lcol[k] - half
         if 0 <= r0 and r0 + size <= ny and 0 <= c0 and c0 + size <= nx:  # inside: no test per pixel
@@ -240,7 +258,6 @@ def cut_windows_nan(block: np.ndarray, lrow: np.ndarray, lcol: np.ndarray, half:
                     out[k, a, b] = np.float32(block[r, c])
                 else:
                     out[k, a, b] = np.nan
-    return out
 
 
 @numba.njit(cache=True, nogil=True)
