@@ -248,3 +248,14 @@ def test_sigterm_during_the_block_writes_removes_the_spill(pair, tmp_path):
     assert sum(name.endswith(".raw") and "spill-" in name for name in during) == 2, during
     assert code == 143, (tmp_path / "err.txt").read_text()
     assert os.listdir(out) == []
+
+
+def test_local_compressed_inputs_are_not_spilled_by_default(pair, tmp_path, monkeypatch):
+    # a local deflate file is decoded again by the writing pass unless XDEM_SPILL=1 (its page-cache
+    # writes cost more than the second decode where measured); remote inputs are spilled by default
+    monkeypatch.delenv(_spill.SPILL_ENV, raising=False)
+    with counted_decodes() as calls:
+        run_coreg(CoregRequest(reference=str(pair[0]), to_be_aligned=str(pair[1]), output=str(tmp_path / "a.tif"),
+                               coreg=xdem.coreg.NuthKaab(), chunks=CHUNK))
+    assert calls and max(calls.values()) >= 2
+    assert not [n for n in os.listdir(tmp_path) if "spill" in n]

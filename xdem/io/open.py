@@ -322,9 +322,11 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
             shape = (src.height, src.width)
             block_shape = src.block_shapes[0] if src.block_shapes else None
             has_crs = src.crs is not None
-            # decoding costs more than reading raw values back (xdem.io._spill): compressed or
-            # remote files, and VRTs (their sources may be either); not a local uncompressed GTiff
-            spill = isinstance(path, str) or src.driver == "VRT" or src.compression is not None
+            # a remote file's second download costs more than a local raw copy (xdem.io._spill); a
+            # local compressed file or VRT only when asked (XDEM_SPILL=1): its page-cache writes
+            # cost more system time than the second decode's user time where measured
+            spill = isinstance(path, str) or (_spill.spill_local_files()
+                                              and (src.driver == "VRT" or src.compression is not None))
             _check_not_truncated(src, path)
             _check_vrt_sources(src, path)
     except RasterioIOError as exc:
