@@ -96,22 +96,14 @@ def copy_with_progress(src: str, dst: str, *, driver: str, options: Mapping[str,
     arr = (ctypes.c_char_p * (len(opts) + 1))(*opts, None)
 
     callback = _PROGRESS(_reporter(progress))
-    error = None
-    with interrupt.deferred():
-        handle = lib.GDALOpen(src.encode(), 0)
-        if not handle:
-            error = f"cannot open '{src}': {_last_error(lib)}"
-        else:
-            out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
-            stopped = interrupt.stop_requested()
-            if not out and not stopped:
-                error = f"cannot write '{dst}': {_last_error(lib)}"
-            if out and lib.GDALClose(out) != 0 and not stopped:
-                error = f"cannot finish '{dst}': {_last_error(lib)}"
-            lib.GDALClose(handle)
-    interrupt.checkpoint()  # the signal recorded during the copy (if any) ends the run here
-    if error is not None:
-        raise OSError(error)
+
+    def copy(handle: int) -> str | None:
+        out = lib.GDALCreateCopy(drv, dst.encode(), handle, 0, arr, callback, None)
+        if not out:
+            return f"cannot write '{dst}': {_last_error(lib)}"
+        return f"cannot finish '{dst}': {_last_error(lib)}" if lib.GDALClose(out) != 0 else None
+
+    _on_dataset(lib, src, update=False, work=copy)
     return True
 
 
@@ -132,22 +124,36 @@ def build_overviews_with_progress(path: str, *, factors: Sequence[int], resampli
         return False
     levels = (ctypes.c_int * len(factors))(*factors)
     callback = _PROGRESS(_reporter(progress))
+
+    def build(handle: int) -> str | None:
+        failed = lib.GDALBuildOverviews(handle, resampling.encode(), len(factors), levels, 0, None, callback, None)
+        return f"cannot build the overviews of '{path}': {_last_error(lib)}" if failed else None
+
+    _on_dataset(lib, path, update=True, work=build, finishing=f"cannot finish the overviews of '{path}'")
+    return True
+
+
+def _on_dataset(lib: Any, path: str, *, update: bool, work: Callable[[int], str | None],
+                finishing: str | None = None) -> None:
+    """Open ``path`` (for update if ``update``), run ``work(handle)`` (an error text or None) and
+    close it, all inside :func:`xdem.interrupt.deferred` (a signal only stops GDAL through the
+    progress callback); then raise the signal recorded meanwhile, else an ``OSError`` for the
+    failure. A failed close of ``path`` is one (``finishing``: its text) only if ``finishing`` is given."""
     error = None
     with interrupt.deferred():
-        handle = lib.GDALOpen(path.encode(), 1)  # GA_Update
+        handle = lib.GDALOpen(path.encode(), 1 if update else 0)
         if not handle:
-            error = f"cannot open '{path}' for update: {_last_error(lib)}"
+            error = f"cannot open '{path}'{' for update' if update else ''}: {_last_error(lib)}"
         else:
-            failed = lib.GDALBuildOverviews(handle, resampling.encode(), len(factors), levels, 0, None, callback, None)
-            stopped = interrupt.stop_requested()
-            if failed and not stopped:
-                error = f"cannot build the overviews of '{path}': {_last_error(lib)}"
-            if lib.GDALClose(handle) != 0 and error is None and not stopped:
-                error = f"cannot finish the overviews of '{path}': {_last_error(lib)}"
-    interrupt.checkpoint()
+            error = work(handle)
+            stopped = interrupt.stop_requested()  # a stopped GDAL call's failure is the signal's
+            if stopped:
+                error = None
+            if lib.GDALClose(handle) != 0 and finishing is not None and error is None and not stopped:
+                error = f"{finishing}: {_last_error(lib)}"
+    interrupt.checkpoint()  # the signal recorded meanwhile (if any) ends the run here
     if error is not None:
         raise OSError(error)
-    return True
 
 
 def _reporter(progress: Callable[[float], None] | None) -> Callable[[float, bytes | None, Any], int]:
