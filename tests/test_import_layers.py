@@ -56,6 +56,7 @@ LAZY_FOR_THE_START = {
     ("xdem.workflows.points", "xdem.report.points"),  # matplotlib only when a points report is asked
     ("xdem.workflows._summary", "xdem.report"),  # the optional report module, only when a report is asked
     ("xdem.spatialstats", "xdem.spatialstats.plots"),  # matplotlib only when a binning plot is asked
+    ("xdem.coreg.blockwise", "xdem.dem"),  # geoutils (~0.3 s CPU) only when apply() writes and returns a DEM
 }
 
 

@@ -92,6 +92,24 @@ def test_help_of_a_sub_command_imports_no_heavy_library(command):
     assert sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY_FOR_A_COMMAND)) == []
 
 
+#: Libraries a ``xdem coreg`` run on files never uses, each a fixed cost when imported (CPU at
+#: import: distributed ~0.15 s, through dask looking for a client; rio_cogeo ~0.2 s; geoutils with
+#: scipy.stats ~0.3 s, through the upstream-style DEM class): issue 28.
+UNUSED_BY_A_COREG_RUN = ("distributed", "rio_cogeo", "morecantile", "geoutils", "scipy.stats", "xdem.dem", "matplotlib",
+                         "skgstat", "xdem.spatialstats")
+
+
+def test_a_coreg_run_on_files_imports_none_of_the_libraries_it_does_not_use(tmp_path):
+    from xdem.examples import write_example_pair
+
+    pair = write_example_pair(tmp_path)
+    out = tmp_path / "aligned.tif"
+    rc, text, modules = _start(HARNESS, "coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--quiet")
+    assert (rc, out.is_file()) == (0, True), text
+    assert {"numba", "dask.array", "rasterio"} <= modules  # the run happened in that process
+    assert sorted(m for m in modules if any(m == u or m.startswith(u + ".") for u in UNUSED_BY_A_COREG_RUN)) == []
+
+
 def test_names_of_the_run_resolve_from_the_coreg_command_module():
     from xdem.cli import _coreg_run
     from xdem.cli import coreg as cli_coreg

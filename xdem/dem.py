@@ -26,10 +26,9 @@ import operator
 import os
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 import dask.array as da
-import geopandas as gpd
 import geoutils as gu
 import numpy as np
 import rasterio
@@ -45,6 +44,7 @@ from xdem._check_base import InputCheckWarning, find_sentinels, sample_values
 from xdem._dem_numpy import apply_array_function, apply_ufunc, filled_values, index_to_mask
 from xdem._dem_plot import plot_dem
 from xdem._dem_raster import RasterAttributes
+from xdem._dem_result import returns_dem_for_dem
 from xdem._dem_vcrs import VcrsMembers, declared_vcrs
 from xdem.errors import InputError
 from xdem.io.cog import write_cog
@@ -70,9 +70,6 @@ if TYPE_CHECKING:
     from xdem.typing import CRSLike
 
 __all__ = ["DEM", "returns_dem_for_dem"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def _source_nodata(source: object) -> float | None:
@@ -601,24 +598,3 @@ def _install_terrain() -> None:
 
 _install_operators()
 _install_terrain()
-
-
-def returns_dem_for_dem(method: Callable[P, R]) -> Callable[P, R]:
-    """Decorate ``Coreg.apply``: given a :class:`DEM` (its first argument after ``self``), the
-    result is a DEM too (with the input's nodata value); given points (a GeoDataFrame), they are
-    moved by ``Coreg.apply_points`` (elevations: the geometries' z, else the column ``"z"``) as
-    upstream's ``apply`` does; anything else is returned as it is."""
-
-    @functools.wraps(method)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        given = args[1] if len(args) > 1 else kwargs.get("dem", kwargs.get("elev"))
-        if isinstance(given, gpd.GeoDataFrame):
-            bias_vars = args[2] if len(args) > 2 else kwargs.get("bias_vars")
-            moved = args[0].apply_points(given, bias_vars=bias_vars)  # type: ignore[attr-defined]
-            return moved
-        out = method(*args, **kwargs)
-        if isinstance(given, DEM) and isinstance(out, xr.DataArray):
-            return given._like(out)
-        return out
-
-    return wrapper

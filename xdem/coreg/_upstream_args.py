@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
-from xdem.dem import DEM
+from xdem._dem_result import is_dem
 from xdem.errors import InputError
 
 if TYPE_CHECKING:
@@ -90,11 +90,11 @@ def wrap_inputs(ref: Any, tba: Any, inlier_mask: Any, bias_vars: Mapping[str, An
         if isinstance(value, np.ndarray):
             value = array_dem(value, transform, crs, what)
             grid = value if grid is None else grid
-        elif isinstance(value, (xr.DataArray, DEM)):
+        elif isinstance(value, xr.DataArray) or is_dem(value):
             _warn_overridden(value, what, transform=transform, crs=crs)
         out.append(value)
-    if grid is None and isinstance(out[0], (xr.DataArray, DEM)):
-        grid = out[0].to_xarray() if isinstance(out[0], DEM) else out[0]
+    if grid is None and (isinstance(out[0], xr.DataArray) or is_dem(out[0])):
+        grid = out[0].to_xarray() if is_dem(out[0]) else out[0]
     mask = inlier_mask
     if isinstance(inlier_mask, np.ndarray):
         if grid is None:

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 from affine import Affine
 
+from xdem._dem_result import returns_dem_for_dem
 from xdem.coreg._data import FitData, PointFitData, SharedPoints, as_dem, prepare_pair, prepare_points
 from xdem.coreg._describe import info_text, repr_text
 from xdem.coreg._frames import apply_in_frame, frame_of, needs_frame_route
@@ -31,7 +32,6 @@ from xdem.coreg._points import apply_to_points
 from xdem.coreg._upstream_args import array_dem, array_result, meta_view, overrides, pick, wrap_inputs
 from xdem.coreg._upstream_params import check_upstream_fixed
 from xdem.coreg.capabilities import Capabilities
-from xdem.dem import returns_dem_for_dem
 from xdem.errors import InputError, NotFittedError
 from xdem.io.atomic import write_text_atomic
 from xdem.io.jsondoc import jsonable

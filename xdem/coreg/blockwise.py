@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -46,7 +46,6 @@ from xdem.coreg._blockwise_tiles import (
 from xdem.coreg._data import FitData
 from xdem.coreg.affine import NuthKaab
 from xdem.coreg.base import Coreg, clone, coreg_from_dict, register
-from xdem.dem import DEM
 from xdem.errors import ConvergenceError, InputError, NotEnoughDataError, OverlapError
 from xdem.io.cog import write_cog
 from xdem.io.grid import get_transform
@@ -54,6 +53,9 @@ from xdem.kernels.field import ThinPlateField, compose, fit_thin_plate, neighbou
 from xdem.kernels.interp import RESAMPLINGS
 from xdem.typing import BiasVars, CRSLike, DEMLike, JSONDict, Params
 from xdem.warp import FrameOp, Grid, NotMergeable, crs_key, warp_dem
+
+if TYPE_CHECKING:
+    from xdem.dem import DEM
 
 __all__ = ["BlockwiseCoreg", "tile_edges", "field_of"]
 
@@ -509,6 +511,8 @@ mp_config=MultiprocConfig(chunk_size=..., outfile='aligned_dem.tif')) or parent_
         aligned = super().apply(tba, resample=resample, resampling=resampling)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_cog(aligned, path, overwrite=True)
+        from xdem.dem import DEM  # geoutils (~0.3 s CPU) only here: the DEM this writes
+
         return DEM(path)
 
     # --- serialisation ------------------------------------------------------------------------

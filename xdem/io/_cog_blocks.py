@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from typing import Any
 
@@ -89,12 +90,12 @@ class _ProcessLock:
 
 def _active_client(arr: da.Array) -> Any:
     """The ``distributed.Client`` that dask would use to compute ``arr``, or ``None``."""
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
     scheduler = dask.base.get_scheduler(collections=[arr])
     client = getattr(scheduler, "__self__", None)
+    if client is None or "distributed" not in sys.modules:  # no Client before distributed is imported
+        return None
+    from distributed import Client
+
     return client if isinstance(client, Client) else None
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
 import dask
+import dask.threaded
 import xarray as xr
 
 from xdem.coreg.base import Coreg
@@ -285,14 +287,16 @@ def current_scheduler() -> Iterator[SchedulerInfo]:
     ``address``, ``client``), as ``xdem.cli._common.use_scheduler`` yields it."""
     client = None
     with contextlib.suppress(ImportError, ValueError):
-        from distributed import default_client
+        if "distributed" in sys.modules:  # no client exists before distributed is imported: do not import it
+            from distributed import default_client
 
-        client = default_client()
+            client = default_client()
     if client is not None and dask.base.get_scheduler() == client.get:
         yield {"scheduler": client.scheduler.address, "workers": len(client.scheduler_info().get("workers", {})),
                "address": client.scheduler.address, "client": client}
         return
     name = dask.config.get("scheduler", None) or "threads"
+    name = "threads" if name is dask.threaded.get else name  # as use_scheduler("threads") sets it
     name = name if isinstance(name, str) else getattr(name, "__name__", "custom")
     workers = 1 if name in ("synchronous", "sync", "single-threaded") else dask.config.get("num_workers", None) or os.cpu_count()
     yield {"scheduler": name, "workers": workers, "address": None, "client": None}
