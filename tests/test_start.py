@@ -93,9 +93,9 @@ def test_help_of_a_sub_command_imports_no_heavy_library(command):
 
 
 #: Libraries a ``xdem coreg`` run on files never uses, each a fixed cost when imported (CPU at
-#: import: distributed ~0.15 s, through dask looking for a client; rio_cogeo ~0.2 s; geoutils with
+#: import: distributed ~0.15 s, through dask looking for a client; geoutils with
 #: scipy.stats ~0.3 s, through the upstream-style DEM class): issue 28.
-UNUSED_BY_A_COREG_RUN = ("distributed", "rio_cogeo", "morecantile", "geoutils", "scipy.stats", "xdem.dem", "matplotlib",
+UNUSED_BY_A_COREG_RUN = ("distributed", "geoutils", "scipy.stats", "xdem.dem", "matplotlib",
                          "skgstat", "xdem.spatialstats")
 
 

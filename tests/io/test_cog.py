@@ -222,9 +222,9 @@ def test_keyboard_interrupt_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_invalid_cog_is_not_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import xdem.io.cog
+    import rio_cogeo.cogeo
 
-    monkeypatch.setattr(xdem.io.cog, "cog_layout_errors", lambda path: ["simulated"])
+    monkeypatch.setattr(rio_cogeo.cogeo, "cog_validate", lambda *a, **k: (False, ["simulated"], []))
     with pytest.raises(OutputError, match="simulated"):
         write_cog(_dem(np.ones((20, 20), np.float32)), tmp_path / "out.tif")
     assert os.listdir(tmp_path) == []

@@ -12,7 +12,7 @@ loads the whole array. :func:`write_cog` therefore works in two passes, both bou
 2. GDAL's COG driver copies the temporary file into a temporary COG (compression, predictor,
    overviews), with ``GDAL_CACHEMAX`` bounded and all CPUs compressing.
 
-The temporary COG is validated (:func:`xdem.io._cog_check.cog_layout_errors`, GDAL's rules) and only then moved
+The temporary COG is validated with :func:`rio_cogeo.cogeo.cog_validate` and only then moved
 onto ``path`` by :func:`xdem.io.atomic.move_into_place` (never replacing a file that appeared
 meanwhile unless ``overwrite``). All temporary files live in the output folder, are owned by
 this process (:func:`xdem.io.atomic.owned_temps`: pid in the name, a lock held for its
@@ -54,7 +54,6 @@ from xdem.io import remote, upload
 
 # the lock, window writer and fd-2 capture of the block-writing pass
 from xdem.io._cog_blocks import _active_client, _captured_fd2, _ProcessLock, _WindowWriter
-from xdem.io._cog_check import cog_layout_errors
 from xdem.io._cog_overviews import OVERVIEW_SHARE, overviews_into_temp, part
 from xdem.io._cog_result import CogResult, _disk_full, _disk_full_error
 from xdem.io._cog_stream import StreamItem, stream_blocks
@@ -275,8 +274,10 @@ def _temp_options(shape: tuple[int, int], dtype: np.dtype, folder: Path, *, need
 
 
 def _validate(out: str) -> None:
-    errors = cog_layout_errors(out)
-    if errors:
+    from rio_cogeo.cogeo import cog_validate
+
+    valid, errors, _ = cog_validate(out, quiet=True)
+    if not valid:
         raise OutputError(f"GDAL produced an invalid COG ({'; '.join(errors)}); please report this with your GDAL version")
 
 
