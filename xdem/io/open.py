@@ -116,8 +116,9 @@ def _nodata_to_nan(data: da.Array, value: float) -> da.Array:
                          meta=np.empty((0,) * data.ndim, dtype=data.dtype))
 
 
-def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> xr.DataArray:
-    """Cast to float, turn nodata into NaN, drop the band axis, keep georeferencing."""
+def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None, *, nan_done: bool = False) -> xr.DataArray:
+    """Cast to float, turn nodata into NaN (unless ``nan_done``: the reader did), drop the band
+    axis, keep georeferencing."""
     if "band" in arr.dims:
         arr = arr.squeeze("band", drop=True)
     elif "band" in arr.coords:
@@ -129,7 +130,7 @@ def _finish(arr: xr.DataArray, nodata: float | None, name: Hashable | None) -> x
     file_nodata = _nodata_of(arr, nodata)
     fdtype = _float_dtype(arr.dtype)
     data = dask_data(arr, chunks=auto_chunks(grid_shape(arr))).astype(fdtype, copy=False)
-    if file_nodata is not None and not np.isnan(file_nodata):
+    if file_nodata is not None and not np.isnan(file_nodata) and not nan_done:
         data = _nodata_to_nan(data, file_nodata)
     out = xr.DataArray(data, dims=("y", "x"), coords={"y": arr["y"].values, "x": arr["x"].values}, name=name)
     attrs = {k: v for k, v in arr.attrs.items() if k in ("AREA_OR_POINT", "units", "long_name")}
@@ -185,7 +186,7 @@ class _NamedReader:
     and (from GDAL's message) the damaged tile or missing source."""
 
     def __init__(self, lazy: xr.DataArray, path: Path | str, *, band: int = 1, spill_id: str | None = None,
-                 chunks: tuple[int, int] = (1, 1)) -> None:
+                 chunks: tuple[int, int] = (1, 1), nan_value: float | None = None) -> None:
         self.lazy = lazy
         self.path = path
         self.band = band
@@ -195,6 +196,8 @@ class _NamedReader:
         #: name of this file's spill (:mod:`xdem.io._spill`), ``None``: never spilled
         self.spill_id = spill_id
         self.chunks = chunks
+        #: the value made NaN in each decoded block, in place (a floating file's nodata), or ``None``
+        self.nan_value = nan_value
 
     def _spill(self, key: tuple[slice, ...]) -> _spill.SpillFile | None:
         """This file's spill in the active run (:func:`xdem.io._spill.spill_scope`), if any and
@@ -208,11 +211,18 @@ class _NamedReader:
     def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
         spill = self._spill(key)
         if spill is not None and (values := spill.get(key[1], key[2])) is not None:
-            return values[None]
+            return self._nan(values[None])
         data = self._decode(key)
         if spill is not None:
             spill.put(key[1], key[2], data[0])
-        return data
+        return self._nan(data)
+
+    def _nan(self, data: np.ndarray) -> np.ndarray:
+        """``data`` (a block this reader just decoded, or read from its spill: its own) with
+        :attr:`nan_value` made NaN in place: no second chunk-sized array per block."""
+        if self.nan_value is None:
+            return data
+        return nan_where_equal(data, value=self.nan_value, in_place=True)
 
     def _decode(self, key: tuple[slice, ...]) -> np.ndarray:
         """``key`` read (decoded) from the file, retried for a remote file."""
@@ -279,24 +289,29 @@ def _read_error_message(path: Path | str, shape: tuple[int, ...], key: tuple[sli
     return f"cannot read '{shown}' ({where}: {detail}); the file is damaged: copy or download it again"
 
 
-def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int],
-                 spill: bool = False) -> tuple[xr.DataArray, _NamedReader]:
+def _open_lazily(path: Path | str, *, band: int, ck: tuple[int, int], spill: bool = False,
+                 nodata: float | None = None) -> tuple[xr.DataArray, _NamedReader]:
     """The band of ``path`` (a local path or a GDAL ``/vsi...`` path) as a dask-backed DataArray
     read through :class:`_NamedReader`, and that reader (whose decoded chunks go to the run's
-    spill, :mod:`xdem.io._spill`, if ``spill``)."""
+    spill, :mod:`xdem.io._spill`, if ``spill``). A floating band's nodata (``nodata``, else the
+    file's) is made NaN by the reader as it decodes (its ``nan_value``); :func:`_finish` then
+    leaves it."""
     import dask.base
 
     opened = rioxarray.open_rasterio(path, lock=False, masked=False, cache=False)
     if not isinstance(opened, xr.DataArray):  # a Dataset or list of them: a file of subdatasets
         raise TypeError(f"it opens as a {type(opened).__name__} of subdatasets, not as one raster")
     lazy = opened.isel(band=[band - 1])
+    nan_value = _nodata_of(lazy, nodata)
+    if nan_value is None or np.isnan(nan_value) or _float_dtype(lazy.dtype) != lazy.dtype:
+        nan_value = None  # nothing to replace, or replaced after the cast to float (_finish)
     if isinstance(path, str):  # remote: the URL names it (no local stat)
-        token = dask.base.tokenize(path, band, ck)
+        token = dask.base.tokenize(path, band, ck, nan_value)
     else:
         stat = path.stat()
-        token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck)
+        token = dask.base.tokenize(str(path.resolve()), stat.st_mtime_ns, stat.st_size, band, ck, nan_value)
     name = f"open_dem-{_stem(path)}-{token}"
-    reader = _NamedReader(lazy, path, band=band, spill_id=name if spill else None, chunks=ck)
+    reader = _NamedReader(lazy, path, band=band, spill_id=name if spill else None, chunks=ck, nan_value=nan_value)
     data = da.from_array(reader, chunks=(1, ck[0], ck[1]), lock=False, name=name, meta=np.array((), dtype=lazy.dtype))
     return lazy.copy(data=data), reader
 
@@ -342,14 +357,16 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
         raise CRSError(f"'{shown}' has no CRS; assign one first, e.g. gdal_edit.py -a_srs EPSG:XXXX '{shown}'")
     ck = _normalise_chunks(chunks, shape, tuple(block_shape) if block_shape else None)
     try:
-        arr, reader = _open_lazily(path, band=band, ck=ck, spill=spill)
+        arr, reader = _open_lazily(path, band=band, ck=ck, spill=spill, nodata=nodata)
     except Exception as exc:  # rasterio raises many types for corrupt files
         raise InputError(f"cannot read '{shown}' as a raster ({remote.redact(str(exc))}); is it a GeoTIFF/COG/VRT "
                          "and not corrupt?") from exc
     if isinstance(path, Path):
         register_source(arr.data, path)  # lets writers refuse to overwrite this input
-    out = _finish(arr, nodata, name=_stem(path))
-    register_region_reader(out, _RegionReader(reader, out.dtype, _nodata_of(arr, nodata)))
+    out = _finish(arr, nodata, name=_stem(path), nan_done=reader.nan_value is not None)
+    # the reader made the nodata NaN already when it has a nan_value
+    register_region_reader(out, _RegionReader(reader, out.dtype, None if reader.nan_value is not None
+                                              else _nodata_of(arr, nodata)))
     return out
 
 

@@ -21,19 +21,26 @@ def _nan_where_equal(flat: np.ndarray, value: float, out: np.ndarray) -> None:  
         out[k] = np.nan if v == value else v
 
 
-def nan_where_equal(block: np.ndarray, *, value: float) -> np.ndarray:
+def nan_where_equal(block: np.ndarray, *, value: float, in_place: bool = False) -> np.ndarray:
     """``block`` with every element equal to ``value`` (in the block's dtype) replaced by NaN.
+
+    With ``in_place``, a writeable contiguous floating ``block`` is changed and returned (for an
+    array its caller owns alone, e.g. a block just decoded: no second chunk-sized allocation);
+    any other block is copied as without it.
 
     Examples
     --------
     >>> nan_where_equal(np.array([[1.0, -9999.0]], dtype=np.float32), value=-9999.0).tolist()
     [[1.0, nan]]
+    >>> block = np.array([-9999.0, 2.0], dtype=np.float32)
+    >>> nan_where_equal(block, value=-9999.0, in_place=True) is block, block.tolist()
+    (True, [nan, 2.0])
     """
     block = np.asarray(block)
     target = block.dtype.type(value)
     if block.dtype not in (np.float32, np.float64) or not block.flags.c_contiguous:
         return np.where(block == target, block.dtype.type(np.nan), block)
-    out = np.empty_like(block)
+    out = block if in_place and block.flags.writeable else np.empty_like(block)
     _nan_where_equal(block.reshape(-1), target, out.reshape(-1))
     return out
 
