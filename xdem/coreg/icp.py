@@ -56,6 +56,7 @@ from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     acceleration,
+    cell_corner_targets,
     compose,
     cubic_surface,
     max_motion,
@@ -109,17 +110,11 @@ class _Reference:
         target pixels (the cell's four corners, where finite), deduplicated by global pixel
         index in a deterministic order."""
         self.windows, self.rows, self.cols = windows, rows, cols
-        corner = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
-        grow = (rows[:, None] + corner[0]).ravel()
-        gcol = (cols[:, None] + corner[1]).ravel()
-        z = windows[:, _HALF + corner[0], _HALF + corner[1]].ravel().astype(np.float64)
-        cand = np.flatnonzero(np.isfinite(z))
-        _, first = np.unique(grow[cand] * self.ncols + gcol[cand], return_index=True)
-        cand = cand[first]
-        self.owner = cand // 4
+        self.tree = None  # the previous targets go before the new ones are built
         t = self.transform
-        cc, rr = gcol[cand] + 0.5, grow[cand] + 0.5
-        pts = np.column_stack([t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f, z[cand]]) - self.centre
+        corners = windows[:, _HALF:_HALF + 2, _HALF:_HALF + 2]
+        pts, self.owner = cell_corner_targets(corners, rows, cols, self.ncols, (t.a, t.b, t.c, t.d, t.e, t.f),
+                                              self.centre)
         # the sliding-midpoint tree builds in half the time and answers the same exact queries
         self.tree = cKDTree(pts, balanced_tree=False) if len(pts) else None
 
@@ -138,6 +133,7 @@ class _Reference:
             return 0
         rows = np.where(fin, np.floor(np.where(fin, v, 0.0)), r).astype(np.int64)
         cols = np.where(fin, np.floor(np.where(fin, u, 0.0)), c).astype(np.int64)
+        self.tree, self.windows = None, self.windows[:0]  # free the old windows and targets before the pass
         self.use(gather_windows(self.ref, rows, cols, _HALF), rows, cols)
         self.reads += 1
         return 1
