@@ -98,10 +98,10 @@ def _weights_into(f: float, w: np.ndarray, dw: np.ndarray) -> None:  # pragma: n
 
 @numba.njit(cache=True, nogil=True)
 def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray, pcol: np.ndarray,
+                        origin_row: np.ndarray, origin_col: np.ndarray, n_rows: int, n_cols: int,
                         z: np.ndarray, zc: np.ndarray, zr: np.ndarray) -> None:  # pragma: no cover - compiled
     """:func:`cubic_surface` point by point: the operations of :func:`_cubic_surface_numpy` in its
     order (the 4 terms of a row summed first to last, the rows added to zero first to last)."""
-    n_rows, n_cols = windows.shape[1], windows.shape[2]
     wr, dwr, wc, dwc = np.empty(4), np.empty(4), np.empty(4), np.empty(4)
     for k in range(index.size):
         pr, pc = prow[k], pcol[k]
@@ -114,7 +114,8 @@ def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray
             continue
         _weights_into(pr - ir, wr, dwr)
         _weights_into(pc - ic, wc, dwc)
-        r0, c0, m = int(ir) - 1, int(ic) - 1, index[k]
+        m = index[k]
+        r0, c0 = int(ir) - 1 + origin_row[m], int(ic) - 1 + origin_col[m]
         sz, szr, szc = 0.0, 0.0, 0.0
         for a in range(4):
             v0 = np.float64(windows[m, r0 + a, c0])
@@ -129,14 +130,19 @@ def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray
         z[k], zr[k], zc[k] = sz, szr, szc
 
 
-def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
-                  pcol: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *,
+                  origin: tuple[np.ndarray, np.ndarray] | None = None,
+                  size: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Elevation and gradient ``(z, z_col, z_row)`` (per pixel) of the bicubic surface of
     ``windows[index]`` at positions ``(prow, pcol)`` inside them (window pixel units).
 
     NaN where the 4 x 4 footprint leaves the window or holds a NaN. A compiled loop (one pass,
     no ``(m, 4)`` temporaries) doing the operations of the numpy version in its order: the
     same bits (tests/coreg/test_icp.py).
+
+    With ``origin = (rows, cols)`` and ``size``, window ``k`` is the ``size x size`` part of
+    the stored ``windows[k]`` that starts at ``(rows[k], cols[k])`` (positions and the footprint
+    test are relative to it): windows cut wider once serve cells a pixel or two away.
 
     Examples
     --------
@@ -149,7 +155,11 @@ def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
     pcol = np.ascontiguousarray(pcol, dtype=np.float64)
     z, zc, zr = np.empty(index.size), np.empty(index.size), np.empty(index.size)
     win = windows if windows.dtype in (np.float32, np.float64) else windows.astype(np.float64)
-    _cubic_surface_loop(np.ascontiguousarray(win), index, prow, pcol, z, zc, zr)
+    if origin is None:
+        origin = (np.zeros(len(windows), dtype=np.int64),) * 2
+    n_rows, n_cols = windows.shape[1:] if size is None else (size, size)
+    _cubic_surface_loop(np.ascontiguousarray(win), index, prow, pcol, np.asarray(origin[0], dtype=np.int64),
+                        np.asarray(origin[1], dtype=np.int64), int(n_rows), int(n_cols), z, zc, zr)
     return z, zc, zr
 
 
