@@ -135,7 +135,7 @@ def test_memory_is_bounded_by_the_subsample_not_the_dem():
     """No task result grows with the DEM's size, with the windows cut again around the moved
     points (a 6 pixel shift: several passes): the largest is the draw's candidates held from one
     row of blocks to the next (:mod:`xdem.sampling`), which the k smallest hashes bound (about
-    270 bytes a candidate here: its windows and values), not a chunk count."""
+    400 bytes a candidate here: its 8 x 8 window of the reference and values), not a chunk count."""
     largest = []
     for n in (400, 800):
         ref = dem_of(TERRAIN, crs=CRS, transform=T, shape=(n, n), chunks=100)
@@ -146,7 +146,7 @@ def test_memory_is_bounded_by_the_subsample_not_the_dem():
         np.testing.assert_allclose(icp.to_translations(), (-31.0, 22.0, -5.0), atol=0.02)
         largest.append(mr.max_bytes)
     assert 0 < largest[1] <= 1.1 * largest[0], largest  # 4 times the pixels, the same largest result
-    assert largest[1] <= 2000 * 400, largest  # a bound of the subsample's, whatever the DEM
+    assert largest[1] <= 2000 * 500, largest  # a bound of the subsample's, whatever the DEM
 
 
 def test_initial_shift_starts_near_the_answer():

@@ -4,13 +4,15 @@ on a reproducible subsample, out of core.
 The source points are the to-be-aligned DEM's pixels of the subsample, ``(x, y, z)`` at pixel
 centres in the reference's CRS. The reference is read as small windows around the moved
 source points (6 x 6 pixels each, around the cell that holds the moved point), the first ones
-cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`); the corners of each
+cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`), one pixel wider each
+side (8 x 8) so that they also hold the windows of the cells next to it; the corners of each
 window's middle cell are target points, so the reference is dense wherever a source point
 lands, however sparse the subsample is on a large DEM. An iteration (:mod:`xdem.kernels.icp`):
 
 1. moves the source points by the current estimate; when one leaves the reach of its window
-   (more than half a pixel outside the window's middle cell), the windows are cut again
-   around the moved points (one more pass over the data, counted in ``passes_``);
+   (more than half a pixel outside the window's middle cell), the windows move to the cells
+   of the moved points: inside the draw's 8 x 8 windows while every cell is at most a pixel
+   from its drawn pixel, else cut again (one more pass over the data, counted in ``passes_``);
 2. matches each to its nearest target pixel in 3-D (:class:`scipy.spatial.cKDTree`), then
    refines the match on the local surface: the bicubic surface of that pixel's window (the
    interpolation of ``resampling="cubic"``) gives the point below or above the moved point and
@@ -216,9 +218,10 @@ class ICP(RigidCoreg):
 
     Passes over the data: the draw with the first windows (one, two when few pixels are
     valid), plus one each time the windows are cut again around the moved points (when the
-    estimate moves a point more than half a pixel outside its window: usually once or twice,
-    on the first iterations). Memory: the subsample with a 6 x 6 window of the reference per
-    point (144 bytes) and its target pixels (at most 4 per point, about 100 bytes each in the
+    estimate moves a point more than half a pixel outside its window and its cell is more than
+    a pixel from the draw's: none for a sub-pixel shift, else usually once or twice, on the
+    first iterations). Memory: the subsample with an 8 x 8 window of the reference per point
+    (256 bytes; 6 x 6 once cut again) and its target pixels (at most 4 per point, about 100 bytes each in the
     k-d tree): a few hundred bytes per point, whatever the DEM's size.
 
     Before the first iteration the vertical offset is removed (the median elevation
