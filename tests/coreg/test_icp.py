@@ -297,3 +297,21 @@ def test_compiled_bicubic_surface_is_the_numpy_one_bit_for_bit():
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g, e)
         assert 0.3 < np.isnan(got[0]).mean() < 0.9 and np.isfinite(got[0]).sum() > 300
+
+
+def test_sub_pixel_shift_is_fitted_in_one_pass_with_the_result_of_windows_cut_again(monkeypatch):
+    """The draw's 8 x 8 windows hold the 6 x 6 windows of the cells a sub-pixel shift moves the
+    points to: one pass over the data instead of two, and the same fit to the bit as with the
+    windows cut again from the data (the draw's windows without the spare pixel)."""
+    import xdem.coreg.icp as icp_module
+
+    ref = dem_of(TERRAIN, crs=CRS, transform=T, shape=(200, 200), chunks=64)
+    tba = dem_of(TERRAIN, crs=CRS, transform=T, shape=(200, 200), move=(3.17, -1.42, 2.1), chunks=64)
+    spare = ICP(subsample=5000, random_state=1).fit(ref, tba)
+    monkeypatch.setattr(icp_module, "_SPARE", 0)
+    again = ICP(subsample=5000, random_state=1).fit(ref, tba)
+    assert (spare.passes_, again.passes_) == (1, 2)
+    np.testing.assert_allclose(spare.to_translations(), (-3.17, 1.42, -2.1), atol=0.01)
+    assert np.array_equal(spare.to_matrix(), again.to_matrix())
+    assert (spare.count_, spare.n_iterations_, spare.residual_nmad_) == (again.count_, again.n_iterations_,
+                                                                          again.residual_nmad_)
