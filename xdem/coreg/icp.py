@@ -4,13 +4,15 @@ on a reproducible subsample, out of core.
 The source points are the to-be-aligned DEM's pixels of the subsample, ``(x, y, z)`` at pixel
 centres in the reference's CRS. The reference is read as small windows around the moved
 source points (6 x 6 pixels each, around the cell that holds the moved point), the first ones
-cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`); the corners of each
+cut in the same pass as the draw (:func:`xdem.sampling.sample_valid`), one pixel wider each
+side (8 x 8) so that they also hold the windows of the cells next to it; the corners of each
 window's middle cell are target points, so the reference is dense wherever a source point
 lands, however sparse the subsample is on a large DEM. An iteration (:mod:`xdem.kernels.icp`):
 
 1. moves the source points by the current estimate; when one leaves the reach of its window
-   (more than half a pixel outside the window's middle cell), the windows are cut again
-   around the moved points (one more pass over the data, counted in ``passes_``);
+   (more than half a pixel outside the window's middle cell), the windows move to the cells
+   of the moved points: inside the draw's 8 x 8 windows while every cell is at most a pixel
+   from its drawn pixel, else cut again (one more pass over the data, counted in ``passes_``);
 2. matches each to its nearest target pixel in 3-D (:class:`scipy.spatial.cKDTree`), then
    refines the match on the local surface: the bicubic surface of that pixel's window (the
    interpolation of ``resampling="cubic"``) gives the point below or above the moved point and
@@ -56,6 +58,7 @@ from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     acceleration,
+    cell_corner_targets,
     compose,
     cubic_surface,
     max_motion,
@@ -80,6 +83,11 @@ _HALF = 2
 #: A moved point is in reach of its window while it is at most this many pixels outside the
 #: window's middle cell; further, the windows are cut again around the moved points.
 _REACH_PX = 0.5
+#: The draw cuts the windows this many pixels wider on each side (8 x 8): the windows of cells up
+#: to a pixel away from the drawn ones are inside them, so a sub-pixel shift needs no other pass.
+_SPARE = 1
+#: Points matched at a time (each point's match is its own: the same whatever the batches).
+_BATCH = 65536
 
 
 class _Reference:
@@ -95,6 +103,8 @@ class _Reference:
         self.centre = centre
         self.reads = 0
         self.rows = self.cols = np.zeros(0, dtype=np.int64)
+        self.stored = (np.zeros(0, dtype=np.int64),) * 2
+        self.origin = (np.zeros(0, dtype=np.int64),) * 2
         self.windows = np.zeros((0, 2 * _HALF + 2, 2 * _HALF + 2), dtype=np.float32)
         self.tree: cKDTree | None = None
 
@@ -104,27 +114,41 @@ class _Reference:
         x, y = points[:, 0], points[:, 1]
         return ia * x + ib * y + ic - 0.5, id_ * x + ie * y + if_ - 0.5
 
-    def use(self, windows: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
-        """Take windows whose middle cell starts at pixel ``(rows, cols)`` and index their
-        target pixels (the cell's four corners, where finite), deduplicated by global pixel
-        index in a deterministic order."""
-        self.windows, self.rows, self.cols = windows, rows, cols
-        corner = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
-        grow = (rows[:, None] + corner[0]).ravel()
-        gcol = (cols[:, None] + corner[1]).ravel()
-        z = windows[:, _HALF + corner[0], _HALF + corner[1]].ravel().astype(np.float64)
-        cand = np.flatnonzero(np.isfinite(z))
-        _, first = np.unique(grow[cand] * self.ncols + gcol[cand], return_index=True)
-        cand = cand[first]
-        self.owner = cand // 4
+    def store(self, windows: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Keep square windows of ``2 h + 2`` pixels (``h >= _HALF``) cut around pixels ``(rows, cols)``."""
+        self.windows, self.stored = windows, (rows, cols)
+
+    def _origins(self, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Where the windows of cells ``(rows, cols)`` start inside the stored ones (None if one
+        is not inside)."""
+        spare = (self.windows.shape[1] - 2) // 2 - _HALF
+        if len(rows) != len(self.stored[0]):
+            return None
+        dr, dc = rows - self.stored[0], cols - self.stored[1]
+        if spare < 0 or np.any(np.abs(dr) > spare) or np.any(np.abs(dc) > spare):
+            return None
+        return dr + spare, dc + spare
+
+    def use(self, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Take the (stored) windows whose middle cell starts at pixel ``(rows, cols)`` and index
+        their target pixels (the cell's four corners, where finite), deduplicated by global
+        pixel index in a deterministic order."""
+        origin = self._origins(rows, cols)
+        if origin is None:
+            raise ValueError("ICP: the stored windows do not hold these cells")  # a bug, not bad input
+        self.rows, self.cols, self.origin = rows, cols, origin
+        self.tree = None  # the previous targets go before the new ones are built
         t = self.transform
-        cc, rr = gcol[cand] + 0.5, grow[cand] + 0.5
-        pts = np.column_stack([t.a * cc + t.b * rr + t.c, t.d * cc + t.e * rr + t.f, z[cand]]) - self.centre
+        k, (r0, c0) = np.arange(len(rows)), origin
+        corners = np.stack([self.windows[k, r0 + _HALF + a, c0 + _HALF + b] for a in (0, 1) for b in (0, 1)], axis=1)
+        pts, self.owner = cell_corner_targets(corners.reshape(-1, 2, 2), rows, cols, self.ncols,
+                                              (t.a, t.b, t.c, t.d, t.e, t.f), self.centre)
         # the sliding-midpoint tree builds in half the time and answers the same exact queries
         self.tree = cKDTree(pts, balanced_tree=False) if len(pts) else None
 
     def follow(self, points: np.ndarray) -> int:
-        """Cut the windows again around ``points`` if one has left the reach of its window
+        """Move the windows to the cells of ``points`` if one has left the reach of its window:
+        inside the stored windows when they hold the new ones, else cut again around the points
         (one pass over the data); returns the number of passes made (0 or 1)."""
         u, v = self.pixel_coords(points)
         fin = np.isfinite(u) & np.isfinite(v)
@@ -138,7 +162,12 @@ class _Reference:
             return 0
         rows = np.where(fin, np.floor(np.where(fin, v, 0.0)), r).astype(np.int64)
         cols = np.where(fin, np.floor(np.where(fin, u, 0.0)), c).astype(np.int64)
-        self.use(gather_windows(self.ref, rows, cols, _HALF), rows, cols)
+        if self._origins(rows, cols) is not None:
+            self.use(rows, cols)
+            return 0
+        self.tree, self.windows = None, np.zeros((0,) + self.windows.shape[1:], dtype=np.float32)  # freed before the pass
+        self.store(gather_windows(self.ref, rows, cols, _HALF), rows, cols)
+        self.use(rows, cols)
         self.reads += 1
         return 1
 
@@ -147,7 +176,8 @@ class _Reference:
         positions (NaN elevation where the footprint is not inside the window), and the unit
         normals there."""
         u, v = self.pixel_coords(points)
-        z, zu, zv = cubic_surface(self.windows, index, v - (self.rows[index] - _HALF), u - (self.cols[index] - _HALF))
+        z, zu, zv = cubic_surface(self.windows, index, v - (self.rows[index] - _HALF), u - (self.cols[index] - _HALF),
+                                  origin=self.origin, size=2 * _HALF + 2)
         ia, ib, _, id_, ie, _ = self.inverse[:6]
         normals = unit_normals(zu * ia + zv * id_, zu * ib + zv * ie)
         return np.column_stack([points[:, 0], points[:, 1], z]), normals
@@ -157,10 +187,13 @@ class _Reference:
         bicubic surface of the window of its nearest target pixel in 3-D), the unit normal
         there, and whether the match holds (that window holds the surface there)."""
         m = len(points)
+        surf, normals = np.full((m, 3), np.nan), np.full((m, 3), np.nan)
         if self.tree is None:
-            return np.full((m, 3), np.nan), np.full((m, 3), np.nan), np.zeros(m, dtype=bool)
-        _, j = self.tree.query(points - self.centre)
-        surf, normals = self.surface(self.owner[j], points)
+            return surf, normals, np.zeros(m, dtype=bool)
+        for a in range(0, m, _BATCH):  # in batches: the temporaries of a batch, not of all points
+            p = points[a:a + _BATCH]
+            _, j = self.tree.query(p - self.centre)
+            surf[a:a + _BATCH], normals[a:a + _BATCH] = self.surface(self.owner[j], p)
         return surf, normals, np.isfinite(surf[:, 2])
 
     def vertical_offsets(self, points: np.ndarray) -> np.ndarray:
@@ -185,9 +218,10 @@ class ICP(RigidCoreg):
 
     Passes over the data: the draw with the first windows (one, two when few pixels are
     valid), plus one each time the windows are cut again around the moved points (when the
-    estimate moves a point more than half a pixel outside its window: usually once or twice,
-    on the first iterations). Memory: the subsample with a 6 x 6 window of the reference per
-    point (144 bytes) and its target pixels (at most 4 per point, about 100 bytes each in the
+    estimate moves a point more than half a pixel outside its window and its cell is more than
+    a pixel from the draw's: none for a sub-pixel shift, else usually once or twice, on the
+    first iterations). Memory: the subsample with an 8 x 8 window of the reference per point
+    (256 bytes; 6 x 6 once cut again) and its target pixels (at most 4 per point, about 100 bytes each in the
     k-d tree): a few hundred bytes per point, whatever the DEM's size.
 
     Before the first iteration the vertical offset is removed (the median elevation
@@ -329,7 +363,7 @@ class ICP(RigidCoreg):
         ref = da.where(data.inlier, data.ref.data, np.nan)  # no target on excluded terrain
         s = sample_valid(data.valid(), {"tba": data.tba.data}, subsample=self.subsample,
                          random_state=self.random_state, min_count=self._min_points, what="ICP",
-                         windows={"win_ref": ref}, half=_HALF)
+                         windows={"win_ref": ref}, half=_HALF + _SPARE)
         rows, cols = s["row"], s["col"]
         cc, rr = cols + 0.5, rows + 0.5
         t = transform
@@ -338,7 +372,8 @@ class ICP(RigidCoreg):
             points = points @ prior[:3, :3].T + prior[:3, 3]
         centre = points.mean(axis=0)
         reference = _Reference(ref, transform, centre, shape[1])
-        reference.use(s.pop("win_ref"), rows, cols)
+        reference.store(s.pop("win_ref"), rows, cols)
+        reference.use(rows, cols)
         self._solve(reference, points, np.array([sx, sy, 0.0 if sz is None else sz]), sz is None, pixel=pixel,
                     shape=shape)
         self.passes_ = int(s.passes + reference.reads)
@@ -399,7 +434,8 @@ class ICP(RigidCoreg):
         if ps.has_outliers(fin, ok):
             sub = ok[keep]  # the windows follow the moved points: reuse those of the inliers
             again = _Reference(data.values, get_transform(data.dem), centre, shape[1])
-            again.use(reference.windows[sub], reference.rows[sub], reference.cols[sub])
+            again.store(reference.windows[sub], reference.stored[0][sub], reference.stored[1][sub])
+            again.use(reference.rows[sub], reference.cols[sub])
             moved = move_points(points[ok], self.rotation(), np.asarray(self.to_translations()), centre)
             self._solve(again, moved, np.zeros(3), False, pixel=pixel, shape=shape)
             total = self.to_matrix() @ total

@@ -32,7 +32,7 @@ from scipy.spatial.transform import Rotation
 
 from xdem.kernels.robust import nmad
 
-__all__ = ["cubic_weights", "cubic_surface", "unit_normals", "point_to_plane_step", "point_to_point_step",
+__all__ = ["cubic_weights", "cubic_surface", "cell_corner_targets", "unit_normals", "point_to_plane_step", "point_to_point_step",
            "reject_outliers", "max_motion", "compose", "move_points", "acceleration"]
 
 
@@ -98,10 +98,10 @@ def _weights_into(f: float, w: np.ndarray, dw: np.ndarray) -> None:  # pragma: n
 
 @numba.njit(cache=True, nogil=True)
 def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray, pcol: np.ndarray,
+                        origin_row: np.ndarray, origin_col: np.ndarray, n_rows: int, n_cols: int,
                         z: np.ndarray, zc: np.ndarray, zr: np.ndarray) -> None:  # pragma: no cover - compiled
     """:func:`cubic_surface` point by point: the operations of :func:`_cubic_surface_numpy` in its
     order (the 4 terms of a row summed first to last, the rows added to zero first to last)."""
-    n_rows, n_cols = windows.shape[1], windows.shape[2]
     wr, dwr, wc, dwc = np.empty(4), np.empty(4), np.empty(4), np.empty(4)
     for k in range(index.size):
         pr, pc = prow[k], pcol[k]
@@ -114,7 +114,8 @@ def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray
             continue
         _weights_into(pr - ir, wr, dwr)
         _weights_into(pc - ic, wc, dwc)
-        r0, c0, m = int(ir) - 1, int(ic) - 1, index[k]
+        m = index[k]
+        r0, c0 = int(ir) - 1 + origin_row[m], int(ic) - 1 + origin_col[m]
         sz, szr, szc = 0.0, 0.0, 0.0
         for a in range(4):
             v0 = np.float64(windows[m, r0 + a, c0])
@@ -129,14 +130,19 @@ def _cubic_surface_loop(windows: np.ndarray, index: np.ndarray, prow: np.ndarray
         z[k], zr[k], zc[k] = sz, szr, szc
 
 
-def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
-                  pcol: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray, pcol: np.ndarray, *,
+                  origin: tuple[np.ndarray, np.ndarray] | None = None,
+                  size: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Elevation and gradient ``(z, z_col, z_row)`` (per pixel) of the bicubic surface of
     ``windows[index]`` at positions ``(prow, pcol)`` inside them (window pixel units).
 
     NaN where the 4 x 4 footprint leaves the window or holds a NaN. A compiled loop (one pass,
     no ``(m, 4)`` temporaries) doing the operations of the numpy version in its order: the
     same bits (tests/coreg/test_icp.py).
+
+    With ``origin = (rows, cols)`` and ``size``, window ``k`` is the ``size x size`` part of
+    the stored ``windows[k]`` that starts at ``(rows[k], cols[k])`` (positions and the footprint
+    test are relative to it): windows cut wider once serve cells a pixel or two away.
 
     Examples
     --------
@@ -149,7 +155,11 @@ def cubic_surface(windows: np.ndarray, index: np.ndarray, prow: np.ndarray,
     pcol = np.ascontiguousarray(pcol, dtype=np.float64)
     z, zc, zr = np.empty(index.size), np.empty(index.size), np.empty(index.size)
     win = windows if windows.dtype in (np.float32, np.float64) else windows.astype(np.float64)
-    _cubic_surface_loop(np.ascontiguousarray(win), index, prow, pcol, z, zc, zr)
+    if origin is None:
+        origin = (np.zeros(len(windows), dtype=np.int64),) * 2
+    n_rows, n_cols = windows.shape[1:] if size is None else (size, size)
+    _cubic_surface_loop(np.ascontiguousarray(win), index, prow, pcol, np.asarray(origin[0], dtype=np.int64),
+                        np.asarray(origin[1], dtype=np.int64), int(n_rows), int(n_cols), z, zc, zr)
     return z, zc, zr
 
 
@@ -175,6 +185,84 @@ def _cubic_surface_numpy(windows: np.ndarray, index: np.ndarray, prow: np.ndarra
     bad = ~inside
     z[bad] = zr[bad] = zc[bad] = np.nan
     return z, zc, zr
+
+
+@numba.njit(cache=True, nogil=True)
+def _corner_targets_loop(perm: np.ndarray, pos: np.ndarray, keys: np.ndarray, z: np.ndarray, rows: np.ndarray,
+                         cols: np.ndarray, coef: np.ndarray,
+                         centre: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """:func:`cell_corner_targets` after the sort: one target per run of equal keys, from the
+    run's candidate of lowest point-major index ``4 k + corner``."""
+    n, m = rows.size, 0
+    for i in range(perm.size):
+        if i == 0 or keys[perm[i]] != keys[perm[i - 1]]:
+            m += 1
+    pts, owner = np.empty((m, 3)), np.empty(m, dtype=np.int64)
+    a, b, c, d, e, f = coef[0], coef[1], coef[2], coef[3], coef[4], coef[5]
+    i, t = 0, 0
+    while i < perm.size:
+        best = 4 * n
+        first = i
+        while i < perm.size and keys[perm[i]] == keys[perm[first]]:
+            p = pos[perm[i]]
+            best = min(best, 4 * (p % n) + p // n)
+            i += 1
+        k, corner = best // 4, best % 4
+        cc = np.float64(cols[k] + corner % 2) + 0.5
+        rr = np.float64(rows[k] + corner // 2) + 0.5
+        pts[t, 0] = (a * cc + b * rr + c) - centre[0]
+        pts[t, 1] = (d * cc + e * rr + f) - centre[1]
+        pts[t, 2] = np.float64(z[corner * n + k]) - centre[2]
+        owner[t] = k
+        t += 1
+    return pts, owner
+
+
+def cell_corner_targets(corner_z: np.ndarray, rows: np.ndarray, cols: np.ndarray, ncols: int,
+                        coef: tuple[float, float, float, float, float, float],
+                        centre: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Target points of cells: the four corners (pixel centres) of the cell whose top-left
+    pixel is ``(rows[k], cols[k])``, where their elevation is finite, one per pixel.
+
+    Parameters
+    ----------
+    corner_z
+        ``(n, 2, 2)`` elevations of the corner pixels of each cell.
+    rows, cols
+        ``(n,)`` integer pixel of each cell's top-left corner.
+    ncols
+        Width of the grid (the global pixel index is ``row * ncols + col``).
+    coef
+        ``(a, b, c, d, e, f)`` of the grid's affine transform.
+    centre
+        ``(3,)`` subtracted from the target points.
+
+    Returns
+    -------
+    points, owner
+        ``(m, 3)`` target points minus ``centre``, in increasing global pixel index, and the
+        cell each was taken from: of the cells sharing a pixel, the first (``np.unique``'s
+        first occurrence in the cell-by-cell, corner-by-corner order). The corner-major
+        candidates are almost sorted already: a stable sort of them costs a few times less
+        than ``np.unique`` of the cell-major ones, for the same result.
+
+    Examples
+    --------
+    >>> z = np.ones((2, 2, 2), dtype=np.float32)
+    >>> pts, owner = cell_corner_targets(z, np.array([0, 0]), np.array([0, 1]), 10, (1, 0, 0, 0, 1, 0), np.zeros(3))
+    >>> pts[:, 0].tolist(), owner.tolist()  # the shared corners belong to the first cell
+    ([0.5, 1.5, 2.5, 0.5, 1.5, 2.5], [0, 0, 1, 0, 0, 1])
+    """
+    n = len(rows)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    z = np.ascontiguousarray(np.asarray(corner_z).reshape(n, 4).T).ravel()  # corner-major
+    dr, dc = np.array([0, 0, 1, 1])[:, None], np.array([0, 1, 0, 1])[:, None]
+    pos = np.flatnonzero(np.isfinite(z))
+    keys = (((rows + dr) * ncols + cols + dc).ravel())[pos]
+    perm = np.argsort(keys, kind="stable")
+    return _corner_targets_loop(perm, pos, keys, z, rows, cols, np.asarray(coef, dtype=np.float64),
+                                np.asarray(centre, dtype=np.float64))
 
 
 def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
