@@ -181,22 +181,31 @@ def _finish(parts: list[Candidates], sub: FitData, tile: Tile, *, subsample: flo
 
 
 def chunk_bands(tiles: Sequence[Tile], row_chunks: Sequence[int], subsample: float | int) -> list[tuple[int, int]] | None:
-    """Bands of rows, one per row of chunks meeting ``tiles``, for :func:`draw_bands`; ``None`` when
-    the candidates of the tiles begun and not finished at the end of some band (each counted for
-    its rows up to there) would exceed :data:`BAND_BYTES` (then :func:`tile_groups` plans the draw).
+    """Bands of whole rows of chunks over ``tiles`` for :func:`draw_bands`: consecutive rows of
+    chunks join a band while the candidates of the tiles it meets (each counted for its rows up
+    to the band's end: those begun before are still held) fit in :data:`BAND_BYTES`; ``None`` when
+    one row of chunks alone does not (then :func:`tile_groups` plans the draw).
 
     Examples
     --------
-    >>> chunk_bands([(0, 100, 0, 100), (100, 200, 0, 100)], (64, 64, 72), 50)
-    [(0, 64), (64, 128), (128, 200)]
+    >>> chunk_bands([(0, 100, 0, 100), (100, 200, 0, 100)], (64, 64, 72), 50)  # all in one pass
+    [(0, 200)]
     """
     R0, R1 = min(t[0] for t in tiles), max(t[1] for t in tiles)
     edges = np.cumsum((0,) + tuple(int(c) for c in row_chunks))
-    bands = [(max(int(a), R0), min(int(b), R1)) for a, b in zip(edges[:-1], edges[1:]) if a < R1 and b > R0]
-    for a0, a1 in bands:
-        held = sum(_expected(subsample, t) * _CANDIDATE_BYTES * min(1.0, (a1 - t[0]) / (t[1] - t[0]))
+    rows = [(max(int(a), R0), min(int(b), R1)) for a, b in zip(edges[:-1], edges[1:]) if a < R1 and b > R0]
+
+    def held(a0: int, a1: int) -> float:
+        return sum(_expected(subsample, t) * _CANDIDATE_BYTES * min(1.0, (a1 - t[0]) / (t[1] - t[0]))
                    for t in tiles if t[0] < a1 and t[1] > a0)
-        if held > BAND_BYTES:
+
+    bands: list[tuple[int, int]] = []
+    for a0, a1 in rows:
+        if bands and held(bands[-1][0], a1) <= BAND_BYTES:
+            bands[-1] = (bands[-1][0], a1)
+        elif held(a0, a1) <= BAND_BYTES:
+            bands.append((a0, a1))
+        else:
             return None
     return bands
 
