@@ -20,7 +20,7 @@ from truth import SineTerrain, field_correction, field_dem_of, nmad
 
 import xdem
 from xdem.coreg import BlockwiseCoreg, CoregPipeline, Deramp, NuthKaab, VerticalShift
-from xdem.coreg._blockwise_draw import tile_groups
+from xdem.coreg._blockwise_draw import chunk_bands
 from xdem.coreg.blockwise import tile_edges
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.examples import get_path
@@ -276,8 +276,8 @@ def test_chunk_independent_fit_and_apply(ref, fitted):
 
 
 def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monkeypatch):
-    """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per group of
-    tiles (here one: the 16 tiles' draws in one pass, which also count them), a later round none
+    """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per band of rows
+    of chunks (here one: the 16 tiles' draws in one pass, which also count them), a later round none
     (the field moves the positions read by well under 2 pixels here: the draw's windows of tba
     hold them): no counting pass, no warp of the DEM. Without room to keep the samples
     (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute) and gives the same
@@ -288,7 +288,7 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
     from xdem.testing import _learned_numbers
 
     tba = fitted["quadratic"][0]
-    rows = 1  # one group: every tile's candidates fit in GROUP_BYTES
+    rows = 1  # one band: every tile's candidates fit in BAND_BYTES (and, redrawn, in one group of GROUP_BYTES)
     with count_computes() as c, dask.config.set(scheduler="synchronous"):  # tiles one after the other: all counted
         fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     assert c.count == rows
@@ -314,7 +314,7 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
     cell's centre, else refines or evaluates exactly: the tiles are those of the exact evaluation
     at every sampled pixel (``LATTICE_STEP = 1``) within 1e-6 px (the issue's bound for a change of
     route; measured 2e-8 px on a 2000^2 crop of the 8000^2 benchmark). The pass count stays one
-    compute per group of tiles in round 1 and none in round 2. (Whether the lattice is used depends on how
+    compute per band of rows of chunks in round 1 and none in round 2. (Whether the lattice is used depends on how
     smooth the field is: see the next test.)"""
     import xdem.coreg._blockwise_samples as samples_module
 
@@ -332,7 +332,7 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
         fast = BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     edges = range(0, N + 1, BLOCK)
     layout = [(r, r + BLOCK, c, c + BLOCK) for r in edges[:-1] for c in edges[:-1]]
-    assert c.count == len(tile_groups(layout, 20_000)) == 2  # the 16 tiles' candidates exceed GROUP_BYTES: two rows a pass
+    assert c.count == len(chunk_bands(layout, ref.data.chunks[0], 20_000)) == 1  # the 16 tiles' candidates in one band
     assert len(evaluated) >= tiles  # round 2 went through composed_at
     monkeypatch.setattr(samples_module, "LATTICE_STEP", 1)
     with dask.config.set(scheduler="synchronous"):

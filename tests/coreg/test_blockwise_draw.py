@@ -10,7 +10,7 @@ import pytest
 import xdem
 from xdem.coreg import BlockwiseCoreg, NuthKaab
 from xdem.coreg._blockwise_budget import TILE_SUBSAMPLE_FLOOR, tile_template
-from xdem.coreg._blockwise_draw import draw_tiles, tile_groups
+from xdem.coreg._blockwise_draw import chunk_bands, draw_bands, draw_tiles, tile_groups
 from xdem.coreg._data import FitData
 from xdem.coreg._windows import sample_with_terrain
 from xdem.errors import InputError
@@ -80,6 +80,57 @@ def test_groups_are_rows_of_tiles_within_the_memory_bound(monkeypatch):
     assert tile_groups(tiles, 1.0) == [[0, 1, 2], [3, 4, 5]]
     monkeypatch.setattr(draw_module, "GROUP_BYTES", 2 * one)
     assert tile_groups(tiles, 1.0) == [[0, 1], [2], [3, 4], [5]]
+
+
+def _counted(arr, seen):
+    """``arr`` whose blocks record each computation of theirs in ``seen`` (block index -> times)."""
+    def record(block, block_info=None):
+        key = tuple(block_info[0]["chunk-location"])
+        seen[key] = seen.get(key, 0) + 1
+        return block
+    return arr.map_blocks(record, dtype=arr.dtype)
+
+
+@pytest.mark.parametrize("chunks", [64, 150])
+def test_band_draw_decodes_each_chunk_once_and_equals_the_group_draw(pair, chunks):
+    """Drawn band by band of rows of chunks (:func:`draw_bands`), each tile's sample is, bit for bit,
+    that of the draw by groups of tiles (:func:`draw_tiles`), and each chunk of ``tba`` is computed
+    once (the groups compute a row of chunks once per row of tiles meeting it: 100-pixel tiles
+    over 64- and 150-pixel chunks; the void filled: a tile short of candidates is drawn again alone)."""
+    import xdem.coreg._blockwise_draw as draw_module
+
+    ref, tba = pair
+    tba = tba.fillna(ref + 1.0)
+    data = _data(ref, tba, chunks)
+    seen: dict = {}
+    counted = FitData(ref=data.ref, tba=data.tba.copy(data=_counted(data.tba.data, seen)), inlier=data.inlier,
+                      bias_vars={})
+    tiles = [(r, r + 100, c, min(c + 100, ref.shape[1])) for r in range(0, 300, 100) for c in range(0, ref.shape[1], 100)]
+    kw = dict(subsample=700, random_state=3, half=2, resampling="bilinear", terrain_method="horn")
+    row_one = [t for t in tiles if t[0] == 0]
+    one = sum(draw_module._expected(700, t) * draw_module._CANDIDATE_BYTES for t in row_one)
+    bands = chunk_bands(tiles, data.ref.data.chunks[0], 700)
+    assert bands == [(0, 300)]  # every tile's candidates fit: one band
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(draw_module, "BAND_BYTES", 2.1 * one)  # about two rows of tiles: bands of rows of chunks
+        bands = chunk_bands(tiles, data.ref.data.chunks[0], 700)
+        mp.setattr(draw_module, "BAND_BYTES", 0.5 * one)
+        assert chunk_bands(tiles, data.ref.data.chunks[0], 700) is None  # not one row of chunks fits: groups
+    assert len(bands) == 2 and bands[0][0] == 0 and bands[-1][1] == 300 and bands[0][1] == bands[1][0]
+    assert bands[0][1] in np.cumsum(data.ref.data.chunks[0])  # whole rows of chunks
+    got = dict(pair_ for batch in draw_bands(counted, [_sub(counted, t) for t in tiles], tiles, bands, **kw)
+               for pair_ in batch)
+    assert sorted(got) == list(range(len(tiles)))
+    meeting = {k for k in seen if k[0] * chunks < 300}
+    assert set(seen) == meeting and all(v == 1 for v in seen.values())
+    want = draw_tiles(data, [_sub(data, t) for t in tiles], tiles, **kw)
+    for k, w in enumerate(want):
+        g = got[k]
+        assert g is not None and w is not None and g.sample.n_valid == w.sample.n_valid
+        for name in ("row", "col", "ref"):
+            np.testing.assert_array_equal(g.sample[name], w.sample[name])
+        np.testing.assert_array_equal(g.slope, w.slope)
+        np.testing.assert_array_equal(g.sampler(0.3, -0.2), w.sampler(0.3, -0.2))
 
 
 def test_default_subsample_is_a_budget_for_the_whole_dem():

@@ -195,3 +195,42 @@ def test_nmad_inliers_rejects_blunders() -> None:
     ok = nmad_inliers(v, k=4.0)
     assert not ok[:40].any()
     assert ok[40:].mean() > 0.99
+
+
+def test_run_medians_are_numpys_medians_bit_for_bit() -> None:
+    """The compiled medians of runs (aspect bins in ``nuth_kaab_step``) equal ``np.median`` of each
+    run exactly, float32 and float64, odd and even runs, runs holding NaN (NaN), empty runs."""
+    from xdem.kernels.nuth_kaab import run_medians
+
+    rng = np.random.default_rng(5)
+    for dtype in (np.float32, np.float64):
+        values = (rng.normal(size=3001) * 1e3).astype(dtype)
+        values[17] = np.nan
+        g = group_by(rng.integers(0, 72, values.size))
+        v = values[g.order]
+        starts, ends = np.r_[g.starts, 5], np.r_[g.ends, 5]  # and one empty run
+        want = [np.median(v[a:b]) if b > a else np.nan for a, b in zip(starts, ends)]
+        got = run_medians(v, starts, ends)
+        np.testing.assert_array_equal(got, np.array(want, dtype=np.float64))
+        assert np.isnan(got).sum() == 2 and {int(b - a) % 2 for a, b in zip(g.starts, g.ends)} == {0, 1}
+
+
+def test_thin_plate_field_is_the_formula_whatever_the_points_evaluated_with() -> None:
+    """``ThinPlateField`` (its kernel sums compiled) equals ``sum w phi(|q - c|) + polynomial``
+    written out in numpy to 1e-12 relative, and a point's value is the same, bit for bit,
+    evaluated alone or among others (what makes the warp's field independent of the chunking)."""
+    from xdem.kernels.field import _phi, fit_thin_plate, monomials
+
+    rng = np.random.default_rng(2)
+    cx, cy = rng.uniform(0, 8000, 30), rng.uniform(0, 8000, 30)
+    field = fit_thin_plate(cx, cy, rng.normal(size=(30, 3)), centre=(4000.0, 4000.0), scale=1000.0, degree=2)
+    x, y = rng.uniform(-500, 8500, 2000), rng.uniform(-500, 8500, 2000)
+    x[:3], y[:3] = cx[:3], cy[:3]  # at centres: phi(0) = 0
+    got = field(x, y)
+    u, v = (x - 4000.0) / 1000.0, (y - 4000.0) / 1000.0
+    c, w = np.asarray(field.centres), np.asarray(field.weights)
+    k = _phi((u[:, None] - c[None, :, 0]) ** 2 + (v[:, None] - c[None, :, 1]) ** 2)
+    poly = np.stack([u**i * v**j for i, j in field.terms], axis=-1) @ np.asarray(field.coefs)
+    assert [tuple(t) for t in field.terms] == monomials(2)
+    np.testing.assert_allclose(got, k @ w + poly, rtol=1e-12, atol=1e-12 * np.abs(got).max())
+    np.testing.assert_array_equal(field(x[5:9], y[5:9]), got[5:9])

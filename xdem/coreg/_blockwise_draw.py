@@ -16,7 +16,7 @@ assumed) is drawn again alone, as :func:`~xdem.sampling.sample_valid` would.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dask
@@ -28,7 +28,7 @@ from xdem.errors import NotEnoughDataError
 from xdem.io.grid import block_tasks, signed_resolution
 from xdem.sampling import OVERSAMPLE, Sample, _bound, _candidates_block, join_windows, resolve_count
 
-__all__ = ["GROUP_BYTES", "tile_groups", "draw_tiles"]
+__all__ = ["GROUP_BYTES", "BAND_BYTES", "tile_groups", "draw_tiles", "chunk_bands", "draw_bands"]
 
 Tile = tuple[int, int, int, int]
 #: One block's candidates for one tile (:func:`xdem.sampling._candidates_block`).
@@ -36,6 +36,9 @@ Candidates = dict[str, Any]
 
 #: Memory allowed for the candidates of one group of tiles (windows of both DEMs around each).
 GROUP_BYTES = 128 * 2**20
+#: Memory allowed for the candidates of the tiles drawn band by band (:func:`chunk_bands`): those of
+#: every tile begun and not finished when a band of blocks ends.
+BAND_BYTES = 192 * 2**20
 #: Bytes per candidate: two 6 x 6 float32 windows, the hash, indices and value.
 _CANDIDATE_BYTES = 2 * 36 * 4 + 40
 
@@ -157,17 +160,78 @@ def draw_tiles(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], *,
         parts: list[Candidates] = [p for b in blocks if (p := b[k]) is not None]
         for b in blocks:
             b[k] = None  # release the candidates once used
-        s = _sample(parts, subsample, tile[3] - tile[2])
-        del parts
-        if s is not None and s.n_valid == 0:
-            out.append(None)
-        elif s is not None:
-            out.append(_sloped(sub, s, half=half, resampling=resampling, terrain_method=terrain_method))
-        else:
-            try:
-                out.append(sample_with_terrain(sub, subsample=subsample, random_state=random_state, min_count=1,
-                                               what="Nuth & Kääb", resampling=resampling,
-                                               terrain_method=terrain_method, half=half))
-            except NotEnoughDataError:
-                out.append(None)
+        out.append(_finish(parts, sub, tile, subsample=subsample, random_state=random_state, half=half,
+                           resampling=resampling, terrain_method=terrain_method))
     return out
+
+
+def _finish(parts: list[Candidates], sub: FitData, tile: Tile, *, subsample: float | int, random_state: int | None,
+            half: int, resampling: str, terrain_method: str) -> SlopedSample | None:
+    """A tile's sample from all its candidates (emptied), drawn alone when too few; ``None``: no valid pixel."""
+    s = _sample(parts, subsample, tile[3] - tile[2])
+    parts.clear()
+    if s is not None:
+        return None if s.n_valid == 0 else _sloped(sub, s, half=half, resampling=resampling,
+                                                    terrain_method=terrain_method)
+    try:
+        return sample_with_terrain(sub, subsample=subsample, random_state=random_state, min_count=1,
+                                   what="Nuth & Kääb", resampling=resampling, terrain_method=terrain_method, half=half)
+    except NotEnoughDataError:
+        return None
+
+
+def chunk_bands(tiles: Sequence[Tile], row_chunks: Sequence[int], subsample: float | int) -> list[tuple[int, int]] | None:
+    """Bands of whole rows of chunks over ``tiles`` for :func:`draw_bands`: consecutive rows of
+    chunks join a band while the candidates of the tiles it meets (each counted for its rows up
+    to the band's end: those begun before are still held) fit in :data:`BAND_BYTES`; ``None`` when
+    one row of chunks alone does not (then :func:`tile_groups` plans the draw).
+
+    Examples
+    --------
+    >>> chunk_bands([(0, 100, 0, 100), (100, 200, 0, 100)], (64, 64, 72), 50)  # all in one pass
+    [(0, 200)]
+    """
+    R0, R1 = min(t[0] for t in tiles), max(t[1] for t in tiles)
+    edges = np.cumsum((0,) + tuple(int(c) for c in row_chunks))
+    rows = [(max(int(a), R0), min(int(b), R1)) for a, b in zip(edges[:-1], edges[1:]) if a < R1 and b > R0]
+
+    def held(a0: int, a1: int) -> float:
+        return sum(_expected(subsample, t) * _CANDIDATE_BYTES * min(1.0, (a1 - t[0]) / (t[1] - t[0]))
+                   for t in tiles if t[0] < a1 and t[1] > a0)
+
+    bands: list[tuple[int, int]] = []
+    for a0, a1 in rows:
+        if bands and held(bands[-1][0], a1) <= BAND_BYTES:
+            bands[-1] = (bands[-1][0], a1)
+        elif held(a0, a1) <= BAND_BYTES:
+            bands.append((a0, a1))
+        else:
+            return None
+    return bands
+
+
+def draw_bands(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], bands: Sequence[tuple[int, int]], *,
+               subsample: float | int, random_state: int | None, half: int, resampling: str,
+               terrain_method: str) -> Iterator[list[tuple[int, SlopedSample | None]]]:
+    """:func:`draw_tiles` of all ``tiles`` a band of whole rows of chunks at a time
+    (:func:`chunk_bands`): each chunk is decoded once (a group of whole rows of tiles decodes the
+    rows of chunks it straddles, each about twice). A tile's candidates are held from band to band
+    until its last row; after each band, the tiles it finished, as ``(index in tiles, sample)``.
+    The same candidates, so the same samples as :func:`draw_tiles`."""
+    C0, C1 = min(t[2] for t in tiles), max(t[3] for t in tiles)
+    limits = [_limit(subsample, (t[1] - t[0]) * (t[3] - t[2])) for t in tiles]
+    parts: dict[int, list[Candidates]] = {}
+    valid = data.valid()
+    for a0, a1 in bands:
+        meet = [k for k, t in enumerate(tiles) if t[0] < a1 and t[1] > a0]
+        region = (slice(a0, a1), slice(C0, C1))
+        tasks = block_tasks(_block, [valid[region], data.ref.data[region], data.tba.data[region]], origin=(a0, C0),
+                            tiles=[tiles[k] for k in meet], limits=[limits[k] for k in meet], half=half,
+                            random_state=random_state)
+        blocks: list[list[Candidates | None]] = list(dask.compute(*tasks))
+        for j, k in enumerate(meet):
+            parts.setdefault(k, []).extend(p for b in blocks if (p := b[j]) is not None)
+        del blocks
+        done = [k for k in meet if tiles[k][1] <= a1]
+        yield [(k, _finish(parts.pop(k), subs[k], tiles[k], subsample=subsample, random_state=random_state,
+                           half=half, resampling=resampling, terrain_method=terrain_method)) for k in done]

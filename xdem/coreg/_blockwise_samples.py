@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._blockwise_draw import draw_tiles, tile_groups
+from xdem.coreg._blockwise_draw import chunk_bands, draw_bands, draw_tiles, tile_groups
 from xdem.coreg._blockwise_tiles import blank, parallel
 from xdem.coreg._data import FitData
 from xdem.coreg._iterate import check_divergence_params, initial_shift_of
@@ -46,7 +46,7 @@ from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
-           "composed_at", "draw_group", "sampled_rounds"]
+           "composed_at", "draw_group", "first_draws", "sampled_rounds"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
@@ -242,6 +242,25 @@ def draw_group(template: NuthKaab, data: FitData, recs: list[dict[str, Any]]) ->
     return out
 
 
+def first_draws(template: NuthKaab, data: FitData, recs: list[dict[str, Any]],
+                tiles: list[tuple[int, int, int, int]]) -> Iterator[list[tuple[int, SlopedSample | None]]]:
+    """Round 1's draws of all ``tiles`` as ``(index, sample)`` batches: a band of rows of chunks at a
+    time while the tiles' candidates held across bands fit (:func:`~xdem.coreg._blockwise_draw.chunk_bands`:
+    each chunk decoded once), else a group of rows of tiles at a time (:func:`draw_group`)."""
+    step = _fresh(template)
+    step._check_params()
+    check_projected(data.ref, "Nuth & Kääb")
+    bands = chunk_bands(tiles, data.ref.data.chunks[0], step.subsample) \
+        if initial_shift_of(step.initial_shift)[:2] == (0.0, 0.0) else None
+    if bands is not None:
+        yield from draw_bands(data, [_tile(data, r) for r in recs], tiles, bands, subsample=step.subsample,
+                              random_state=step.random_state, half=type(step)._half, resampling=step.resampling,
+                              terrain_method=step.terrain_method)
+        return
+    for group in tile_groups(tiles, step.subsample):
+        yield list(zip(group, draw_group(template, data, [recs[i] for i in group])))
+
+
 def _result(step: NuthKaab, before: np.ndarray, after: np.ndarray, frame: str) -> dict[str, Any]:
     step.crs_ = frame
     status = "used" if step.horizontal_constrained_ else "rejected: flat terrain (no horizontal shift)"
@@ -305,8 +324,8 @@ Rounds = Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]
 
 def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int, int, int]], *, frame: str,
                    need: Callable[[dict[str, Any]], float], min_valid: float | int) -> Rounds:
-    """Rounds of Nuth & Kääb tiles on samples: the first draws the tiles a group at a time
-    (:func:`draw_group`, counting them) and fits each group's tiles on threads; later ones read
+    """Rounds of Nuth & Kääb tiles on samples: the first draws the tiles a band of chunks or a group
+    of tiles at a time (:func:`first_draws`, counting them) and fits the tiles each finished on threads; later ones read
     ``tba`` at the warped positions of the first round's samples (kept in memory while all fit in
     :data:`SAMPLE_CACHE_BYTES`, else drawn again, a group at a time: the same samples)."""
     t = get_transform(data.ref)
@@ -315,7 +334,6 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
     fitted: list[int] = []
     per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
     keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
-    groups = tile_groups(tiles, template.subsample)
 
     def first(i: int, ss: SlopedSample | None) -> None:
         got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame)
@@ -327,9 +345,8 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
 
     def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
         if it == 0:
-            for group in groups:
-                drawn = draw_group(template, data, [base[i] for i in group])
-                parallel([functools.partial(first, i, ss) for i, ss in zip(group, drawn)])
+            for batch in first_draws(template, data, base, tiles):
+                parallel([functools.partial(first, i, ss) for i, ss in batch])
             return [dict(r) for r in base]
         records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
                         nmad_after=math.nan, converged=False, weight=0.0) for r in base]

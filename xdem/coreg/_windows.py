@@ -22,7 +22,7 @@ import xarray as xr
 from xdem.coreg._data import FitData
 from xdem.coreg._iterate import initial_shift_of
 from xdem.coreg._shift import shift_dem
-from xdem.io.grid import check_projected, get_resolution, shift_in_pixels, signed_resolution
+from xdem.io.grid import check_projected, get_resolution, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 from xdem.terrain.kernels import slope_aspect_at_centres
@@ -105,6 +105,9 @@ class WindowSampler:
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2):
         self.arr = tba.data
         self.grid = tba
+        #: ``(res_x, res_y)`` of ``tba`` (:func:`~xdem.io.grid.signed_resolution`), read once: each
+        #: reading of the transform from the coordinates costs far more than the division
+        self.res = signed_resolution(tba)
         self.rows, self.cols = rows, cols
         self.resampling = resampling
         self.half = half
@@ -120,7 +123,7 @@ class WindowSampler:
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
-        drow, dcol = shift_in_pixels(self.grid, sx, sy)
+        drow, dcol = sy / self.res[1], -sx / self.res[0]  # shift_in_pixels(self.grid, sx, sy)
         win, R, C = self.win, self.R, self.C  # all None before the first read, all set after it
         if win is None or R is None or C is None or not all(
             self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, R), (dcol, C))

@@ -20,14 +20,14 @@ points, too few points) is left out, so any number of points >= 1 gives a field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = ["ThinPlateField", "fit_thin_plate", "monomials", "neighbour_outliers", "compose"]
 
-#: Largest number of (point, centre) pairs evaluated at once (bounds the temporaries).
-EVAL_BATCH = 2_000_000
 
 
 def monomials(degree: int) -> list[tuple[int, int]]:
@@ -51,6 +51,28 @@ def _phi(r2: np.ndarray) -> np.ndarray:
         out: np.ndarray = 0.5 * r2 * np.log(r2)
     out[r2 == 0.0] = 0.0
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_kernel_sums(u: np.ndarray, v: np.ndarray, c: np.ndarray, w: np.ndarray,
+                     out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[p, k] += sum_i w[i, k] phi(|q_p - c_i|)``, the centres summed in order for each point
+    (a point's value does not depend on the other points evaluated with it); no temporaries."""
+    m = w.shape[1]
+    acc = np.empty(m)
+    for p in range(u.size):
+        acc[:] = 0.0
+        for i in range(c.shape[0]):
+            du = u[p] - c[i, 0]
+            dv = v[p] - c[i, 1]
+            r2 = du * du + dv * dv
+            if r2 == 0.0:
+                continue
+            phi = 0.5 * r2 * math.log(r2)
+            for k in range(m):
+                acc[k] += phi * w[i, k]
+        for k in range(m):
+            out[p, k] += acc[k]
 
 
 @dataclass(frozen=True)
@@ -78,17 +100,11 @@ class ThinPlateField:
         w = np.asarray(self.weights, dtype=np.float64).reshape(c.shape[0], -1)
         a = np.asarray(self.coefs, dtype=np.float64).reshape(len(self.terms), -1)
         n_out = max(w.shape[1], a.shape[1])
-        # sums along contiguous rows (not BLAS): a point's value does not depend on the batch it is in
         out = np.zeros((u.size, n_out))
         for k, (i, j) in enumerate(self.terms):
             out += (u**i * v**j)[:, None] * a[k]
-        step = max(1, EVAL_BATCH // max(c.shape[0], 1))
-        for s in range(0, u.size, step):
-            du = u[s:s + step, None] - c[None, :, 0]
-            dv = v[s:s + step, None] - c[None, :, 1]
-            phi = _phi(du * du + dv * dv)
-            for k in range(n_out):
-                out[s:s + step, k] += (phi * w[:, k]).sum(axis=1)
+        if c.shape[0]:  # a compiled loop per point (no (points x centres) temporaries)
+            _add_kernel_sums(u, v, c, np.ascontiguousarray(w), out)
         return out.reshape(xb.shape + (n_out,))
 
 
