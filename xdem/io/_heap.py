@@ -7,9 +7,10 @@ ones (each block's sampled statistics); the heaps then grow while most of them i
 (8000^2 ``xdem coreg``: 530 MB of heap, 390 MB of it free and resident after the pass), and
 the more blocks, the more places pin them. :func:`release_free_heap`, called once a block is
 written, hands the free pages back with ``malloc_trim(0)`` when more than
-:data:`RELEASE_ABOVE` bytes are free, so what stays resident is bounded by what the running
-tasks hold, not by the history of the pass. Below the bound nothing is done (a trim costs the
-page faults of touching those pages again). Not glibc (or glibc < 2.33, no ``mallinfo2``):
+:data:`RELEASE_ABOVE` bytes are free and the process grew by as much since the last trim, so
+what stays resident is bounded by what the running tasks hold plus that bound, not by the
+history of the pass. Below the bound nothing is done (a trim costs the page faults of touching
+those pages again). Not glibc (or glibc < 2.33, no ``mallinfo2``):
 nothing is done.
 """
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import sys
+import threading
 from typing import Any
 
 __all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE"]
@@ -61,9 +64,14 @@ def free_heap_bytes() -> int | None:
     return None if libc is None else int(libc.mallinfo2().fordblks)
 
 
-def release_free_heap(*, above: int = RELEASE_ABOVE) -> bool:
+def release_free_heap(*, above: int | None = None) -> bool:
     """``malloc_trim(0)`` (every whole free page of every arena back to the system) if the heaps
-    hold more than ``above`` free bytes; returns whether it trimmed.
+    hold more than ``above`` (default :data:`RELEASE_ABOVE`) free bytes and the process's resident
+    memory grew by more than ``above`` since the last trim; returns whether it trimmed.
+
+    Free bytes stay free after a trim (only their pages go), so the growth since the last trim is
+    what says whether freed buffers were touched again and kept: without it every call would
+    trim, and every block would fault its pages in again.
 
     Examples
     --------
@@ -71,7 +79,24 @@ def release_free_heap(*, above: int = RELEASE_ABOVE) -> bool:
     False
     """
     libc = _glibc()
-    if libc is None or libc.mallinfo2().fordblks <= above:
+    bound = RELEASE_ABOVE if above is None else above
+    if libc is None or libc.mallinfo2().fordblks <= bound or _resident() - _AFTER_LAST[0] <= bound:
         return False
-    libc.malloc_trim(0)
+    with _TRIM:
+        libc.malloc_trim(0)
+        _AFTER_LAST[0] = _resident()
     return True
+
+
+#: Resident bytes right after the last trim (0 before the first).
+_AFTER_LAST = [0]
+_TRIM = threading.Lock()
+
+
+def _resident() -> int:
+    """Resident bytes of this process (``/proc/self/statm``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
