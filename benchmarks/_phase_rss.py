@@ -72,7 +72,8 @@ def main() -> int:
     for name, label in (("_store_blocks", "write:blocks"), ("overviews_into_temp", "write:overviews"),
                         ("copy_with_progress", "write:cogcopy")):
         _tagged(cog, name, label)
-    heap, phases, done = _heap(), {}, threading.Event()
+    heap, done = _heap(), threading.Event()
+    phases: dict[str, dict[str, int]] = {}
 
     def sample() -> None:
         while not done.is_set():
