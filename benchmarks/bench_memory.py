@@ -10,12 +10,18 @@ seed=3)``, cached as ``<cache>/methods_<N>``, made when missing); a size that is
 20000 above it is a VRT mosaic of copies of the 20000^2 pair (written in ``--work``), as
 ``bench_coreg.py`` does for 40000^2 (no tilt; the seams are a few outlier lines).
 
+With ``--phases`` each run goes through ``_phase_rss.py`` (the same command in one process,
+its resident memory sampled every 50 ms and tagged with the phase running: the fit, the
+block-writing pass, the overviews, GDAL's COG copy, the statistics' finish): the table then
+says which phase holds the peak and each phase's peak, and glibc's heap size and free bytes
+there (free heap that stays resident is retention, not need: :mod:`xdem.io._heap`).
+
 Target (issue 28): peak RSS <= 1.0 GB (10^9 bytes) at every size, whatever the method.
 
 The table is printed and written to ``docs/performance.md`` (section ``memory``).
 
 Run: ``python benchmarks/bench_memory.py [--sizes 8000 20000] [--methods lzd icp] [--cache DIR]
-[--work DIR] [--no-doc] [--save rows.json]``; ``--merge a.json b.json`` reports runs saved apart.
+[--work DIR] [--phases] [--no-doc] [--save rows.json]``; ``--merge a.json b.json`` reports runs saved apart.
 """
 
 from __future__ import annotations
@@ -80,15 +86,17 @@ def _shift_error(doc: dict, truth: dict) -> float:
     return math.hypot(sx - truth["shift_x"], sy - truth["shift_y"])
 
 
-def run_one(size: int, method: str, inputs: dict, work: Path) -> dict:
+def run_one(size: int, method: str, inputs: dict, work: Path, *, phases: bool = False) -> dict:
     out_dir = work / f"run_{size}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    out, j = out_dir / "aligned.tif", out_dir / "coreg.json"
-    for p in (out, j):
+    out, j, ph = out_dir / "aligned.tif", out_dir / "coreg.json", out_dir / "phases.json"
+    for p in (out, j, ph):
         p.unlink(missing_ok=True)
-    xdem_exe = Path(sys.executable).with_name("xdem")
-    cmd = [str(xdem_exe), "coreg", inputs["ref"], inputs["tba"], "-o", str(out), "--method", method, "--quiet",
-           "--json-out", str(j)]
+    args = ["coreg", inputs["ref"], inputs["tba"], "-o", str(out), "--method", method, "--quiet", "--json-out", str(j)]
+    if phases:
+        cmd = [sys.executable, str(Path(__file__).resolve().parent / "_phase_rss.py"), str(ph), *args]
+    else:
+        cmd = [str(Path(sys.executable).with_name("xdem")), *args]
     r = measure(cmd)
     if r["returncode"] != 0:
         raise SystemExit(f"xdem coreg --method {method} at {size}^2 failed:\n{r['stderr'][-3000:]}")
@@ -96,12 +104,22 @@ def run_one(size: int, method: str, inputs: dict, work: Path) -> dict:
     out.unlink(missing_ok=True)
     row = {"size": size, "method": method, "peak": r["peak_rss_bytes"], "wall": r["wall_s"], "cpu": r["cpu_s"],
            "load": max(r["load_avg"]), "err": err}
+    if phases:
+        row["phases"] = json.loads(ph.read_text())["phases"]
     print(f"  {size}^2 {method}: peak RSS {fmt_bytes(row['peak'])}, {row['wall']:.0f} s wall, {row['cpu']:.0f} s CPU, "
-          f"shift error {err:.4f} m, load {row['load']:.1f}", flush=True)
+          f"shift error {err:.4f} m, load {row['load']:.1f}" + (f"; {_phase_text(row)}" if phases else ""), flush=True)
     return row
 
 
+def _phase_text(row: dict) -> str:
+    """``phase rss (heap H, F free)`` for each phase, the largest first."""
+    parts = sorted(row.get("phases", {}).items(), key=lambda kv: -kv[1]["rss"])
+    return ", ".join(f"{k} {fmt_bytes(v['rss'])} (heap {fmt_bytes(v['heap'])}, {fmt_bytes(v['heap_free'])} free)"
+                     for k, v in parts)
+
+
 def report(rows: list[dict]) -> str:
+    has = any("phases" in r for r in rows)
     lines = [
         "`python benchmarks/bench_memory.py` (" + time.strftime("%Y-%m-%d") + "): peak resident memory of "
         "`xdem coreg REF TBA -o OUT --method M --quiet --json-out J` in a fresh process (RSS summed over the "
@@ -112,13 +130,14 @@ def report(rows: list[dict]) -> str:
         "",
         machine_description(),
         "",
-        "| size | method | peak RSS | <= 1.0 GB | wall (s) | CPU (s) | shift error (m) | load |",
-        "|---:|---|---:|---|---:|---:|---:|---:|",
+        "| size | method | peak RSS | <= 1.0 GB | wall (s) | CPU (s) | shift error (m) | load |"
+        + (" peak per phase (`--phases`) |" if has else ""),
+        "|---:|---|---:|---|---:|---:|---:|---:|" + ("---|" if has else ""),
     ]
     for r in rows:
         ok = "met" if r["peak"] <= TARGET_BYTES else "MISSED"
         lines.append(f"| {r['size']}^2 | `{r['method']}` | {fmt_bytes(r['peak'])} | {ok} | {r['wall']:.0f} | "
-                     f"{r['cpu']:.0f} | {r['err']:.4f} | {r['load']:.1f} |")
+                     f"{r['cpu']:.0f} | {r['err']:.4f} | {r['load']:.1f} |" + (f" {_phase_text(r)} |" if has else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -128,6 +147,7 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--cache", type=Path, default=CACHE_DIR, help="folder of the methods_<size> pairs")
     ap.add_argument("--work", type=Path, default=CACHE_DIR / "memory", help="folder of the mosaics and outputs")
+    ap.add_argument("--phases", action="store_true", help="also the peak of each phase (_phase_rss.py)")
     ap.add_argument("--no-doc", action="store_true", help="do not write docs/performance.md")
     ap.add_argument("--save", type=Path, help="also write the rows measured to this JSON file")
     ap.add_argument("--merge", type=Path, nargs="+", help="measure nothing: report the rows saved in these files")
@@ -137,7 +157,7 @@ def main() -> None:
         inputs = pair(size, args.cache, args.work)
         _warm(inputs["ref"], inputs["tba"])
         for method in args.methods:
-            rows.append(run_one(size, method, inputs, args.work))
+            rows.append(run_one(size, method, inputs, args.work, phases=args.phases))
     if args.save:
         args.save.write_text(json.dumps(rows, indent=1))
     text = report(rows)

@@ -34,6 +34,7 @@ import dask.array as da
 import numpy as np
 
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.io._heap import release_free_heap
 from xdem.io.grid import block_tasks
 from xdem.kernels.draw import (
     cut_windows_nan,
@@ -393,6 +394,7 @@ def _draw(
         held = dask.delayed(_trim)(held, tasks[i : i + per_row], keep=keep if i + per_row < len(tasks) else 0,
                                    key=_seed_key(random_state), names=names, win_names=win_names)
     extra_out, parts = dask.compute(dict(extra), held)
+    release_free_heap()  # before the sample is joined and fitted: the pass's freed buffers go back
     return list(parts), extra_out
 
 
@@ -405,6 +407,7 @@ def _trim(held: list[dict], row: list[dict], *, keep: int, key: np.uint64, names
     (not ``1 + OVERSAMPLE`` times it) whatever the number of blocks; ``keep=0`` drops nothing.
     The blocks' results are cut in place, one after the other (each block's result has this task
     as its only user): a copy of them all never coexists with them."""
+    release_free_heap()  # what the row's blocks freed (xdem.io._heap): not kept resident row after row
     parts = [*held, *row]
     if not keep or sum(len(p["h"]) for p in parts) <= keep:
         return parts

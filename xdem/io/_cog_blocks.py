@@ -24,6 +24,8 @@ import numpy as np
 import rasterio
 import rasterio.windows
 
+from xdem.io._heap import release_free_heap
+
 # ---------------------------------------------------------------------------- locks
 
 
@@ -126,6 +128,8 @@ class _WindowWriter:
         with self.lock, rasterio.Env(GDAL_CACHEMAX=64):
             with rasterio.open(self.path, "r+") as dst:
                 dst.write(block, 1, window=window)
+        del block
+        release_free_heap()  # what the pass freed goes back to the system, not its history (_heap)
 
 
 class _Captured:

@@ -37,6 +37,7 @@ from dask.delayed import Delayed
 from dask.optimization import cull
 
 from xdem import interrupt
+from xdem.io._heap import release_free_heap
 from xdem.io.grid import block_tasks
 
 __all__ = ["StreamItem", "stream_blocks", "window_size"]
@@ -159,6 +160,7 @@ def stream_blocks(items: Sequence[StreamItem], *, client: Any, progress: bool, c
                 window_ = rasterio.windows.Window(unit.col0, unit.row0, block.shape[1], block.shape[0])
                 handles[unit.item].write(block, 1, window=window_)
                 del block
+                release_free_heap()  # see xdem.io._heap
                 results[(unit.item, unit.row0, unit.col0)] = stats
                 count.step()
                 interrupt.checkpoint()

@@ -58,6 +58,7 @@ from xdem.io._cog_overviews import OVERVIEW_SHARE, overviews_into_temp, part
 from xdem.io._cog_result import CogResult, _disk_full, _disk_full_error
 from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
+from xdem.io._heap import release_free_heap
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
@@ -380,8 +381,10 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         current = plans[0]
         names = ", ".join(str(p.out) for p in plans)
         try:
+            release_free_heap()  # what earlier work (e.g. a fit) freed: not kept through the pass
             with interrupt.stage(f"the block writes of {names}", key="blocks"):
                 extra = _store_blocks(items, progress=progress)
+            release_free_heap()
             full = False
             report = COPY_PROGRESS.get()
             for i, (plan, (tmp, tmp_cog)) in enumerate(zip(plans, tmps)):
@@ -394,6 +397,7 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
                 full = full or _disk_full(None, plan.out.parent)  # GDAL may "succeed" with a truncated COG
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)  # free the disk space before the next copy
+                release_free_heap()
         except Exception as exc:  # rasterio/GDAL raise RasterioIOError, OSError or CPLE_* errors
             if not isinstance(exc, XdemError) and _disk_full(exc, current.out.parent):  # not e.g. a ReadError
                 raise full_error(current, exc) from exc
