@@ -262,7 +262,7 @@ class _RegionReader:
 
     def __call__(self, rows: slice, cols: slice) -> np.ndarray:
         data = self.reader[(slice(0, 1), rows, cols)][0].astype(self.dtype, copy=False)
-        if self.nodata is not None and not np.isnan(self.nodata):
+        if self.nodata is not None and not np.isnan(self.nodata) and self.reader.nan_value is None:  # else: done
             data = np.where(data == self.dtype.type(self.nodata), self.dtype.type(np.nan), data)
         return data
 
@@ -364,9 +364,7 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
     if isinstance(path, Path):
         register_source(arr.data, path)  # lets writers refuse to overwrite this input
     out = _finish(arr, nodata, name=_stem(path), nan_done=reader.nan_value is not None)
-    # the reader made the nodata NaN already when it has a nan_value
-    register_region_reader(out, _RegionReader(reader, out.dtype, None if reader.nan_value is not None
-                                              else _nodata_of(arr, nodata)))
+    register_region_reader(out, _RegionReader(reader, out.dtype, _nodata_of(arr, nodata)))
     return out
 
 
