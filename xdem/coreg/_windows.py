@@ -22,7 +22,7 @@ import xarray as xr
 from xdem.coreg._data import FitData
 from xdem.coreg._iterate import initial_shift_of
 from xdem.coreg._shift import shift_dem
-from xdem.io.grid import check_projected, get_resolution, signed_resolution
+from xdem.io.grid import check_projected, get_resolution, shift_in_pixels_at, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.sampling import Sample, partial_windows, sample_valid
 from xdem.terrain.kernels import slope_aspect_at_centres
@@ -123,7 +123,7 @@ class WindowSampler:
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
-        drow, dcol = sy / self.res[1], -sx / self.res[0]  # shift_in_pixels(self.grid, sx, sy)
+        drow, dcol = shift_in_pixels_at(self.res, sx, sy)
         win, R, C = self.win, self.R, self.C  # all None before the first read, all set after it
         if win is None or R is None or C is None or not all(
             self.before <= p - c + h < 2 * h + 1 - self.after for p, c in ((drow, R), (dcol, C))

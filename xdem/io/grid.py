@@ -40,6 +40,7 @@ __all__ = [
     "get_resolution",
     "signed_resolution",
     "shift_in_pixels",
+    "shift_in_pixels_at",
     "check_projected",
     "block_pixel_offsets",
     "block_xy",
@@ -206,7 +207,19 @@ def shift_in_pixels(dem: xr.DataArray, shift_x: float, shift_y: float) -> tuple[
     """``(drow, dcol)`` such that ``dem`` moved by ``(shift_x, shift_y)`` (``out(x, y) =
     dem(x - shift_x, y - shift_y)``) is, at row ``i`` and column ``j``, ``dem`` at row
     ``i + drow`` and column ``j + dcol`` (rows go south: a shift to the north adds rows)."""
-    res_x, res_y = signed_resolution(dem)
+    return shift_in_pixels_at(signed_resolution(dem), shift_x, shift_y)
+
+
+def shift_in_pixels_at(resolution: tuple[float, float], shift_x: float, shift_y: float) -> tuple[float, float]:
+    """:func:`shift_in_pixels` on a grid of ``resolution`` (``(res_x, res_y)`` as
+    :func:`signed_resolution` gives it), for callers that read the resolution once.
+
+    Examples
+    --------
+    >>> shift_in_pixels_at((5.0, -5.0), 10.0, 5.0)
+    (-1.0, -2.0)
+    """
+    res_x, res_y = resolution
     return shift_y / res_y, -shift_x / res_x
 
 
