@@ -200,7 +200,7 @@ def test_nmad_inliers_rejects_blunders() -> None:
 def test_run_medians_are_numpys_medians_bit_for_bit() -> None:
     """The compiled medians of runs (aspect bins in ``nuth_kaab_step``) equal ``np.median`` of each
     run exactly, float32 and float64, odd and even runs, runs holding NaN (NaN), empty runs."""
-    from xdem.kernels.nuth_kaab import run_medians
+    from xdem.kernels.robust import run_medians
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):

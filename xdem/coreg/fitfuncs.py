@@ -56,7 +56,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from xdem.errors import ConvergenceError, InputError
-from xdem.kernels.robust import group_by, nmad  # noqa: F401 (nmad: imported from here by other modules)
+from xdem.kernels.robust import group_by, nmad, run_medians  # noqa: F401 (nmad: imported from here by other modules)
 
 __all__ = [
     "FitFunction", "FIT_FUNCTIONS", "fit_function", "poly_terms", "poly_design", "nmad", "robust_refine",
@@ -209,10 +209,7 @@ def _binned_medians(x: np.ndarray, y: np.ndarray, n_bins: int) -> tuple[np.ndarr
     width = (hi - lo) / n_bins if hi > lo else 1.0
     idx = np.minimum(((x - lo) / width).astype(np.int64), n_bins - 1)
     g = group_by(idx)
-    x_s, y_s = x[g.order], y[g.order]
-    bx = np.array([np.median(x_s[a:b]) for a, b in zip(g.starts, g.ends)])
-    by = np.array([np.median(y_s[a:b]) for a, b in zip(g.starts, g.ends)])
-    return bx, by, width
+    return run_medians(x[g.order], g.starts, g.ends), run_medians(y[g.order], g.starts, g.ends), width
 
 
 def _rss(x: np.ndarray, y: np.ndarray, wavelengths: np.ndarray) -> float:

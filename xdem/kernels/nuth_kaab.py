@@ -9,44 +9,11 @@ difference depend on the terrain's slope ``s`` and aspect ``asp`` (clockwise fro
 
 from __future__ import annotations
 
-import math
-
-import numba
 import numpy as np
 
-from xdem.kernels.robust import equal_width_bin_index, group_by, nmad
+from xdem.kernels.robust import equal_width_bin_index, group_by, nmad, run_medians
 
 __all__ = ["nuth_kaab_step", "run_medians"]
-
-
-@numba.njit(cache=True, nogil=True)
-def _run_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 out: np.ndarray) -> None:  # pragma: no cover - compiled
-    for g in range(starts.size):
-        seg = np.sort(values[starts[g]:ends[g]])
-        n = seg.size
-        if n == 0 or math.isnan(seg[n - 1]):  # NaN sorts last
-            out[g] = np.nan
-        elif n % 2:
-            out[g] = seg[n // 2]
-        else:  # the two middle values' sum in the values' dtype, halved (exact): numpy's mean of them
-            out[g] = (seg[n // 2 - 1] + seg[n // 2]) / 2
-
-
-def run_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """:func:`numpy.median` of each run ``values[starts[i]:ends[i]]`` (float64; NaN for an empty run
-    or one holding NaN), in one compiled loop: the same numbers as numpy's, bit for bit, without
-    its per-call cost (about 15 microseconds: 144 calls per iteration of :func:`nuth_kaab_step`).
-
-    Examples
-    --------
-    >>> run_medians(np.array([3.0, 1.0, 2.0, 5.0, 4.0]), np.array([0, 3]), np.array([3, 5])).tolist()
-    [2.0, 4.5]
-    """
-    out = np.empty(len(starts))
-    _run_medians(np.ascontiguousarray(values), np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64),
-                 out)
-    return out
 
 
 def nuth_kaab_step(

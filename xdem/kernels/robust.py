@@ -3,7 +3,8 @@
 The one home of these small numpy building blocks (one sample, one chunk):
 
 - :func:`nmad` and :data:`NMAD_FACTOR`: the normalised median absolute deviation;
-- :func:`group_by`: group equal keys by one stable sort (runs of equal keys);
+- :func:`group_by`: group equal keys by one stable sort (runs of equal keys), and
+  :func:`run_medians`: the median of each run, as numpy's;
 - bin indices, with two distinct meanings:
 
   * :func:`bin_index`: the bin of ``x`` among explicit increasing ``edges``, bins
@@ -20,11 +21,13 @@ estimators (:mod:`xdem.coreg`) call these; none keeps its own copy.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
-__all__ = ["NMAD_FACTOR", "nmad", "nmad_inliers", "Groups", "group_by", "bin_index", "equal_width_bin_index"]
+__all__ = ["NMAD_FACTOR", "nmad", "nmad_inliers", "Groups", "group_by", "run_medians", "bin_index", "equal_width_bin_index"]
 
 #: Scale making the median absolute deviation a consistent estimator of a normal std.
 NMAD_FACTOR = 1.4826
@@ -142,6 +145,36 @@ def group_by(keys: np.ndarray) -> Groups:
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     ends = np.r_[starts[1:], k.size]
     return Groups(order, k[starts], starts, ends)
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 out: np.ndarray) -> None:  # pragma: no cover - compiled
+    for g in range(starts.size):
+        seg = np.sort(values[starts[g]:ends[g]])
+        n = seg.size
+        if n == 0 or math.isnan(seg[n - 1]):  # NaN sorts last
+            out[g] = np.nan
+        elif n % 2:
+            out[g] = seg[n // 2]
+        else:  # the two middle values' sum in the values' dtype, halved (exact): numpy's mean of them
+            out[g] = (seg[n // 2 - 1] + seg[n // 2]) / 2
+
+
+def run_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """:func:`numpy.median` of each run ``values[starts[i]:ends[i]]`` (float64; NaN for an empty run
+    or one holding NaN), in one compiled loop: the same numbers as numpy's, bit for bit, without
+    its per-call cost (about 15 microseconds: 144 calls per iteration of :func:`nuth_kaab_step`).
+
+    Examples
+    --------
+    >>> run_medians(np.array([3.0, 1.0, 2.0, 5.0, 4.0]), np.array([0, 3]), np.array([3, 5])).tolist()
+    [2.0, 4.5]
+    """
+    out = np.empty(len(starts))
+    _run_medians(np.ascontiguousarray(values), np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64),
+                 out)
+    return out
 
 
 def bin_index(x: np.ndarray, edges: np.ndarray, *, outside: str = "clip") -> np.ndarray:
