@@ -232,15 +232,3 @@ def test_candidates_held_during_the_draw_do_not_grow_with_the_number_of_chunks()
     assert few <= 1.6 * sample_bytes
     assert many <= 1.6 * sample_bytes
     assert many <= 1.1 * few
-
-
-def test_window_pieces_on_pages_of_their_own_start_on_a_huge_page_and_fault_once_per_2_mib():
-    from xdem.sampling import OWN_PAGES_BYTES, _own_pages
-
-    small = _own_pages((10, 6, 6), np.float32)
-    assert small.nbytes < OWN_PAGES_BYTES and small.flags.owndata  # an ordinary array
-    big = _own_pages((20_000, 6, 6), np.float32)  # 2.9 MB: its own map, one huge page and a tail
-    assert big.shape == (20_000, 6, 6) and big.dtype == np.float32 and big.flags.writeable
-    assert big.ctypes.data % (2 << 20) == 0
-    big[:] = 1.5
-    assert float(big.sum()) == 1.5 * big.size

@@ -23,7 +23,6 @@ of the DEM.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import mmap
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
@@ -243,25 +242,12 @@ def _own_pages(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     """An uninitialised array; from :data:`OWN_PAGES_BYTES` up, on an anonymous memory map of
     its own, so that its pages go back to the system when it is freed, whatever the allocator
     keeps (glibc keeps freed blocks below its mmap threshold in the heap, and the draw's pieces
-    are freed while the joined windows grow). The array starts on a 2 MiB boundary and its whole
-    2 MiB pages are asked for transparent huge pages: writing it faults once per 2 MiB, not per
-    4 KiB page (8000^2 ``xdem coreg``: the window pieces took 44,000 of the run's 220,000 page
-    faults); the tail keeps 4 KiB pages, so no more is resident than before."""
+    are freed while the joined windows grow)."""
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if nbytes < OWN_PAGES_BYTES or not hasattr(mmap, "MAP_PRIVATE"):
         return np.empty(shape, dtype=dtype)
-    pages = mmap.mmap(-1, nbytes + _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    start = np.frombuffer(pages, dtype=np.uint8, count=1).ctypes.data
-    offset = -start % _HUGE_PAGE  # the pages before it are never touched: not resident
-    whole = nbytes // _HUGE_PAGE * _HUGE_PAGE  # the tail keeps 4 KiB pages: no partly used huge page
-    if whole and hasattr(mmap, "MADV_HUGEPAGE"):
-        with contextlib.suppress(OSError):  # a kernel without transparent huge pages: 4 KiB pages
-            pages.madvise(mmap.MADV_HUGEPAGE, offset, whole)
-    return np.frombuffer(pages, dtype=dtype, count=int(np.prod(shape)), offset=offset).reshape(shape)
-
-
-#: Transparent huge page size of x86-64 and arm64 Linux (the alignment :func:`_own_pages` gives).
-_HUGE_PAGE = 2 << 20
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return np.frombuffer(pages, dtype=dtype).reshape(shape)
 
 
 def _candidates_block(
