@@ -125,12 +125,12 @@ class FieldSampler:
     """
 
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
-                 resampling: str, half: int = 2, windows: np.ndarray | None = None) -> None:
+                 resampling: str, half: int = 2, windows: np.ndarray | None = None, grid: Grid | None = None) -> None:
         self.arr = tba.data
-        t = get_transform(tba)
-        self.inverse = ~t
+        grid = Grid.of(tba) if grid is None else grid  # ``grid``: tba's, read once by the caller for many tiles
+        self.inverse = ~grid.transform
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        self.px, self.py, self.vz = composed_at(fields, Grid.of(tba), rows, cols)
+        self.px, self.py, self.vz = composed_at(fields, grid, rows, cols)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -352,16 +352,20 @@ def _nmad(dh: np.ndarray) -> float:
 
 
 def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: SlopedSample | None, *, need: float,
-                   min_valid: float | int, frame: str) -> tuple[dict[str, Any], TileSample | None]:
+                   min_valid: float | int, frame: str, grid: Grid | None = None,
+                   resolution: tuple[float, float] | None = None) -> tuple[dict[str, Any], TileSample | None]:
     """Round 1 on one tile from its draw ``ss`` (:func:`draw_group`, which counts the tile's valid
     pixels; ``None``: not one): the count test, the fit on the draw's windows. Returns the
-    record's new fields and the sample (``None`` when the tile was rejected before its fit)."""
+    record's new fields and the sample (``None`` when the tile was rejected before its fit).
+    ``grid`` and ``resolution``: the reference's, when the caller read them once for all tiles."""
     step = _fresh(template)
     step._check_params()
     if ss is None:  # not one valid pixel
         return {"count": 0, "status": f"rejected: 0 valid pixels (< min_valid {min_valid})"}, None
     kept = _kept(ss, rec)
-    x, y = Grid.of(data.ref).centres(kept.rows, kept.cols)
+    grid = Grid.of(data.ref) if grid is None else grid
+    resolution = get_resolution(data.ref) if resolution is None else resolution
+    x, y = grid.centres(kept.rows, kept.cols)
     counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(x)), "y": float(np.mean(y))}
     if kept.n_valid < max(need, 1):
         return counted | {"status": f"rejected: {kept.n_valid} valid pixels (< min_valid {min_valid})"}, None
@@ -370,7 +374,7 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: S
                                     f"valid pixels but found {kept.n_valid}"}, None
     start = check_divergence_params(initial_shift=step.initial_shift, on_divergence=step.on_divergence)
     try:
-        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, ss.sampler, resolution=get_resolution(data.ref),
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, ss.sampler, resolution=resolution,
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=start)
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return counted | {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}, kept
@@ -380,15 +384,18 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: S
 
 
 def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample,
-                   fields: tuple[ThinPlateField, ...], *, frame: str) -> dict[str, Any]:
+                   fields: tuple[ThinPlateField, ...], *, frame: str, grid: Grid | None = None,
+                   resolution: tuple[float, float] | None = None) -> dict[str, Any]:
     """A later round on one tile: Nuth & Kääb of the residual offset of ``tba`` warped by
-    ``fields``, on the first round's sample ``kept`` (kept, or drawn again)."""
+    ``fields``, on the first round's sample ``kept`` (kept, or drawn again). ``grid``: tba's and
+    ``resolution``: the reference's, when the caller read them once for all tiles."""
     step = _fresh(template)
     step._check_params()
+    resolution = get_resolution(data.ref) if resolution is None else resolution
     try:
         sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half,
-                               windows=kept.win_tba)
-        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=get_resolution(data.ref),
+                               windows=kept.win_tba, grid=grid)
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=resolution,
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=(0.0, 0.0))
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
@@ -405,6 +412,7 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
     ``tba`` at the warped positions of the first round's samples (kept in memory while all fit in
     :data:`SAMPLE_CACHE_BYTES`, else drawn again, a group at a time: the same samples)."""
     t = get_transform(data.ref)
+    ref_grid, tba_grid, resolution = Grid.of(data.ref), Grid.of(data.tba), get_resolution(data.ref)  # once, not per tile
     base = [blank(0, tile, t) for tile in tiles]
     kept: dict[int, TileSample] = {}  # the samples of the tiles fitted in round 1 (while they fit in memory)
     fitted: list[int] = []
@@ -414,7 +422,8 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
     compact = not keep and len(tiles) * per_tile * TileSample.BYTES_PER_POINT_COMPACT <= SAMPLE_CACHE_BYTES
 
     def first(i: int, ss: SlopedSample | None) -> None:
-        got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame)
+        got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame,
+                                     grid=ref_grid, resolution=resolution)
         base[i].update(got)
         if sample is not None:
             fitted.append(i)
@@ -435,7 +444,8 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
             records[i]["status"] = ""
 
         def again(i: int, sample: TileSample) -> None:
-            records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame))
+            records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame, grid=tba_grid,
+                                             resolution=resolution))
 
         if keep:
             groups = [todo]
