@@ -132,12 +132,14 @@ def _sample(parts: list[Candidates], subsample: float | int, ncols: int) -> Samp
     return Sample(values=values, n_valid=n_valid, passes=1)
 
 
-def _sloped(sub: FitData, s: Sample, *, half: int, resampling: str, terrain_method: str) -> SlopedSample:
-    """What :func:`~xdem.coreg._windows.sample_with_terrain` returns for this sample."""
+def _sloped(sub: FitData, s: Sample, *, half: int, resampling: str, terrain_method: str,
+            res: tuple[float, float]) -> SlopedSample:
+    """What :func:`~xdem.coreg._windows.sample_with_terrain` returns for this sample (``res``: the
+    pair's :func:`~xdem.io.grid.signed_resolution`, read once for all tiles)."""
     win_ref, win_tba = s.pop("win_ref"), s.pop("win_tba")
-    res_x, res_y = signed_resolution(sub.ref)
+    res_x, res_y = res
     slope, aspect = terrain_at_windows(win_ref, half, res_x=res_x, res_y=res_y, method=terrain_method)
-    sampler = WindowSampler(sub.tba, s["row"], s["col"], resampling, half)
+    sampler = WindowSampler(sub.tba, s["row"], s["col"], resampling, half, res=res)
     sampler.prime(win_tba)
     return SlopedSample(sample=s, slope=slope, aspect=aspect, sampler=sampler)
 
@@ -151,6 +153,7 @@ def draw_tiles(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], *,
     C0, C1 = min(t[2] for t in tiles), max(t[3] for t in tiles)
     region = (slice(R0, R1), slice(C0, C1))
     limits = [_limit(subsample, (t[1] - t[0]) * (t[3] - t[2])) for t in tiles]
+    res = signed_resolution(data.ref)
     arrays = [data.valid()[region], data.ref.data[region], data.tba.data[region]]
     tasks = block_tasks(_block, arrays, origin=(R0, C0), tiles=list(tiles), limits=limits, half=half,
                         random_state=random_state)
@@ -161,18 +164,18 @@ def draw_tiles(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], *,
         for b in blocks:
             b[k] = None  # release the candidates once used
         out.append(_finish(parts, sub, tile, subsample=subsample, random_state=random_state, half=half,
-                           resampling=resampling, terrain_method=terrain_method))
+                           resampling=resampling, terrain_method=terrain_method, res=res))
     return out
 
 
 def _finish(parts: list[Candidates], sub: FitData, tile: Tile, *, subsample: float | int, random_state: int | None,
-            half: int, resampling: str, terrain_method: str) -> SlopedSample | None:
+            half: int, resampling: str, terrain_method: str, res: tuple[float, float]) -> SlopedSample | None:
     """A tile's sample from all its candidates (emptied), drawn alone when too few; ``None``: no valid pixel."""
     s = _sample(parts, subsample, tile[3] - tile[2])
     parts.clear()
     if s is not None:
         return None if s.n_valid == 0 else _sloped(sub, s, half=half, resampling=resampling,
-                                                    terrain_method=terrain_method)
+                                                    terrain_method=terrain_method, res=res)
     try:
         return sample_with_terrain(sub, subsample=subsample, random_state=random_state, min_count=1,
                                    what="Nuth & Kääb", resampling=resampling, terrain_method=terrain_method, half=half)
@@ -222,6 +225,7 @@ def draw_bands(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], ba
     limits = [_limit(subsample, (t[1] - t[0]) * (t[3] - t[2])) for t in tiles]
     parts: dict[int, list[Candidates]] = {}
     valid = data.valid()
+    res = signed_resolution(data.ref)
     for a0, a1 in bands:
         meet = [k for k, t in enumerate(tiles) if t[0] < a1 and t[1] > a0]
         region = (slice(a0, a1), slice(C0, C1))
@@ -234,4 +238,4 @@ def draw_bands(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], ba
         del blocks
         done = [k for k in meet if tiles[k][1] <= a1]
         yield [(k, _finish(parts.pop(k), subs[k], tiles[k], subsample=subsample, random_state=random_state,
-                           half=half, resampling=resampling, terrain_method=terrain_method)) for k in done]
+                           half=half, resampling=resampling, terrain_method=terrain_method, res=res)) for k in done]

@@ -46,12 +46,15 @@ from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
-           "composed_at", "draw_group", "first_draws", "sampled_rounds"]
+           "composed_at", "draw_group", "first_draws", "sampled_rounds", "gather_tile_windows", "GATHER_BYTES"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
 #: of keeping it.
 SAMPLE_CACHE_BYTES = 512 * 2**20
+#: Memory allowed for the windows of ``tba`` gathered at once by a later round whose samples were
+#: kept without them (:func:`gather_tile_windows`): whole rows of tiles while they fit.
+GATHER_BYTES = 128 * 2**20
 #: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
 LATTICE_STEP = 16
 #: The lattice is tried while the pixels outnumber its nodes this many times (it evaluates the
@@ -83,10 +86,28 @@ class TileSample:
     #: Bytes kept per sampled pixel at most: indices int32, values float32, the reference up to
     #: float64, and the 6 x 6 float32 window of tba cut by the draw around the pixel.
     BYTES_PER_POINT: ClassVar[int] = 24 + 144
+    #: The same without the window (kept compact: a later round gathers the windows again, from ``tba`` alone).
+    BYTES_PER_POINT_COMPACT: ClassVar[int] = 24
 
     @property
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in (self.rows, self.cols, self.ref, self.slope, self.aspect)))
+
+    def compact(self) -> TileSample:
+        """This sample without the windows of ``tba``, the reference as float32 when that is exact
+        (float32 DEMs): what a later round needs besides windows it can gather again."""
+        ref = self.ref
+        if ref.dtype == np.float64:
+            narrow = ref.astype(np.float32)
+            if np.array_equal(narrow.astype(np.float64), ref, equal_nan=True):
+                ref = narrow
+        return TileSample(rows=self.rows, cols=self.cols, ref=ref, slope=self.slope, aspect=self.aspect,
+                          n_valid=self.n_valid)
+
+    def with_windows(self, windows: np.ndarray) -> TileSample:
+        """This sample with the reference as the draw gave it (float64) and ``windows`` of ``tba``."""
+        return TileSample(rows=self.rows, cols=self.cols, ref=self.ref.astype(np.float64), slope=self.slope,
+                          aspect=self.aspect, n_valid=self.n_valid, win_tba=windows)
 
 
 class FieldSampler:
@@ -104,12 +125,12 @@ class FieldSampler:
     """
 
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
-                 resampling: str, half: int = 2, windows: np.ndarray | None = None) -> None:
+                 resampling: str, half: int = 2, windows: np.ndarray | None = None, grid: Grid | None = None) -> None:
         self.arr = tba.data
-        t = get_transform(tba)
-        self.inverse = ~t
+        grid = Grid.of(tba) if grid is None else grid  # ``grid``: tba's, read once by the caller for many tiles
+        self.inverse = ~grid.transform
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        self.px, self.py, self.vz = composed_at(fields, Grid.of(tba), rows, cols)
+        self.px, self.py, self.vz = composed_at(fields, grid, rows, cols)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -197,6 +218,61 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
     return compose(fields, x, y)
 
 
+def gather_tile_windows(tba: xr.DataArray, samples: list[TileSample], tiles: list[tuple[int, int, int, int]],
+                        half: int) -> list[np.ndarray]:
+    """The windows of ``tba`` the draw cut around each sample's pixels (``2 half + 2`` pixels,
+    NaN beyond the sample's tile and the grid), for many tiles in one pass over ``tba``
+    (:func:`~xdem.coreg._windows.gather_windows`): the same values as the draw's, bit for bit.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> z = xr.DataArray(np.arange(64, dtype=np.float32).reshape(8, 8), dims=("y", "x")).chunk(4)
+    >>> s = TileSample(rows=np.array([4], dtype=np.int32), cols=np.array([4], dtype=np.int32), ref=np.zeros(1),
+    ...                slope=np.zeros(1, np.float32), aspect=np.zeros(1, np.float32), n_valid=1)
+    >>> gather_tile_windows(z, [s], [(4, 8, 0, 8)], 1)[0][0].tolist()[0]  # row 3: outside the tile
+    [nan, nan, nan, nan]
+    """
+    if not samples:
+        return []
+    rows = np.concatenate([s.rows for s in samples]).astype(np.int64)
+    cols = np.concatenate([s.cols for s in samples]).astype(np.int64)
+    wins = gather_windows(tba.data, rows, cols, half)
+    size = 2 * half + 2
+    offsets = np.arange(size) - half
+    out, start = [], 0
+    for s, (r0, r1, c0, c1) in zip(samples, tiles):
+        w = wins[start:start + len(s.rows)]
+        start += len(s.rows)
+        wr = s.rows.astype(np.int64)[:, None] + offsets
+        wc = s.cols.astype(np.int64)[:, None] + offsets
+        outside = ((wr < r0) | (wr >= r1))[:, :, None] | ((wc < c0) | (wc >= c1))[:, None, :]
+        w[outside] = np.nan
+        out.append(w)
+    return out
+
+
+def _window_groups(todo: list[int], tiles: list[tuple[int, int, int, int]], points: int) -> list[list[int]]:
+    """``todo`` (sorted) in groups of whole rows of tiles whose windows (``points`` a tile) fit in
+    :data:`GATHER_BYTES` together (a row alone beyond it is a group of its own)."""
+    per_tile = points * (2 * NuthKaab._half + 2) ** 2 * 4
+    groups: list[list[int]] = []
+    current: list[int] = []
+    row: list[int] = []
+    for i in todo + [-1]:
+        if row and (i < 0 or tiles[i][0] != tiles[row[0]][0]):
+            if current and (len(current) + len(row)) * per_tile > GATHER_BYTES:
+                groups.append(current)
+                current = []
+            current += row
+            row = []
+        if i >= 0:
+            row.append(i)
+    if current:
+        groups.append(current)
+    return groups
+
+
 def _fresh(template: NuthKaab) -> NuthKaab:
     step = clone(template)
     assert isinstance(step, NuthKaab)
@@ -276,16 +352,20 @@ def _nmad(dh: np.ndarray) -> float:
 
 
 def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: SlopedSample | None, *, need: float,
-                   min_valid: float | int, frame: str) -> tuple[dict[str, Any], TileSample | None]:
+                   min_valid: float | int, frame: str, grid: Grid | None = None,
+                   resolution: tuple[float, float] | None = None) -> tuple[dict[str, Any], TileSample | None]:
     """Round 1 on one tile from its draw ``ss`` (:func:`draw_group`, which counts the tile's valid
     pixels; ``None``: not one): the count test, the fit on the draw's windows. Returns the
-    record's new fields and the sample (``None`` when the tile was rejected before its fit)."""
+    record's new fields and the sample (``None`` when the tile was rejected before its fit).
+    ``grid`` and ``resolution``: the reference's, when the caller read them once for all tiles."""
     step = _fresh(template)
     step._check_params()
     if ss is None:  # not one valid pixel
         return {"count": 0, "status": f"rejected: 0 valid pixels (< min_valid {min_valid})"}, None
     kept = _kept(ss, rec)
-    x, y = Grid.of(data.ref).centres(kept.rows, kept.cols)
+    grid = Grid.of(data.ref) if grid is None else grid
+    resolution = get_resolution(data.ref) if resolution is None else resolution
+    x, y = grid.centres(kept.rows, kept.cols)
     counted: dict[str, Any] = {"count": kept.n_valid, "x": float(np.mean(x)), "y": float(np.mean(y))}
     if kept.n_valid < max(need, 1):
         return counted | {"status": f"rejected: {kept.n_valid} valid pixels (< min_valid {min_valid})"}, None
@@ -294,7 +374,7 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: S
                                     f"valid pixels but found {kept.n_valid}"}, None
     start = check_divergence_params(initial_shift=step.initial_shift, on_divergence=step.on_divergence)
     try:
-        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, ss.sampler, resolution=get_resolution(data.ref),
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, ss.sampler, resolution=resolution,
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=start)
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return counted | {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}, kept
@@ -304,15 +384,18 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: S
 
 
 def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample,
-                   fields: tuple[ThinPlateField, ...], *, frame: str) -> dict[str, Any]:
+                   fields: tuple[ThinPlateField, ...], *, frame: str, grid: Grid | None = None,
+                   resolution: tuple[float, float] | None = None) -> dict[str, Any]:
     """A later round on one tile: Nuth & Kääb of the residual offset of ``tba`` warped by
-    ``fields``, on the first round's sample ``kept`` (kept, or drawn again)."""
+    ``fields``, on the first round's sample ``kept`` (kept, or drawn again). ``grid``: tba's and
+    ``resolution``: the reference's, when the caller read them once for all tiles."""
     step = _fresh(template)
     step._check_params()
+    resolution = get_resolution(data.ref) if resolution is None else resolution
     try:
         sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half,
-                               windows=kept.win_tba)
-        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=get_resolution(data.ref),
+                               windows=kept.win_tba, grid=grid)
+        step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=resolution,
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=(0.0, 0.0))
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
         return {"status": f"rejected: {type(exc).__name__}: {str(exc).splitlines()[0]}"}
@@ -329,19 +412,25 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
     ``tba`` at the warped positions of the first round's samples (kept in memory while all fit in
     :data:`SAMPLE_CACHE_BYTES`, else drawn again, a group at a time: the same samples)."""
     t = get_transform(data.ref)
+    ref_grid, tba_grid, resolution = Grid.of(data.ref), Grid.of(data.tba), get_resolution(data.ref)  # once, not per tile
     base = [blank(0, tile, t) for tile in tiles]
     kept: dict[int, TileSample] = {}  # the samples of the tiles fitted in round 1 (while they fit in memory)
     fitted: list[int] = []
     per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
     keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
+    # else kept without tba's windows, gathered again in a later round from tba alone (no new draw)
+    compact = not keep and len(tiles) * per_tile * TileSample.BYTES_PER_POINT_COMPACT <= SAMPLE_CACHE_BYTES
 
     def first(i: int, ss: SlopedSample | None) -> None:
-        got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame)
+        got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame,
+                                     grid=ref_grid, resolution=resolution)
         base[i].update(got)
         if sample is not None:
             fitted.append(i)
             if keep:
                 kept[i] = sample
+            elif compact:
+                kept[i] = sample.compact()
 
     def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
         if it == 0:
@@ -355,12 +444,23 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
             records[i]["status"] = ""
 
         def again(i: int, sample: TileSample) -> None:
-            records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame))
+            records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame, grid=tba_grid,
+                                             resolution=resolution))
 
-        for group in [list(range(len(todo)))] if keep else tile_groups([tiles[i] for i in todo], template.subsample):
-            idx = [todo[j] for j in group]
+        if keep:
+            groups = [todo]
+        elif compact:
+            groups = _window_groups(todo, tiles, per_tile)
+        else:
+            groups = [[todo[j] for j in g] for g in tile_groups([tiles[i] for i in todo], template.subsample)]
+        for idx in groups:
             if keep:
                 pairs = [(i, kept[i]) for i in idx]
+            elif compact:  # tba's windows at the kept pixels, one pass for the group: the draw's windows
+                wins = gather_tile_windows(data.tba, [kept[i] for i in idx], [tiles[i] for i in idx],
+                                           type(template)._half)
+                pairs = [(i, kept[i].with_windows(w)) for i, w in zip(idx, wins)]
+                del wins
             else:  # the same draws again (they gave a sample in round 1)
                 drawn = draw_group(template, data, [base[i] for i in idx])
                 pairs = [(i, _kept(ss, base[i])) for i, ss in zip(idx, drawn) if ss is not None]

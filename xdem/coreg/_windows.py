@@ -102,12 +102,14 @@ class WindowSampler:
     re-read (one pass) only when the shift leaves the cached ones; ``reads`` counts them.
     """
 
-    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2):
+    def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, resampling: str, half: int = 2, *,
+                 res: tuple[float, float] | None = None):
         self.arr = tba.data
         self.grid = tba
-        #: ``(res_x, res_y)`` of ``tba`` (:func:`~xdem.io.grid.signed_resolution`), read once: each
-        #: reading of the transform from the coordinates costs far more than the division
-        self.res = signed_resolution(tba)
+        #: ``(res_x, res_y)`` of ``tba`` (:func:`~xdem.io.grid.signed_resolution`; ``res`` when the caller
+        #: read it already), read once: each reading of the transform from the coordinates costs far
+        #: more than the division
+        self.res = signed_resolution(tba) if res is None else res
         self.rows, self.cols = rows, cols
         self.resampling = resampling
         self.half = half
