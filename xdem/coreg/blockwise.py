@@ -132,8 +132,8 @@ class BlockwiseCoreg(Coreg):
     one pass over the pair, then one over ``tba`` per later round.
 
     ``apply`` is one lazy warp (:func:`xdem.warp.warp_dem`): each output chunk evaluates the
-    field on a lattice of every 64 pixels of the whole grid (32 or 16 where needed, chosen once;
-    bilinear in between: the same values whatever the chunking) and reads only the source window it needs; NaN-local
+    field on a lattice of every 16 pixels of the whole grid (bilinear in between: the same
+    values whatever the chunking) and reads only the source window it needs; NaN-local
     ``resampling``. The field is defined in the reference CRS: a DEM in another CRS is moved
     through it, as for every method.
 
