@@ -56,9 +56,6 @@ BOUNDARY_STEP = 8
 SAFETY_MARGIN = 2
 #: Spacing (pixels) of the lattice on which the mapping is computed exactly inside a task.
 LATTICE_STEP = 16
-#: Coarsest lattice (pixels) tried for displacement fields (thin-plate sums over every tile, smooth on
-#: the scale of a tile): chosen once for the whole grid (:func:`_field_step`), so that every chunk uses the same.
-FIELD_LATTICE_STEP = 64
 #: Elevations (evenly spread over the assumed range) a tilting warp restarts a pixel from when
 #: its source is NaN at the first guess.
 RESTART_LEVELS = 11
@@ -232,8 +229,6 @@ class _Spec:
     op: FrameOp
     resampling: str
     z_range: tuple[float, float] = (0.0, 0.0)
-    #: First lattice step of displacement fields (:func:`_field_step`).
-    field_step: int = LATTICE_STEP
 
     @property
     def tilts(self) -> bool:
@@ -334,10 +329,9 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
     The frame coordinates are only needed by ramps and tilts: without any, they are not
     interpolated and come back as ``None``. With displacement fields the lattice nodes are
     multiples of the step in the whole grid (not counted from the chunk's corner), so every
-    pixel gets the same value whatever the chunking; their first step, up to
-    :data:`FIELD_LATTICE_STEP`, was checked once on the whole grid (:func:`_field_step`)."""
+    pixel gets the same value whatever the chunking."""
+    step = LATTICE_STEP
     aligned = bool(spec.op.fields)  # a field's lattice is global: chunk-independent values
-    step = spec.field_step if aligned else LATTICE_STEP
     if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs) and not aligned:
         step = 1  # the mapping is affine and cheap: exact at every pixel
     n_pos = 4 if spec.tilts else 2
@@ -346,8 +340,6 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
         lr = _lattice(int(rows[0]), int(rows[-1]) + 1, step, aligned)
         lc = _lattice(int(cols[0]), int(cols[-1]) + 1, step, aligned)
         exact = _exact_fields(spec, lr[:, None], lc[None, :])
-        if aligned and step == spec.field_step > LATTICE_STEP:  # checked at every cell of the grid (_field_step)
-            return _as_mapping(spec, [lattice_bilinear(e, lr, lc, rows, cols) for e in exact])
         tolerance = [LATTICE_TOLERANCE] * n_pos + [frame_tol] * (len(exact) - n_pos)
         if all(np.isfinite(v).all() for v in exact):
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
@@ -358,36 +350,6 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
                 return _as_mapping(spec, [lattice_bilinear(e, lr, lc, rows, cols) for e in exact])
         step //= 2
     return _as_mapping(spec, _exact_fields(spec, rows[:, None], cols[None, :]))
-
-
-def _lattice_ok(spec: _Spec, lr: np.ndarray, lc: np.ndarray) -> list[np.ndarray] | None:
-    """:func:`_exact_fields` on the lattice ``lr x lc`` when bilinear interpolation between its nodes
-    errs by at most :data:`LATTICE_TOLERANCE` at the centre of every cell (``None`` otherwise)."""
-    n_pos = 4 if spec.tilts else 2
-    exact = _exact_fields(spec, lr[:, None], lc[None, :])
-    if not all(np.isfinite(v).all() for v in exact):
-        return None
-    tolerance = [LATTICE_TOLERANCE] * n_pos + [LATTICE_TOLERANCE * _frame_pixel(spec)] * (len(exact) - n_pos)
-    mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
-    mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
-    check = _exact_fields(spec, mr[:, None], mc[None, :])
-    ok = all(np.abs(lattice_bilinear(v, lr, lc, mr, mc) - c).max() <= tol for v, c, tol in zip(exact, check, tolerance))
-    return exact if ok else None
-
-
-def _field_step(spec: _Spec) -> int:
-    """The lattice step of a warp by displacement fields, for the whole grid at once: the
-    coarsest of :data:`FIELD_LATTICE_STEP`, its halves down to :data:`LATTICE_STEP` whose
-    global lattice passes the check of :func:`_mapped` at every cell (each chunk's lattice is a
-    part of it: the chunks then pass at that step too, and all use it, whatever the chunking)."""
-    step = FIELD_LATTICE_STEP
-    while step > LATTICE_STEP:
-        lr = _lattice(0, spec.grid.shape[0], step, aligned=True)
-        lc = _lattice(0, spec.grid.shape[1], step, aligned=True)
-        if _lattice_ok(spec, lr, lc) is not None:
-            return step
-        step //= 2
-    return LATTICE_STEP
 
 
 def _frame_pixel(spec: _Spec) -> float:
@@ -640,8 +602,6 @@ def warp_dem(
     if len(zr) != 2 or not zr[0] < zr[1]:
         raise ValueError(f"z_range must be (min, max) with min < max, got {z_range!r}")
     spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling, z_range=(zr[0], zr[1]))
-    if op.fields:
-        spec = replace(spec, field_step=_field_step(spec))
     if chunks is None:
         chunks = (max(data.chunks[0]), max(data.chunks[1]))
     out_chunks = da.core.normalize_chunks(chunks, grid.shape)
