@@ -281,8 +281,7 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
     (the field moves the positions read by well under 2 pixels here: the draw's windows of tba
     hold them): no counting pass, no warp of the DEM. Without room to keep the samples
     (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute) and gives the same
-    numbers bit for bit; with room for them without their windows of tba, it gathers those windows
-    again (one compute over tba), also bit for bit. The general route (the same NuthKaab inside a pipeline,
+    numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
     fitted lazily on the warped DEM) agrees: round 1 to 1e-4 m (the slope kept as float32),
     the total field to 0.02 m (it interpolates twice)."""
     import xdem.coreg._blockwise_samples as samples_module
@@ -298,13 +297,6 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
         redrawn = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     assert c.count == 2 * rows
     np.testing.assert_array_equal(_learned_numbers(redrawn), _learned_numbers(fast))
-    # room for the samples without their windows of tba: a later round gathers those windows again
-    # (one compute over tba for the group of tile rows), the draw's windows bit for bit
-    monkeypatch.setattr(samples_module, "SAMPLE_CACHE_BYTES", 16 * 4000 * samples_module.TileSample.BYTES_PER_POINT_COMPACT)
-    with count_computes() as c, dask.config.set(scheduler="synchronous"):
-        gathered = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
-    assert c.count == 2 * rows
-    np.testing.assert_array_equal(_learned_numbers(gathered), _learned_numbers(fast))
     general = BlockwiseCoreg(CoregPipeline([NuthKaab(subsample=4000)]), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     a, b = fast.tile_table(), general.tile_table()
     first = (a.iteration == 0).values

@@ -46,15 +46,12 @@ from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
-           "composed_at", "draw_group", "first_draws", "sampled_rounds", "gather_tile_windows", "GATHER_BYTES"]
+           "composed_at", "draw_group", "first_draws", "sampled_rounds"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
 #: of keeping it.
 SAMPLE_CACHE_BYTES = 512 * 2**20
-#: Memory allowed for the windows of ``tba`` gathered at once by a later round whose samples were
-#: kept without them (:func:`gather_tile_windows`): whole rows of tiles while they fit.
-GATHER_BYTES = 128 * 2**20
 #: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
 LATTICE_STEP = 16
 #: The lattice is tried while the pixels outnumber its nodes this many times (it evaluates the
@@ -86,28 +83,10 @@ class TileSample:
     #: Bytes kept per sampled pixel at most: indices int32, values float32, the reference up to
     #: float64, and the 6 x 6 float32 window of tba cut by the draw around the pixel.
     BYTES_PER_POINT: ClassVar[int] = 24 + 144
-    #: The same without the window (kept compact: a later round gathers the windows again, from ``tba`` alone).
-    BYTES_PER_POINT_COMPACT: ClassVar[int] = 24
 
     @property
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in (self.rows, self.cols, self.ref, self.slope, self.aspect)))
-
-    def compact(self) -> TileSample:
-        """This sample without the windows of ``tba``, the reference as float32 when that is exact
-        (float32 DEMs): what a later round needs besides windows it can gather again."""
-        ref = self.ref
-        if ref.dtype == np.float64:
-            narrow = ref.astype(np.float32)
-            if np.array_equal(narrow.astype(np.float64), ref, equal_nan=True):
-                ref = narrow
-        return TileSample(rows=self.rows, cols=self.cols, ref=ref, slope=self.slope, aspect=self.aspect,
-                          n_valid=self.n_valid)
-
-    def with_windows(self, windows: np.ndarray) -> TileSample:
-        """This sample with the reference as the draw gave it (float64) and ``windows`` of ``tba``."""
-        return TileSample(rows=self.rows, cols=self.cols, ref=self.ref.astype(np.float64), slope=self.slope,
-                          aspect=self.aspect, n_valid=self.n_valid, win_tba=windows)
 
 
 class FieldSampler:
@@ -216,61 +195,6 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
         step //= 2
     x, y = grid.centres(rows, cols)
     return compose(fields, x, y)
-
-
-def gather_tile_windows(tba: xr.DataArray, samples: list[TileSample], tiles: list[tuple[int, int, int, int]],
-                        half: int) -> list[np.ndarray]:
-    """The windows of ``tba`` the draw cut around each sample's pixels (``2 half + 2`` pixels,
-    NaN beyond the sample's tile and the grid), for many tiles in one pass over ``tba``
-    (:func:`~xdem.coreg._windows.gather_windows`): the same values as the draw's, bit for bit.
-
-    Examples
-    --------
-    >>> import xarray as xr
-    >>> z = xr.DataArray(np.arange(64, dtype=np.float32).reshape(8, 8), dims=("y", "x")).chunk(4)
-    >>> s = TileSample(rows=np.array([4], dtype=np.int32), cols=np.array([4], dtype=np.int32), ref=np.zeros(1),
-    ...                slope=np.zeros(1, np.float32), aspect=np.zeros(1, np.float32), n_valid=1)
-    >>> gather_tile_windows(z, [s], [(4, 8, 0, 8)], 1)[0][0].tolist()[0]  # row 3: outside the tile
-    [nan, nan, nan, nan]
-    """
-    if not samples:
-        return []
-    rows = np.concatenate([s.rows for s in samples]).astype(np.int64)
-    cols = np.concatenate([s.cols for s in samples]).astype(np.int64)
-    wins = gather_windows(tba.data, rows, cols, half)
-    size = 2 * half + 2
-    offsets = np.arange(size) - half
-    out, start = [], 0
-    for s, (r0, r1, c0, c1) in zip(samples, tiles):
-        w = wins[start:start + len(s.rows)]
-        start += len(s.rows)
-        wr = s.rows.astype(np.int64)[:, None] + offsets
-        wc = s.cols.astype(np.int64)[:, None] + offsets
-        outside = ((wr < r0) | (wr >= r1))[:, :, None] | ((wc < c0) | (wc >= c1))[:, None, :]
-        w[outside] = np.nan
-        out.append(w)
-    return out
-
-
-def _window_groups(todo: list[int], tiles: list[tuple[int, int, int, int]], points: int) -> list[list[int]]:
-    """``todo`` (sorted) in groups of whole rows of tiles whose windows (``points`` a tile) fit in
-    :data:`GATHER_BYTES` together (a row alone beyond it is a group of its own)."""
-    per_tile = points * (2 * NuthKaab._half + 2) ** 2 * 4
-    groups: list[list[int]] = []
-    current: list[int] = []
-    row: list[int] = []
-    for i in todo + [-1]:
-        if row and (i < 0 or tiles[i][0] != tiles[row[0]][0]):
-            if current and (len(current) + len(row)) * per_tile > GATHER_BYTES:
-                groups.append(current)
-                current = []
-            current += row
-            row = []
-        if i >= 0:
-            row.append(i)
-    if current:
-        groups.append(current)
-    return groups
 
 
 def _fresh(template: NuthKaab) -> NuthKaab:
@@ -418,8 +342,6 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
     fitted: list[int] = []
     per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
     keep = len(tiles) * per_tile * TileSample.BYTES_PER_POINT <= SAMPLE_CACHE_BYTES
-    # else kept without tba's windows, gathered again in a later round from tba alone (no new draw)
-    compact = not keep and len(tiles) * per_tile * TileSample.BYTES_PER_POINT_COMPACT <= SAMPLE_CACHE_BYTES
 
     def first(i: int, ss: SlopedSample | None) -> None:
         got, sample = fit_tile_first(template, data, base[i], ss, need=need(base[i]), min_valid=min_valid, frame=frame,
@@ -429,8 +351,6 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
             fitted.append(i)
             if keep:
                 kept[i] = sample
-            elif compact:
-                kept[i] = sample.compact()
 
     def fit_round(it: int, fields: tuple[ThinPlateField, ...]) -> list[dict[str, Any]]:
         if it == 0:
@@ -447,20 +367,10 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
             records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame, grid=tba_grid,
                                              resolution=resolution))
 
-        if keep:
-            groups = [todo]
-        elif compact:
-            groups = _window_groups(todo, tiles, per_tile)
-        else:
-            groups = [[todo[j] for j in g] for g in tile_groups([tiles[i] for i in todo], template.subsample)]
-        for idx in groups:
+        for group in [list(range(len(todo)))] if keep else tile_groups([tiles[i] for i in todo], template.subsample):
+            idx = [todo[j] for j in group]
             if keep:
                 pairs = [(i, kept[i]) for i in idx]
-            elif compact:  # tba's windows at the kept pixels, one pass for the group: the draw's windows
-                wins = gather_tile_windows(data.tba, [kept[i] for i in idx], [tiles[i] for i in idx],
-                                           type(template)._half)
-                pairs = [(i, kept[i].with_windows(w)) for i, w in zip(idx, wins)]
-                del wins
             else:  # the same draws again (they gave a sample in round 1)
                 drawn = draw_group(template, data, [base[i] for i in idx])
                 pairs = [(i, _kept(ss, base[i])) for i, ss in zip(idx, drawn) if ss is not None]
