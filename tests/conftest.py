@@ -3,6 +3,8 @@ ground tracks of points over the analytic terrain (:mod:`point_tracks`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,6 +68,50 @@ def make_tif(tmp_path):
 def compute_counter():
     """A fresh :func:`helpers.count_computes` context manager factory."""
     return count_computes
+
+
+# --- numba's cache, filled once before pytest-xdist's workers start ---------------------------
+ROOT = Path(__file__).resolve().parents[1]
+#: A compiled loop of each kernel module the warm-up compiles: its cache index (numba's
+#: ``<module>.<function>-<line>.py3X.nbi``) newer than the module means the cache is warm.
+WARM_INDEXES = ("draw.draw_block", "robust._run_medians", "nodata._nan_where_equal", "warp._interp_loop",
+                "rigid_warp._affine_loop", "_interp_loops.windows_loop", "icp._cubic_surface_loop", "cpd._sums_loop",
+                "field._add_kernel_sums", "surface._subtract_rows")
+
+
+def _numba_cache_is_warm() -> bool:
+    """Whether numba's cache holds an index of every loop of :data:`WARM_INDEXES`, newer than its source."""
+    kernels = ROOT / "xdem" / "kernels"
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    indexes = list(Path(folder).glob("kernels_*/*.nbi")) if folder else list((kernels / "__pycache__").glob("*.nbi"))
+    newest: dict[str, float] = {}
+    for index in indexes:
+        name = index.name.split("-")[0]
+        newest[name] = max(newest.get(name, 0.0), index.stat().st_mtime)
+    return all(newest.get(name, 0.0) >= (kernels / f"{name.split('.')[0]}.py").stat().st_mtime for name in WARM_INDEXES)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Under pytest-xdist (``make test``), in its controller, before it hands out the first test
+    (its workers collect meanwhile): with a cold numba cache (a fresh clone), compile the kernels
+    once, in two processes (one per core; tests/forkserver.py ``warm``), about 18 s of CPU each.
+    Otherwise every worker, fork server and ``python -m xdem`` child that reaches a kernel before
+    a first compilation of it is cached compiles it again (``nuthkaab``'s loops alone cost about
+    15 s of CPU): 3 workers and 3 fork servers start at once. Here, after the session's start, so
+    that pytest's reported time includes it."""
+    if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
+        return
+    if _numba_cache_is_warm():
+        return
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    groups = ("coreg", "more")
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "forkserver.py"), "warm", group], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for group in groups]
+    for group, proc in zip(groups, procs):  # a failure here shows again in the tests that use the kernel: only said
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            print(f"numba warm-up {group} failed: {err.strip().splitlines()[-1:]}", file=sys.stderr)
 
 
 # --- the ground tracks of points over the analytic terrain (tests/point_tracks.py) --------------

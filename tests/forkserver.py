@@ -101,10 +101,21 @@ def _child(req: dict) -> None:
     os._exit(code)
 
 
-def _warm_kernels() -> None:
-    """Compile, or load from numba's cache, the compiled loops a coregistration uses, once in the
-    server, so that its children inherit them (each child would otherwise load or, with an empty
-    cache, compile them again: about 15 s of CPU a child for ``nuthkaab`` on a fresh clone).
+#: The coregistrations whose compiled loops a warm-up compiles (or loads from numba's cache), by
+#: group: "coreg" are those of ``xdem coreg``'s usual methods; "more" are the loops only other
+#: methods use (ICP, CPD, a ramp, a blockwise field), which the gallery scripts also run.
+#: Cold (an empty cache), "coreg" costs about 17 s of CPU, "more" about 10 s; with a warm cache
+#: 2 s and 3 s.
+WARM_STEPS = {"coreg": ("NuthKaab", "VerticalShift", "LZD"), "more": ("ICP", "CPD", "Deramp", "BlockwiseCoreg")}
+#: What each fork server warms before it forks.
+SERVER_WARMS = {"cli": ("coreg",), "gallery": ("coreg",)}
+
+
+def _warm_kernels(groups: tuple[str, ...] = ("coreg",)) -> None:
+    """Compile, or load from numba's cache, the compiled loops of the coregistrations of
+    :data:`WARM_STEPS` ``groups``, so that the children of a server inherit them (each child would
+    otherwise load or, with an empty cache, compile them again: about 15 s of CPU a child for
+    ``nuthkaab`` on a fresh clone).
 
     Single-threaded on purpose (dask's synchronous scheduler, a plain tiled GTiff): the server must
     have no thread when it forks."""
@@ -121,14 +132,17 @@ def _warm_kernels() -> None:
     profile = dict(driver="GTiff", width=256, height=256, count=1, dtype="float32", crs="EPSG:32632",
                    transform=from_origin(500000, 4000000, 5, 5), nodata=-9999.0, tiled=True, blockxsize=128,
                    blockysize=128)
+    steps = {"BlockwiseCoreg": lambda: xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(), block_size_fit=128)}
     with tempfile.TemporaryDirectory() as tmp, dask.config.set(scheduler="synchronous"):
         paths = [os.path.join(tmp, f"{name}.tif") for name in ("ref", "tba")]
         for path, values in zip(paths, (ref, np.roll(ref, 1, axis=1) + 1)):
             with rasterio.open(path, "w", **profile) as dst:
                 dst.write(values, 1)
         a, b = (xdem.open_dem(p, chunks=128) for p in paths)
-        for step in (xdem.coreg.NuthKaab(), xdem.coreg.VerticalShift(), xdem.coreg.LZD()):
-            step.fit(a, b).apply(b).compute()
+        for group in groups:
+            for name in WARM_STEPS[group]:
+                step = steps[name]() if name in steps else getattr(xdem.coreg, name)()
+                step.fit(a, b).apply(b).compute()
 
 
 def serve(preload: str) -> None:
@@ -136,7 +150,7 @@ def serve(preload: str) -> None:
     for module in PRELOADS[preload]:  # the slow imports, once
         importlib.import_module(module)
     threads = len(os.listdir("/proc/self/task"))
-    _warm_kernels()
+    _warm_kernels(SERVER_WARMS[preload])
     if len(os.listdir("/proc/self/task")) != threads:  # a thread would not survive the fork
         raise SystemExit("the fork server's warm-up started a thread")
     out = sys.stdout
@@ -214,4 +228,7 @@ class ForkServer:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1] if len(sys.argv) > 1 else "cli")
+    if len(sys.argv) > 2 and sys.argv[1] == "warm":  # `python tests/forkserver.py warm GROUP...`: compile, exit
+        _warm_kernels(tuple(sys.argv[2:]))
+    else:
+        serve(sys.argv[1] if len(sys.argv) > 1 else "cli")

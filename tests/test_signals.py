@@ -380,6 +380,16 @@ def test_signal_under_the_processes_scheduler_closes_the_cluster(server, pair, t
 # ---------------------------------------------------------------------------- in process
 
 
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler in this process for the test, as in a terminal: the suite may
+    run as a background job (``make test &``, ``nohup``), which starts with SIGINT ignored, and
+    xdem then rightly leaves SIGINT alone (see xdem.interrupt)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _dem(n: int = 1024) -> xr.DataArray:
     rng = np.random.default_rng(1)
     dem = xr.DataArray(rng.normal(100, 5, (n, n)).astype("float32"), dims=("y", "x"),
@@ -388,7 +398,7 @@ def _dem(n: int = 1024) -> xr.DataArray:
 
 
 @pytest.mark.parametrize("cli", [False, True], ids=["library", "cli-handler"])
-def test_a_signal_inside_gdal_progress_callback_stops_the_copy_and_is_raised(cli, tmp_path):
+def test_a_signal_inside_gdal_progress_callback_stops_the_copy_and_is_raised(cli, tmp_path, default_sigint):
     """The signal is sent from GDAL's progress callback itself, so Python's handler runs inside
     the ctypes callback, where a raised exception is swallowed (the copy used to finish and the
     file appeared). Now: the copy stops, the interruption is raised once GDAL has returned
@@ -423,7 +433,7 @@ def test_a_signal_inside_gdal_progress_callback_stops_the_copy_and_is_raised(cli
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the CLI's handler was removed again
 
 
-def test_handler_raises_once_records_the_rest_and_checkpoints_raise_a_lost_signal():
+def test_handler_raises_once_records_the_rest_and_checkpoints_raise_a_lost_signal(default_sigint):
     """The handler's rules, in this process (SIGTERM under interrupt.handling())."""
     with interrupt.handling() as run:
         os.kill(os.getpid(), signal.SIGTERM)  # before armed(): recorded only (setting up)

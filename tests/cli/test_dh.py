@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 
 import geopandas as gpd
@@ -9,7 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import rasterio
+import rasterio._io
+from affine import Affine
 from click.testing import CliRunner
+from rasterio.errors import NotGeoreferencedWarning
+from rasterio.features import rasterize
+from shapely.geometry import box
 
 from xdem.cli import main
 from xdem.examples.glaciers import END, START, glacier_set, write_glacier_set
@@ -163,3 +169,31 @@ def test_outlines_off_the_dems_name_the_file_in_one_line(files, tmp_path):
         "check that the outlines and the DEMs cover one area, and the outlines' CRS (GeoJSON without one is read as " \
         "EPSG:4326)"
     assert not (tmp_path / "f.csv").exists()
+
+
+class _RacingEnv(rasterio._io.Env):
+    """rasterio's in-memory raster enters this Env between its ``catch_warnings`` "ignore" and
+    its open without a geotransform: here another thread leaving its own ``catch_warnings`` block
+    puts back the filters it had saved (those before rasterio's "ignore"), deterministically."""
+
+    def __enter__(self):
+        warnings.filters = warnings.filters[1:]  # rasterio's "ignore" is the first
+        warnings._filters_mutated()
+        return super().__enter__()
+
+
+def test_a_thread_race_on_warning_filters_shows_no_in_memory_raster_warning(files, tmp_path, monkeypatch):
+    """The race that printed a stray ``Warning: Dataset has no geotransform...`` line before the
+    one-line error of ``xdem dh`` interrupted in its volume pass (tests/test_signals.py), made
+    deterministic: first shown to give the warning to a plain rasterize, then a whole ``xdem dh``
+    run (which burns the outlines with rasterize) under it prints no warning line."""
+    monkeypatch.setattr(rasterio._io, "Env", _RacingEnv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rasterize([(box(0, -10, 10, 0), 1)], out_shape=(4, 4), transform=Affine(5, 0, 0, 0, -5, 0))
+    assert [type(w.message).__name__ for w in caught] == ["NotGeoreferencedWarning"]  # the race, reproduced
+    with warnings.catch_warnings():  # pytest's configuration ignores this warning: a user's does not
+        warnings.filterwarnings("always", category=NotGeoreferencedWarning)
+        result = CliRunner().invoke(main, _args(files, tmp_path / "changes.csv"))
+    assert result.exit_code == 0, result.output
+    assert "geotransform" not in result.output and "NotGeoreferenced" not in result.output, result.output

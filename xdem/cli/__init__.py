@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 
 import click
 
@@ -104,6 +105,7 @@ class _XdemGroup(click.Group):
         # deliberately here: `xdem --help`, `--version` and usage errors import nothing of xdem.io
         from xdem.io.atomic import output_journal, publish_deferred
 
+        _ignore_in_memory_georeferencing_warnings()
         with interrupt.handling() as run:
             try:
                 with output_journal():  # outermost: whatever raises inside undoes the outputs
@@ -123,6 +125,24 @@ class _XdemGroup(click.Group):
             if run.signals:  # came in the instant after the outputs were final: kept, but the signal is not lost
                 _end_by_signal(run, finished=True)
             return result
+
+
+def _ignore_in_memory_georeferencing_warnings() -> None:
+    """Never show the ``NotGeoreferencedWarning`` of rasterio's own in-memory rasters (for the
+    whole process: a CLI process runs one command).
+
+    :func:`rasterio.features.rasterize` burns polygons into a GDAL in-memory raster that it opens
+    without a geotransform (then sets one); it hides the warning that open gives with
+    ``warnings.catch_warnings()``, which swaps the process-wide filter list and is not thread-safe:
+    when another dask thread leaves its own ``catch_warnings`` block in that instant, it puts back
+    the filters it saved before rasterize's "ignore", and a stray ``Warning: Dataset has no
+    geotransform, gcps, or rpcs...`` line appeared (e.g. in ``xdem dh``'s volume pass, most often
+    when a signal's SIGSTOP/SIGCONT released the workers together). Installed here, in the main
+    thread before any worker starts, this filter is in every list a thread saves and restores.
+    It matches only that warning raised from ``rasterio.features`` (whose rasters are built from
+    arrays, never a user's file)."""
+    warnings.filterwarnings("ignore", message="Dataset has no geotransform", category=UserWarning,
+                            module=r"rasterio\.features")
 
 
 def _end_by_signal(run: interrupt.RunState, *, finished: bool = False) -> None:
