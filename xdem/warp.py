@@ -265,11 +265,12 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
                 layout: tuple[int, int], dtype: Any, *pieces: np.ndarray) -> np.ndarray:
     """One output chunk: map its pixels, interpolate the assembled source window (solving each
     pixel's moved elevation under a rotation), add the vertical part."""
-    out = np.full(shape, np.nan, dtype=dtype)
     if not pieces:
-        return out
+        return np.full(shape, np.nan, dtype=dtype)
+    out = np.empty(shape, dtype=dtype)  # every row is written below
     nr, nc = layout
-    window = np.concatenate([np.concatenate(pieces[i * nc:(i + 1) * nc], axis=1) for i in range(nr)], axis=0)
+    window = pieces[0] if len(pieces) == 1 else np.concatenate(
+        [np.concatenate(pieces[i * nc:(i + 1) * nc], axis=1) for i in range(nr)], axis=0)
     del pieces
     before, after = footprint(spec.resampling)
     wr0, wc0 = window0
@@ -333,11 +334,13 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
         coef, drow, dcol = affine
         corners = [coef[6] + coef[7] * rr + coef[8] * cc for rr in (r0, r0 + nr - 1) for cc in (c0, c0 + nc - 1)]
         z_one = one_step_level(window, min(corners), max(corners), math.hypot(drow, dcol), rzz=inv.rzz, k=inv.k, resampling=res)
-    buf = np.empty((min(STRIP_ROWS, nr), nc))
+    # the compiled loop writes the output itself (cast on storing, as numpy's) unless ramps follow
+    direct = affine is not None and not spec.op.surfaces and out.dtype in (np.float32, np.float64)
+    buf = np.empty((0, nc) if direct else (min(STRIP_ROWS, nr), nc))
     for s in range(0, nr, STRIP_ROWS):
         n = min(STRIP_ROWS, nr - s)
         rows = np.arange(r0 + s, r0 + s + n)
-        vals = buf[:n]
+        vals = out[s:s + n] if direct else buf[:n]
         if affine is not None:
             escaped = rigid_affine_strip(window, window0, (r0 + s, r0 + s + n), (c0, c0 + nc), coef, drow=drow,
                                          dcol=dcol, z_one=z_one, out=vals, z0=spec.z0, k=inv.k, rzz=inv.rzz,
@@ -361,7 +364,8 @@ def _rigid_chunk(spec: _Spec, inv: InverseCoefficients, window: np.ndarray, r0: 
             _fail_outside(spec)
         if spec.op.surfaces and xf is not None and yf is not None:
             vals -= spec.op.ramps(xf, yf)
-        out[s:s + n] = vals
+        if not direct:
+            out[s:s + n] = vals
 
 
 def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tuple[int, int],
