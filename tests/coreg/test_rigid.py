@@ -405,3 +405,28 @@ def test_strip_route_equals_the_fixed_point_where_the_chunk_needs_it(monkeypatch
     slope_px = float(np.max(np.hypot(gx, gy)))  # metres per pixel, the steepest
     assert np.max(np.abs(one - ref)) <= 1e-6 * slope_px
     assert np.max(np.abs(one - ref)) > 0
+
+
+def test_one_step_loop_equals_the_per_pixel_solve_at_borders_and_voids():
+    """The affine one-step loop (no bounds tests inside the run of pixels whose footprint is in
+    the window) reads every pixel as the per-pixel solve does, bit for bit: at a void, at the
+    source's border (NaN) and beyond a window smaller than the source (counted the same)."""
+    from xdem.kernels.rigid_warp import rigid_affine_strip, rigid_arrays_strip
+
+    rng = np.random.default_rng(5)
+    win = 1000 + np.cumsum(rng.normal(0, 2, (40, 50)), axis=1)
+    win[10:13, 20:22] = np.nan
+    coef = np.array([-1.7, 1.0, 2e-9, -2.4, -2e-9, 1.0, 0.5, 1e-9, -1e-9])
+    rr, cc = np.meshgrid(np.arange(40.0), np.arange(50.0), indexing="ij")
+    prow, pcol, a = coef[0] + coef[1] * rr + coef[2] * cc, coef[3] + coef[4] * rr + coef[5] * cc, \
+        coef[6] + coef[7] * rr + coef[8] * cc
+    for resampling, taps in (("bilinear", (0, 1)), ("cubic", (1, 2))):
+        for shape, w0 in ((win.shape, (0, 0)), ((80, 80), (3, 3))):  # the whole source; a window of a larger one
+            args = dict(z0=1000.0, k=1e-9, rzz=1.0, tol=1e-9, starts=(), max_iter=20, resampling=resampling,
+                        z_one=1000.3, src_shape=shape, footprint=taps)
+            out = np.empty((40, 50))
+            esc = rigid_affine_strip(win, w0, (0, 40), (0, 50), coef, drow=1e-9, dcol=2e-9, out=out, **args)
+            want, want_esc = rigid_arrays_strip(win, w0, prow, pcol, 1e-9, 2e-9, a, **args)
+            np.testing.assert_array_equal(out, want)
+            assert esc == want_esc and (esc > 0) == (shape != win.shape)
+            assert 0 < np.isnan(out).mean() < 0.4 and np.isfinite(out).mean() > 0.6

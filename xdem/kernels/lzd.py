@@ -168,14 +168,16 @@ def lzd_step(
     >>> np.allclose(lzd_step(r, d, gx, gy, scale=100.0).increment, true)
     True
     """
-    a = lzd_design(d, gx, gy, scale=scale)[:, list(unknowns)]
+    a = lzd_design(d, gx, gy, scale=scale)
+    if tuple(unknowns) != tuple(range(a.shape[1])):  # else the columns as they are (no copy)
+        a = a[:, list(unknowns)]
     b = -np.asarray(r, dtype=np.float64)
     ok = np.isfinite(b) & np.all(np.isfinite(a), axis=1)
     keep = ok.copy()
     sol = np.zeros(len(unknowns))
-    used, e = keep, np.zeros(0)
+    used, e, gram = keep, np.zeros(0), None
     for _ in range(MAX_REJECTION_ROUNDS):
-        sol = _solve(a[keep], b[keep])
+        sol, gram = _solve(a[keep], b[keep])
         used, e = keep, (a[ok] @ sol) - b[ok]  # the model's residuals: r + A x
         if outlier_factor is None or not len(e):
             break
@@ -189,30 +191,37 @@ def lzd_step(
     increment = np.zeros(6)
     increment[list(unknowns)] = sol
     increment[:3] /= float(scale)
-    return LzdStep(increment=increment, inliers=keep, spread=spread, condition=_condition(a[keep]))
+    # the last solve's normal matrix is the kept points' (unless the rounds ran out on a new set)
+    condition = _condition(a[keep]) if keep is not used else _condition_of(gram, int(np.count_nonzero(keep)))
+    return LzdStep(increment=increment, inliers=keep, spread=spread, condition=condition)
 
 
-def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Least squares by the normal equations of the column-normalised system (its columns
-    are of order one by construction, so ``A^T A`` is well conditioned)."""
+    are of order one by construction, so ``A^T A`` is well conditioned); and that normal
+    matrix (``None`` if a column is zero)."""
     norms = np.sqrt(np.einsum("ij,ij->j", a, a))
-    norms[norms == 0] = 1.0
+    zero = norms == 0
+    norms[zero] = 1.0
     an = a / norms
-    x, *_ = np.linalg.lstsq(an.T @ an, an.T @ b, rcond=None)
+    gram = an.T @ an
+    x, *_ = np.linalg.lstsq(gram, an.T @ b, rcond=None)
     scaled: np.ndarray = x / norms
-    return scaled
+    return scaled, (None if zero.any() else gram)
+
+
+def _condition_of(gram: np.ndarray | None, rows: int) -> float:
+    """Condition number of a column-normalised design of ``rows`` rows from its normal matrix
+    (``None``: a zero column; ``inf`` then and for fewer rows than columns)."""
+    if gram is None or rows < gram.shape[0]:
+        return float("inf")
+    ev = np.linalg.eigvalsh(gram)
+    return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else float("inf")
 
 
 def _condition(a: np.ndarray) -> float:
     """Condition number of the column-normalised design (``inf`` for a zero column)."""
-    if len(a) < a.shape[1]:
-        return float("inf")
-    norms = np.sqrt(np.einsum("ij,ij->j", a, a))
-    if np.any(norms == 0):
-        return float("inf")
-    an = a / norms
-    ev = np.linalg.eigvalsh(an.T @ an)
-    return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else float("inf")
+    return _condition_of(_solve(a, np.zeros(len(a)))[1], len(a))
 
 
 def increment_matrix(increment: np.ndarray, centre: np.ndarray) -> np.ndarray:

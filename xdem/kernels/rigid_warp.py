@@ -25,6 +25,7 @@ import math
 import numba
 import numpy as np
 
+from xdem.kernels._interp_loops import weights_into
 from xdem.kernels.warp import CODES, interp_one
 
 __all__ = ["ONE_STEP_PX", "OVERSHOOT", "one_step_range", "one_step_level", "strip_level", "rigid_affine_strip",
@@ -218,37 +219,83 @@ def _affine_loop(window: np.ndarray, wr0: float, wc0: float, row0: int, col0: in
     return escaped
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _inside_one(window: np.ndarray, x: float, y: float, code: int, taps: int, wr: np.ndarray,
+                wc: np.ndarray) -> float:  # pragma: no cover - compiled
+    """:func:`xdem.kernels.warp.interp_one` at a finite position whose footprint is known to be
+    inside ``window`` (no position or bounds tests; the same weights, products and sum in the
+    same order, so the same bits); ``taps`` (2 or 4) a constant of the caller's branch."""
+    ir, ic = math.floor(x), math.floor(y)
+    r0 = int(ir) + weights_into(x - ir, code, wr)
+    c0 = int(ic) + weights_into(y - ic, code, wc)
+    acc = 0.0
+    for a in range(taps):
+        wa = wr[a]
+        for b in range(taps):
+            weight = wa * wc[b]
+            if weight == 0.0:  # neither needs its pixel nor lets its NaN through
+                continue
+            v = window[r0 + a, c0 + b]
+            if math.isnan(v):
+                return np.nan
+            acc += weight * v
+    return acc
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _inside(x: float, y: float, wh: int, ww: int, before: int, after: int) -> bool:  # pragma: no cover - compiled
+    """Whether the footprint at window position ``(x, y)`` is inside the window (``False`` for
+    a position that is not finite)."""
+    return x - before >= 0.0 and x < wh - after and y - before >= 0.0 and y < ww - after
+
+
 @numba.njit(cache=True, nogil=True)
 def _affine_one_step_loop(window: np.ndarray, wr0: float, wc0: float, row0: int, col0: int, coef: np.ndarray,
-                          shift_r: float, shift_c: float, scale: float, rzz: float, code: int,
-                          out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The one-step branch of :func:`_solve_one` for an affine mapping, in a loop of its own (a
-    third of the time): every footprint is known to be inside the window."""
+                          shift_r: float, shift_c: float, scale: float, rzz: float, code: int, src_h: int,
+                          src_w: int, before: int, after: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The one-step branch of :func:`_affine_loop` (same values, same count of escaped
+    footprints), in a loop of its own. Along a row the positions are monotone in the column
+    (so is their floating-point evaluation), so the pixels whose footprint is inside the window
+    are one run: the pixels before and after it (at a raster's border) are read as
+    :func:`_solve_one` reads them, the run without position or bounds tests, by a loop whose
+    number of taps is a constant."""
     wr = np.empty(4)
     wc = np.empty(4)
+    wh, ww = window.shape
+    nc = out.shape[1]
+    escaped = 0
     for i in range(out.shape[0]):
         r = float(row0 + i)
-        for j in range(out.shape[1]):
-            c = float(col0 + j)
-            pr = (coef[0] + coef[1] * r + coef[2] * c) + shift_r
-            pc = (coef[3] + coef[4] * r + coef[5] * c) + shift_c
-            a = coef[6] + coef[7] * r + coef[8] * c
-            out[i, j] = (a + rzz * interp_one(window, pr - wr0, pc - wc0, code, wr, wc)) * scale
-
-
-def _corners_inside(window_shape: tuple[int, ...], window0: tuple[int, int], rows: tuple[int, int],
-                    cols: tuple[int, int], coef: np.ndarray, shift_r: float, shift_c: float,
-                    footprint: tuple[int, int]) -> bool:
-    """Whether every footprint of an affine mapping over ``rows x cols`` is inside the window
-    (the extremes of an affine map are at the corners; ``floor`` is monotone)."""
-    r = np.array([rows[0], rows[0], rows[1] - 1, rows[1] - 1], dtype=np.float64)
-    c = np.array([cols[0], cols[1] - 1, cols[0], cols[1] - 1], dtype=np.float64)
-    pr = np.floor((coef[0] + coef[1] * r + coef[2] * c) + shift_r)
-    pc = np.floor((coef[3] + coef[4] * r + coef[5] * c) + shift_c)
-    before, after = footprint
-    return bool(np.all(np.isfinite(pr) & np.isfinite(pc))
-                and pr.min() - before >= window0[0] and pr.max() + after < window0[0] + window_shape[0]
-                and pc.min() - before >= window0[1] and pc.max() + after < window0[1] + window_shape[1])
+        p_r, p_c, p_a = coef[0] + coef[1] * r, coef[3] + coef[4] * r, coef[6] + coef[7] * r
+        lo, hi = 0, nc
+        for side in range(2):  # the border pixels on the left, then on the right
+            while lo < hi:
+                j = lo if side == 0 else hi - 1
+                c = float(col0 + j)
+                pr, pc = (p_r + coef[2] * c) + shift_r, (p_c + coef[5] * c) + shift_c
+                if _inside(pr - wr0, pc - wc0, wh, ww, before, after):
+                    break
+                v = interp_one(window, pr - wr0, pc - wc0, code, wr, wc)
+                out[i, j] = ((p_a + coef[8] * c) + rzz * v) * scale
+                if _escapes(pr, pc, wr0, wc0, wh, ww, src_h, src_w, before, after):
+                    escaped += 1
+                if side == 0:
+                    lo += 1
+                else:
+                    hi -= 1
+        if code != 0:
+            for j in range(lo, hi):
+                c = float(col0 + j)
+                v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
+                                code, 4, wr, wc)
+                out[i, j] = ((p_a + coef[8] * c) + rzz * v) * scale
+        else:
+            for j in range(lo, hi):
+                c = float(col0 + j)
+                v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
+                                code, 2, wr, wc)
+                out[i, j] = ((p_a + coef[8] * c) + rzz * v) * scale
+    return escaped
 
 
 @numba.njit(cache=True, nogil=True)
@@ -315,10 +362,10 @@ def rigid_affine_strip(
     one, level = z_one is not None, 0.0 if z_one is None else float(z_one)
     if one:
         shift_r, shift_c = float(drow) * (level - float(z0)), float(dcol) * (level - float(z0))
-        if _corners_inside(window.shape, window0, rows, cols, coef, shift_r, shift_c, footprint):
-            _affine_one_step_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
-                                  coef, shift_r, shift_c, 1.0 / (1.0 - k), float(rzz), CODES[resampling], out)
-            return 0
+        return int(_affine_one_step_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]),
+                                         int(cols[0]), coef, shift_r, shift_c, 1.0 / (1.0 - k), float(rzz),
+                                         CODES[resampling], int(src_shape[0]), int(src_shape[1]),
+                                         int(footprint[0]), int(footprint[1]), out))
     return int(_affine_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
                             coef, float(drow), float(dcol), float(z0), 1.0 / (1.0 - k),
                             float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
