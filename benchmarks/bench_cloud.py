@@ -38,9 +38,9 @@ from servers import http_server, new_bucket, requests_of, s3_client, s3_server  
 FLOOR = """
 import sys, rasterio, rasterio.shutil
 import xdem.io.remote as remote
-from xdem.io.cog import GDAL_CACHE_MB
+from xdem.io.cog import GDAL_CACHE_BYTES
 src = remote.gdal_path(sys.argv[1])
-with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
     rasterio.shutil.copy(src, sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
                          OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
 """

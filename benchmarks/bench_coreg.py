@@ -179,9 +179,9 @@ def _warm(*paths: str) -> None:
 
 FLOOR = """
 import json, sys, time, rasterio, rasterio.shutil
-from xdem.io.cog import GDAL_CACHE_MB
+from xdem.io.cog import GDAL_CACHE_BYTES
 t0 = time.perf_counter()
-with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
     rasterio.shutil.copy(sys.argv[1], sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
                          OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
 print(json.dumps({"seconds": time.perf_counter() - t0}))
@@ -270,8 +270,9 @@ def profile(size: int, method: str) -> dict:
     import xdem.io.cog as cog
     from xdem.cli.coreg import sampled_stats
     from xdem.coreg import from_spec
+    from xdem.io.gdal_cache import GDAL_CACHE_MB
 
-    os.environ.setdefault("GDAL_CACHEMAX", "256")  # as the xdem CLI does, before GDAL's first read
+    os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # as the xdem CLI does (MiB), before GDAL's first read
     pair = coreg_pair(size)
     _warm(pair["ref"], pair["tba"])
     computes: list[dict] = []

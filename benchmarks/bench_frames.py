@@ -29,11 +29,11 @@ def _run(kind: str, src: str, dst: str) -> None:
 
     import xdem
     from xdem.cli import bound_process_memory
-    from xdem.io.cog import GDAL_CACHE_MB
+    from xdem.io.cog import GDAL_CACHE_BYTES
 
     t0 = time.perf_counter()
     if kind == "floor":
-        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
             rasterio.shutil.copy(src, dst, driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
                                  OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
     else:

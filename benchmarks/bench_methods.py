@@ -8,8 +8,8 @@ method's answer can be checked against it.
 For each size, in fresh subprocesses measured by :func:`_measure.measure` (wall time, CPU seconds
 of the process tree, peak RSS summed over the tree sampled every 0.2 s, 1-minute load):
 
-* **floor**: a single GDAL COG copy of TBA (:data:`FLOOR`: rasterio alone, the output options of
-  ``xdem.write_cog``, overviews recomputed), run first and again last; the smaller CPU time of the
+* **floor**: a single GDAL COG copy of TBA (:data:`FLOOR`: rasterio alone, the output options and
+  block cache of ``xdem.write_cog``, overviews recomputed), run first and again last; the smaller CPU time of the
   two is the floor of the ratios (both are printed, so the drift of the machine shows);
 * **xdem**: ``xdem coreg REF TBA -o OUT --method <m> --quiet --json-out J`` for each method in
   :data:`METHODS` (default options: what users get).
@@ -49,10 +49,12 @@ GOALS = {"nuthkaab": 1.2, "nuthkaab_deramp": 1.3, "nuthkaab+deramp": 1.3, "lzd":
 #: Issue 28: peak RSS of every method <= 1.0 GB at every size.
 PEAK_RSS_GOAL = 1.0e9
 RESULTS = CACHE_DIR / "methods_results.json"
-#: The floor: GDAL alone (no xdem import), ``xdem.write_cog``'s output options, a 256 MB block cache.
+#: The floor: GDAL alone (no xdem import), ``xdem.write_cog``'s output options and block cache: argv[3]
+#: is ``GDAL_CACHEMAX`` in bytes, as ``rasterio.Env`` takes it (:data:`xdem.io.cog.GDAL_CACHE_BYTES`; an
+#: integer 256 there, as before session 17, is 256 bytes).
 FLOOR = """
 import sys, rasterio, rasterio.shutil
-with rasterio.Env(GDAL_CACHEMAX=256, GDAL_NUM_THREADS="ALL_CPUS"):
+with rasterio.Env(GDAL_CACHEMAX=int(sys.argv[3]), GDAL_NUM_THREADS="ALL_CPUS"):
     rasterio.shutil.copy(sys.argv[1], sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
                          OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
 """
@@ -66,8 +68,10 @@ def methods_pair(size: int) -> dict:
 
 
 def _floor(pair: dict, work: Path) -> dict:
+    from xdem.io.gdal_cache import GDAL_CACHE_BYTES
+
     out = work / "floor.tif"
-    r = measure([sys.executable, "-c", FLOOR, pair["tba"], str(out)])
+    r = measure([sys.executable, "-c", FLOOR, pair["tba"], str(out), str(GDAL_CACHE_BYTES)])
     out.unlink(missing_ok=True)
     return r
 
@@ -175,10 +179,13 @@ def _load() -> dict:
 
 
 def write_report(results: list[dict], label: str) -> None:
+    from xdem.io.gdal_cache import GDAL_CACHE_MB
+
     body = f"""`python benchmarks/bench_methods.py` ({results[0]['date']}{', ' + label if label else ''}). Every method with
 default options, `xdem coreg REF TBA -o OUT --method <m> --quiet --json-out J` in a fresh process, against the floor,
-a single GDAL COG copy of TBA with `xdem.write_cog`'s output options, run before and after the methods in the same
-run (the smaller CPU time is the floor of the ratios). Pair: fractal terrain at 5 m, tba moved by (3.17, -1.42, 2.1) m
+a single GDAL COG copy of TBA with `xdem.write_cog`'s output options and block cache (`GDAL_CACHEMAX`
+{GDAL_CACHE_MB} MiB), run before and after the methods in the same run (the smaller CPU time is the floor of the
+ratios). Pair: fractal terrain at 5 m, tba moved by (3.17, -1.42, 2.1) m
 (`benchmarks/_cache/methods_<size>`). CPU is user + system seconds of the process tree; peak RSS is summed over the
 tree, sampled every 0.2 s; load is the highest 1-minute load average seen (2 cores).
 

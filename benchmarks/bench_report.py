@@ -37,8 +37,8 @@ from _measure import (  # noqa: E402
 
 FLOOR = """
 import sys, rasterio, rasterio.shutil
-from xdem.io.cog import GDAL_CACHE_MB
-with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+from xdem.io.cog import GDAL_CACHE_BYTES
+with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
     rasterio.shutil.copy(sys.argv[1], sys.argv[2], driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3,
                          OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")
 """

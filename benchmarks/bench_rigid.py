@@ -137,7 +137,9 @@ def _link_ref(size: int, dst: Path) -> bool:
 
 def make_ref(size: int) -> None:
     """Generate the fractal reference (run in a measured subprocess: ``--make ref SIZE``)."""
-    os.environ.setdefault("GDAL_CACHEMAX", "256")  # as the xdem CLI does, before GDAL's first read
+    from xdem.io.gdal_cache import GDAL_CACHE_MB
+
+    os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # as the xdem CLI does (MiB), before GDAL's first read
     from xdem.examples.synthetic import fractal_terrain
     from xdem.io.cog import write_cog
 
@@ -159,7 +161,9 @@ def _centroid(ref_path: Path) -> tuple[list[float], str]:
 
 def make_tba(size: int) -> None:
     """Move the reference by the forward transform, out of core (``--make tba SIZE``); write truth.json last."""
-    os.environ.setdefault("GDAL_CACHEMAX", "256")
+    from xdem.io.gdal_cache import GDAL_CACHE_MB
+
+    os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # MiB
     import xdem
     from xdem.coreg import RigidTransform
 

@@ -61,9 +61,9 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "sums": [float(s) for s i
 
 FLOOR = """
 import json, sys, time, rasterio, rasterio.shutil
-from xdem.io.cog import GDAL_CACHE_MB
+from xdem.io.cog import GDAL_CACHE_BYTES
 t0 = time.perf_counter()
-with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
     for i in range(int(sys.argv[3])):
         rasterio.shutil.copy(sys.argv[1], f"{sys.argv[2]}/floor{i}.tif", driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE",
                              PREDICTOR=3, OVERVIEWS="IGNORE_EXISTING", BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS")

@@ -45,10 +45,10 @@ def _run_floor(src: str, dst: str) -> None:
     import rasterio
     import rasterio.shutil
 
-    from xdem.io.cog import GDAL_CACHE_MB
+    from xdem.io.cog import GDAL_CACHE_BYTES
 
     t0 = time.perf_counter()
-    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS"):
+    with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS"):
         rasterio.shutil.copy(
             src, dst, driver="COG", BLOCKSIZE=512, COMPRESS="DEFLATE", PREDICTOR=3, OVERVIEWS="IGNORE_EXISTING",
             BIGTIFF="IF_SAFER", NUM_THREADS="ALL_CPUS",

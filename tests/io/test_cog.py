@@ -14,6 +14,7 @@ import rasterio
 import xarray as xr
 from affine import Affine
 from dask.callbacks import Callback
+from rasterio.env import get_gdal_config
 from rio_cogeo.cogeo import cog_validate
 
 import xdem
@@ -380,3 +381,43 @@ def test_copy_with_progress_uses_the_libgdal_rasterio_links_even_when_another_is
     lib = _gdal_copy._libgdal()
     assert lib is not None
     assert lib.GDALVersionInfo(b"RELEASE_NAME").decode() == rasterio.__gdal_version__
+
+
+# ---------------------------------------------------------------------------- GDAL's block cache
+
+
+def test_gdal_block_cache_is_megabytes_in_both_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GDAL's block cache, read back from GDAL while the blocks are computed, inside each block
+    write and inside the COG copy, is :data:`GDAL_CACHE_BYTES`: megabytes, bounded. (An integer
+    given to ``rasterio.Env(GDAL_CACHEMAX=)`` is bytes: the 256 of earlier sessions was a 256-byte
+    cache.) The process's own setting is back afterwards."""
+    import xdem.io._cog_blocks as blocks
+    import xdem.io.cog as cog
+    from xdem.io.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB
+
+    assert GDAL_CACHE_BYTES == GDAL_CACHE_MB * 2**20 and 16 <= GDAL_CACHE_MB <= 256
+    seen: dict[str, set[int]] = {"compute": set(), "block write": set(), "COG copy": set()}
+    open_, copy_ = rasterio.open, cog.copy_with_progress
+
+    def record(block: np.ndarray) -> np.ndarray:
+        if block.size:  # not dask's call on an empty array to infer the output type
+            seen["compute"].add(int(get_gdal_config("GDAL_CACHEMAX")))
+        return block
+
+    def opening(path, mode="r", *args, **kwargs):  # noqa: ANN001, ANN202
+        if mode == "r+":
+            seen["block write"].add(int(get_gdal_config("GDAL_CACHEMAX")))
+        return open_(path, mode, *args, **kwargs)
+
+    def copying(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen["COG copy"].add(int(get_gdal_config("GDAL_CACHEMAX")))
+        return copy_(*args, **kwargs)
+
+    monkeypatch.setattr(blocks.rasterio, "open", opening)
+    monkeypatch.setattr(cog, "copy_with_progress", copying)
+    before = int(get_gdal_config("GDAL_CACHEMAX"))
+    dem = _dem(_holes((128, 128), "float32"), chunks=64)
+    with dask.config.set(scheduler="threads"):
+        write_cog(dem.copy(data=dem.data.map_blocks(record, dtype=dem.dtype)), tmp_path / "x.tif")
+    assert seen == {"compute": {GDAL_CACHE_BYTES}, "block write": {GDAL_CACHE_BYTES}, "COG copy": {GDAL_CACHE_BYTES}}
+    assert int(get_gdal_config("GDAL_CACHEMAX")) == before

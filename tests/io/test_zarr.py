@@ -116,7 +116,7 @@ def test_gdal_block_cache_is_bounded_while_the_chunks_are_read(tmp_path: Path) -
     1.7 GiB against 0.5 GiB bounded; benchmarks/bench_zarr.py)."""
     from rasterio._env import get_gdal_config
 
-    from xdem.io.cog import GDAL_CACHE_MB
+    from xdem.io.cog import GDAL_CACHE_BYTES
 
     seen: list[int] = []
 
@@ -127,7 +127,7 @@ def test_gdal_block_cache_is_bounded_while_the_chunks_are_read(tmp_path: Path) -
 
     dem = _dem(_holes((128, 128)), chunks=64)
     write_zarr(dem.copy(data=dem.data.map_blocks(record, dtype=dem.dtype)), tmp_path / "x.zarr")
-    assert seen and set(seen) == {GDAL_CACHE_MB}
+    assert seen and set(seen) == {GDAL_CACHE_BYTES}  # bytes, as GDAL gives it back: megabytes
 
 
 # ---------------------------------------------------------------------------- resume

@@ -42,6 +42,7 @@ from xdem import interrupt
 from xdem._version import __version__
 from xdem.errors import XdemError
 from xdem.interrupt import Interrupted, Terminated
+from xdem.io.gdal_cache import GDAL_CACHE_MB  # no imports: the environment variable's value, in MiB
 
 __all__ = ["main", "COMMANDS", "Interrupted", "Terminated", "bound_process_memory"]
 
@@ -159,11 +160,6 @@ def main() -> None:
     bound_process_memory()
 
 
-#: GDAL block cache of the CLI's processes, in MB, unless GDAL_CACHEMAX is set. Chunks are
-#: whole multiples of the files' tiles, so each tile is decoded once and a cache only holds
-#: the COG pass's working set: 64 MB was measured as fast as 256 MB for that pass
-#: (8000^2: 6.7-7.3 s against 7.4 s) and saves 190 MB of resident memory.
-GDAL_CACHE_MB = 64
 #: glibc allocations at least this large are served by mmap and returned to the system when
 #: freed (glibc otherwise raises this threshold up to 32 MB after the first large free and
 #: keeps freed chunk-sized arrays in its heaps: about 200 MB more resident at 8000^2). 4 MiB
@@ -185,7 +181,8 @@ def bound_process_memory() -> None:
     """Bound what a CLI process keeps resident: GDAL's block cache (its default is 5 % of RAM,
     1.2 GB on 24 GB) and glibc's retention of freed chunk-sized arrays (:data:`MMAP_THRESHOLD`),
     while smaller buffers are reused instead of faulted in again (:data:`TOP_PAD`, :data:`ARENA_MAX`).
-    Worker processes inherit ``GDAL_CACHEMAX`` from the environment."""
+    Worker processes inherit ``GDAL_CACHEMAX`` (:data:`~xdem.io.gdal_cache.GDAL_CACHE_MB`, read by
+    GDAL as MiB) from the environment."""
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))
     if sys.platform.startswith("linux"):
         import ctypes

@@ -29,7 +29,7 @@ from affine import Affine
 from xdem.coreg._data import SharedPoints
 from xdem.coreg._point_sample import PointSample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
-from xdem.coreg.fitfuncs import poly_design, robust_refine, single_thread_blas
+from xdem.coreg.fitfuncs import poly_design, robust_refine_linear, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.kernels.surface import subtract_polynomial_surface
@@ -249,7 +249,7 @@ class Deramp(Coreg):
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
         with single_thread_blas():
             p0, *_ = np.linalg.lstsq(design, dh, rcond=None)
-        coefs, _ = robust_refine(lambda p: design @ p - dh, p0)
+        coefs, _ = robust_refine_linear(design, dh, p0)
         self.coefs_ = coefs
         self.terms_ = [list(t) for t in terms]
         self.center_ = center

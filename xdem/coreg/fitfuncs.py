@@ -60,7 +60,7 @@ from xdem.kernels.robust import group_by, nmad, run_medians  # noqa: F401 (nmad:
 
 __all__ = [
     "FitFunction", "FIT_FUNCTIONS", "fit_function", "poly_terms", "poly_design", "nmad", "robust_refine",
-    "single_thread_blas", "choose_order",
+    "robust_refine_linear", "single_thread_blas", "choose_order",
 ]
 
 
@@ -129,6 +129,27 @@ def robust_refine(
             residual, p0, jac=jac, loss=loss, f_scale=scale, method="trf", x_scale="jac", max_nfev=max_nfev
         )
     return np.asarray(res.x, dtype=np.float64), float(res.cost)
+
+
+def robust_refine_linear(design: np.ndarray, y: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`robust_refine` of the linear residual ``design @ p - y``, with its exact Jacobian
+    (``design``) instead of finite differences: one evaluation of the residual per step instead
+    of one more per parameter. The same optimum; the fitted values move by round-off only
+    (about 1e-10 for nine terms on 500,000 points with a unit spread).
+
+    Examples
+    --------
+    >>> u = np.linspace(-1.0, 1.0, 101)
+    >>> design = poly_design(u, [(0,), (1,)])
+    >>> y = 2.0 + 3.0 * u + 0.1 * np.sin(40.0 * u)
+    >>> p0 = np.linalg.lstsq(design, y, rcond=None)[0]
+    >>> p, _ = robust_refine_linear(design, y, p0)
+    >>> q, _ = robust_refine(lambda c: design @ c - y, p0)  # finite differences
+    >>> bool(np.abs(p - q).max() < 1e-9), np.round(p, 1).tolist()
+    (True, [2.0, 3.0])
+    """
+    # a copy each time: least_squares scales the Jacobian in place for a robust loss
+    return robust_refine(lambda p: design @ p - y, p0, jac=lambda p: design.copy())
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from xdem.coreg.deramp import (
     subtract_surface,
     surface_terms,
 )
-from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine, single_thread_blas
+from xdem.coreg.fitfuncs import nmad, poly_design, robust_refine_linear, single_thread_blas
 from xdem.errors import (
     FlatTerrainWarning,
     InputError,
@@ -63,7 +63,8 @@ def _solve_rejecting(design: np.ndarray, y: np.ndarray) -> np.ndarray:
     with single_thread_blas():
         p, *_ = np.linalg.lstsq(design, y, rcond=None)
         r = design @ p - y
-        keep = np.abs(r - np.median(r)) <= max(4.0 * nmad(r), 1e-9)
+        med = np.median(r)  # once: the NMAD's centre too
+        keep = np.abs(r - med) <= max(4.0 * nmad(r, center=med), 1e-9)
         if keep.sum() >= design.shape[1] + 1 and not keep.all():
             p, *_ = np.linalg.lstsq(design[keep], y[keep], rcond=None)
     return p
@@ -288,8 +289,9 @@ class NuthKaabDeramp(Coreg):
         history, it, converged = run.history, run.n_iterations, run.converged
         dh = sampler(sx, sy) - s["ref"]
         ok = np.isfinite(dh)
-        p0 = _solve_rejecting(poly[ok], dh[ok])
-        coefs, _ = robust_refine(lambda c: poly[ok] @ c - dh[ok], p0)
+        poly_ok, dh_ok = poly[ok], dh[ok]  # selected once, not at every evaluation of the residual
+        p0 = _solve_rejecting(poly_ok, dh_ok)
+        coefs, _ = robust_refine_linear(poly_ok, dh_ok, p0)
         self.shift_x_ = float(sx)
         self.shift_y_ = float(sy)
         self.shift_z_ = -float(coefs[0])

@@ -25,6 +25,7 @@ import rasterio
 import rasterio.windows
 
 from xdem.io._heap import release_free_heap
+from xdem.io.gdal_cache import GDAL_CACHE_BYTES
 
 # ---------------------------------------------------------------------------- locks
 
@@ -125,7 +126,7 @@ class _WindowWriter:
         c0, c1, _ = cols.indices(self.shape[1])
         window = rasterio.windows.Window(c0, r0, c1 - c0, r1 - r0)
         block = np.ascontiguousarray(value, dtype=self.dtype)
-        with self.lock, rasterio.Env(GDAL_CACHEMAX=64):
+        with self.lock, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES):
             with rasterio.open(self.path, "r+") as dst:
                 dst.write(block, 1, window=window)
         del block

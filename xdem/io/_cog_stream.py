@@ -135,7 +135,7 @@ def _submitted(client: Any, graph: dict, units: Sequence[_Unit]) -> Iterator[tup
         yield unit, client.compute(Delayed(unit.key, sub), optimize_graph=False)
 
 
-def stream_blocks(items: Sequence[StreamItem], *, client: Any, progress: bool, cache_mb: int) -> list[list]:
+def stream_blocks(items: Sequence[StreamItem], *, client: Any, progress: bool, cache_bytes: int) -> list[list]:
     """Compute every block of every item on ``client``'s workers and write it here, into the
     item's temp GTiff; at most :func:`window_size` blocks in flight. Returns, per item, per
     ``stats`` entry, the per-block results in row-major order."""
@@ -147,7 +147,7 @@ def stream_blocks(items: Sequence[StreamItem], *, client: Any, progress: bool, c
     pending = _submitted(client, graph, units)
     window = window_size(client.nthreads())
     inflight: dict[Any, _Unit] = {}
-    with rasterio.Env(GDAL_CACHEMAX=cache_mb), contextlib.ExitStack() as stack:
+    with rasterio.Env(GDAL_CACHEMAX=cache_bytes), contextlib.ExitStack() as stack:
         handles = [stack.enter_context(rasterio.open(it.tmp, "r+")) for it in items]
         try:
             for unit, future in _take(pending, window):

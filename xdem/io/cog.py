@@ -60,12 +60,14 @@ from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io._heap import release_free_heap
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
+from xdem.io.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB  # both passes' GDAL block cache
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
 from xdem.kernels.nodata import fill_nan
 
-__all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB"]
+__all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS", "TEMP_COMPRESS_LOW_DISK", "GDAL_CACHE_MB",
+           "GDAL_CACHE_BYTES"]
 
 #: Compression of the intermediate tiled GTiff. Uncompressed was measured fastest end to end
 #: (see docs/performance.md): writing it is a memory copy and the COG pass reads it without
@@ -74,8 +76,6 @@ __all__ = ["write_cog", "write_cogs", "CogResult", "BlockStats", "TEMP_COMPRESS"
 TEMP_COMPRESS: str | None = None
 #: Temp compression used when the raw temp file would not comfortably fit on disk.
 TEMP_COMPRESS_LOW_DISK = "ZSTD"
-#: GDAL block cache used by both passes, in MB.
-GDAL_CACHE_MB = 256
 _COMPRESSIONS = {"deflate", "lzw", "zstd", "lzma", "packbits", "none"}
 
 
@@ -173,7 +173,7 @@ class _Pass1:
 def _create_temps(items: Sequence[_Pass1]) -> None:
     """Create every temp GTiff, here (the client process: the file is local to it)."""
     for item in items:
-        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB):
+        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES):
             with rasterio.open(item.tmp, "w", **item.profile):
                 pass  # create only; the blocks are written by the pass
 
@@ -192,7 +192,7 @@ def _store_blocks(items: Sequence[_Pass1], *, progress: bool) -> list[list]:
     if client is not None:
         stream = [StreamItem(it.data, it.tmp, np.dtype(it.profile["dtype"]), tuple((b.func, b.others) for b in it.also))
                   for it in items]
-        return stream_blocks(stream, client=client, progress=progress, cache_mb=GDAL_CACHE_MB)
+        return stream_blocks(stream, client=client, progress=progress, cache_bytes=GDAL_CACHE_BYTES)
     writers: list[Any] = []  # da.store targets
     for item in items:
         lock = _ProcessLock(item.tmp + ".lock")
@@ -238,7 +238,7 @@ def _copy_to_cog(tmp: str, out: str, *, compress: str, predictor: int | None, bl
     }
     if predictor is not None:
         options["PREDICTOR"] = predictor
-    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB, GDAL_NUM_THREADS="ALL_CPUS",
+    with _captured_fd2() as captured, rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES, GDAL_NUM_THREADS="ALL_CPUS",
                                                    GDAL_TIFF_OVR_BLOCKSIZE=blocksize):
         try:
             built = overviews_into_temp(tmp, blocksize=blocksize, progress=part(progress, 0.0, OVERVIEW_SHARE))
@@ -382,7 +382,7 @@ def _write(plans: Sequence[_Plan], *, overwrite: bool, compress: str, blocksize:
         names = ", ".join(str(p.out) for p in plans)
         try:
             release_free_heap()  # what earlier work (e.g. a fit) freed: not kept through the pass
-            with interrupt.stage(f"the block writes of {names}", key="blocks"):
+            with interrupt.stage(f"the block writes of {names}", key="blocks"), rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES):
                 extra = _store_blocks(items, progress=progress)
             release_free_heap()
             full = False
@@ -430,7 +430,7 @@ def write_cog(
 ) -> CogResult:
     """Write a 2-D DataArray of any size to a Cloud-Optimized GeoTIFF, out of core.
 
-    Memory stays bounded by a few chunks plus ``GDAL_CACHEMAX`` (256 MB), whatever the DEM
+    Memory stays bounded by a few chunks plus ``GDAL_CACHEMAX`` (64 MiB), whatever the DEM
     size. Works with the threaded, synchronous and processes schedulers and under an active
     ``distributed.Client``: the workers compute the blocks and send them back, this process
     writes every file (the workers need no disk shared with it, only access to the inputs). The file appears at ``path``

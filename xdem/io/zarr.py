@@ -54,7 +54,7 @@ from xdem.io import remote
 from xdem.io import zarr_store as zs
 from xdem.io.atomic import check_output_path
 from xdem.io.cluster import check_workers_see
-from xdem.io.cog import GDAL_CACHE_MB, _active_client, _prepare_data, one_band
+from xdem.io.cog import GDAL_CACHE_BYTES, _active_client, _prepare_data, one_band
 from xdem.io.jsondoc import jsonable
 from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
@@ -309,7 +309,7 @@ def _compute(tasks: list, *, progress: bool) -> None:
     else:
         # the chunks are read by GDAL in this process: bound its block cache (by default 5 % of the RAM,
         # which reading a large DEM fills: 1.7 GiB of peak RSS at 20000^2 without this), as write_cog does
-        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_MB), contextlib.ExitStack() as stack:
+        with rasterio.Env(GDAL_CACHEMAX=GDAL_CACHE_BYTES), contextlib.ExitStack() as stack:
             if progress:
                 from dask.diagnostics import ProgressBar
 

@@ -23,7 +23,7 @@ import xarray as xr
 from dask.array.overlap import ensure_minimum_chunksize
 
 from xdem.errors import CRSError
-from xdem.io.grid import dask_data, get_transform, shift_in_pixels
+from xdem.io.grid import dask_data, get_transform, shift_in_pixels_at, signed_resolution
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.points import at_points_kernel
 from xdem.overlap import _SIDES, _edges, _grown
@@ -247,7 +247,10 @@ class PointSampler:
 
     def __init__(self, dem: xr.DataArray, points: PointSet, *, resampling: str, half: int = 2,
                  data: da.Array | None = None) -> None:
-        self.grid = dem
+        #: ``(res_x, res_y)`` of ``dem`` (:func:`~xdem.io.grid.signed_resolution`), read once, as
+        #: :class:`~xdem.coreg._windows.WindowSampler` does: reading the transform from the
+        #: coordinates on every call costs far more than the division
+        self.res = signed_resolution(dem)
         self.arr = dask_data(dem) if data is None else data
         self.prow, self.pcol = pixel_positions(dem, points.x, points.y)
         self.anchor_row, self.anchor_col = np.floor(self.prow), np.floor(self.pcol)
@@ -269,7 +272,7 @@ class PointSampler:
 
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
-        drow, dcol = shift_in_pixels(self.grid, sx, sy)
+        drow, dcol = shift_in_pixels_at(self.res, sx, sy)
         win, R, C = self.windows, self.R, self.C
         if win is None or R is None or C is None or not self._fits(drow - R, dcol - C):
             R, C = int(round(drow)), int(round(dcol))
