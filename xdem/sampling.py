@@ -57,7 +57,12 @@ OVERSAMPLE = 0.25
 _SIGMAS = 6.0
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: Window pieces of a block at least this large (bytes) get pages of their own (:func:`_own_pages`).
-OWN_PAGES_BYTES = 256 * 2**10
+#: Small on purpose: a block's pieces shrink as the DEM grows (the same count of windows spread over
+#: more blocks; Nuth & Kääb's at 40000^2 with 2048^2 chunks: about 236 KiB a block), and pieces left in
+#: glibc's heap are held through the pass between buffers freed around them: at 40000^2 with the
+#: former 256 KiB the fit's heap held 441 MiB free at its peak (issue 28). At 16 KiB (four pages)
+#: the pages a piece wastes stay under a quarter of it.
+OWN_PAGES_BYTES = 16 * 2**10
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
