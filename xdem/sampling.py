@@ -564,5 +564,9 @@ def sample_valid(
         for k in win_names:  # each block's pieces freed once joined
             values[k] = _join_stream(((p["wkey"], p.pop(k)) for p in parts), wanted, (size, size),
                                      np.dtype(np.float32))
+    del parts, merged
+    # once a draw: what its pass left free in the heap goes back before the fit works on the sample
+    # (40000^2 nuthkaab+deramp: 197 MiB free at the fit's peak without it; issue 28)
+    release_free_heap(grown=0)
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)
