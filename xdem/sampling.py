@@ -57,7 +57,12 @@ OVERSAMPLE = 0.25
 _SIGMAS = 6.0
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: Window pieces of a block at least this large (bytes) get pages of their own (:func:`_own_pages`).
-OWN_PAGES_BYTES = 256 * 2**10
+#: Small on purpose: a block's pieces shrink as the DEM grows (the same count of windows spread over
+#: more blocks; Nuth & Kääb's at 40000^2 with 2048^2 chunks: about 236 KiB a block), and pieces left in
+#: glibc's heap are held through the pass between buffers freed around them: at 40000^2 with the
+#: former 256 KiB the fit's heap held 441 MiB free at its peak (issue 28). At 16 KiB (four pages)
+#: the pages a piece wastes stay under a quarter of it.
+OWN_PAGES_BYTES = 16 * 2**10
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -559,5 +564,9 @@ def sample_valid(
         for k in win_names:  # each block's pieces freed once joined
             values[k] = _join_stream(((p["wkey"], p.pop(k)) for p in parts), wanted, (size, size),
                                      np.dtype(np.float32))
+    del parts, merged
+    # once a draw: what its pass left free in the heap goes back before the fit works on the sample
+    # (40000^2 nuthkaab+deramp: 197 MiB free at the fit's peak without it; issue 28)
+    release_free_heap(grown=0)
     return Sample(values=values, n_valid=n_valid, counts={k: int(v) for k, v in extra.items()}, passes=passes,
                   also=also_done)

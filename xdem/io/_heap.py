@@ -64,14 +64,16 @@ def free_heap_bytes() -> int | None:
     return None if libc is None else int(libc.mallinfo2().fordblks)
 
 
-def release_free_heap(*, above: int | None = None) -> bool:
+def release_free_heap(*, above: int | None = None, grown: int | None = None) -> bool:
     """``malloc_trim(0)`` (every whole free page of every arena back to the system) if the heaps
     hold more than ``above`` (default :data:`RELEASE_ABOVE`) free bytes and the process's resident
     memory grew by more than ``above`` since the last trim; returns whether it trimmed.
 
     Free bytes stay free after a trim (only their pages go), so the growth since the last trim is
     what says whether freed buffers were touched again and kept: without it every call would
-    trim, and every block would fault its pages in again.
+    trim, and every block would fault its pages in again. ``grown`` replaces that growth bound
+    (``0``: no growth asked, trim whenever more than ``above`` bytes are free), for a call made
+    once at the end of a pass (the end of a draw) rather than once a block.
 
     Examples
     --------
@@ -80,7 +82,8 @@ def release_free_heap(*, above: int | None = None) -> bool:
     """
     libc = _glibc()
     bound = RELEASE_ABOVE if above is None else above
-    if libc is None or libc.mallinfo2().fordblks <= bound or _resident() - _AFTER_LAST[0] <= bound:
+    if libc is None or libc.mallinfo2().fordblks <= bound or (grown != 0 and _resident() - _AFTER_LAST[0] <= (
+            bound if grown is None else grown)):
         return False
     with _TRIM:
         libc.malloc_trim(0)
