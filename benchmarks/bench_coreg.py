@@ -270,7 +270,7 @@ def profile(size: int, method: str) -> dict:
     import xdem.io.cog as cog
     from xdem.cli.coreg import sampled_stats
     from xdem.coreg import from_spec
-    from xdem.io.gdal_cache import GDAL_CACHE_MB
+    from xdem.gdal_cache import GDAL_CACHE_MB
 
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # as the xdem CLI does (MiB), before GDAL's first read
     pair = coreg_pair(size)

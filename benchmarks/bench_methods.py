@@ -68,7 +68,7 @@ def methods_pair(size: int) -> dict:
 
 
 def _floor(pair: dict, work: Path) -> dict:
-    from xdem.io.gdal_cache import GDAL_CACHE_BYTES
+    from xdem.gdal_cache import GDAL_CACHE_BYTES
 
     out = work / "floor.tif"
     r = measure([sys.executable, "-c", FLOOR, pair["tba"], str(out), str(GDAL_CACHE_BYTES)])
@@ -179,7 +179,7 @@ def _load() -> dict:
 
 
 def write_report(results: list[dict], label: str) -> None:
-    from xdem.io.gdal_cache import GDAL_CACHE_MB
+    from xdem.gdal_cache import GDAL_CACHE_MB
 
     body = f"""`python benchmarks/bench_methods.py` ({results[0]['date']}{', ' + label if label else ''}). Every method with
 default options, `xdem coreg REF TBA -o OUT --method <m> --quiet --json-out J` in a fresh process, against the floor,

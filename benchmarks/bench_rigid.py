@@ -137,7 +137,7 @@ def _link_ref(size: int, dst: Path) -> bool:
 
 def make_ref(size: int) -> None:
     """Generate the fractal reference (run in a measured subprocess: ``--make ref SIZE``)."""
-    from xdem.io.gdal_cache import GDAL_CACHE_MB
+    from xdem.gdal_cache import GDAL_CACHE_MB
 
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # as the xdem CLI does (MiB), before GDAL's first read
     from xdem.examples.synthetic import fractal_terrain
@@ -161,7 +161,7 @@ def _centroid(ref_path: Path) -> tuple[list[float], str]:
 
 def make_tba(size: int) -> None:
     """Move the reference by the forward transform, out of core (``--make tba SIZE``); write truth.json last."""
-    from xdem.io.gdal_cache import GDAL_CACHE_MB
+    from xdem.gdal_cache import GDAL_CACHE_MB
 
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))  # MiB
     import xdem

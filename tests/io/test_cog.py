@@ -393,7 +393,7 @@ def test_gdal_block_cache_is_megabytes_in_both_passes(tmp_path: Path, monkeypatc
     cache.) The process's own setting is back afterwards."""
     import xdem.io._cog_blocks as blocks
     import xdem.io.cog as cog
-    from xdem.io.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB
+    from xdem.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB
 
     assert GDAL_CACHE_BYTES == GDAL_CACHE_MB * 2**20 and 16 <= GDAL_CACHE_MB <= 256
     seen: dict[str, set[int]] = {"compute": set(), "block write": set(), "COG copy": set()}

@@ -205,7 +205,8 @@ def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkey
     size = (served / "tba.tif").stat().st_size
     with environ({"GDAL_HTTP_MAX_RETRY": "0"}), http_server(served, log) as url:
         ref, tba = f"/vsicurl/{url}/ref.tif", f"/vsicurl/{url}/tba.tif"
-        # GDAL keeps no downloaded bytes between reads: without the spill every pass downloads again
+        # GDAL keeps no downloaded bytes between reads: without the spill a later pass downloads again
+        # (its 64 MiB block cache, xdem.gdal_cache, may still hold a few decoded tiles of this small file)
         monkeypatch.setenv("CPL_VSIL_CURL_NON_CACHED", f"{ref}:{tba}")
         got: dict[bool, tuple[str, dict, collections.Counter, int]] = {}
         local, local_doc, _ = _run(*pair, tmp_path / "local.tif", spill=True, monkeypatch=monkeypatch)
@@ -222,7 +223,7 @@ def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkey
     assert set(got[True][2].values()) == {1} and len(got[True][2]) == 2 * N_CHUNKS
     # each tile's bytes once, plus a 32 KiB header read by each open of the file (about 6% of this small file)
     assert got[True][3] <= 1.15 * size
-    assert got[False][3] >= 2 * size
+    assert got[False][3] >= 1.5 * size  # measured 1.92x with the 64 MiB cache (2.0x with none)
 
 
 @pytest.mark.slow  # a real child process signalled mid-run (tests/forkserver.py), as tests/test_signals.py

@@ -41,8 +41,8 @@ import click
 from xdem import interrupt
 from xdem._version import __version__
 from xdem.errors import XdemError
+from xdem.gdal_cache import GDAL_CACHE_MB  # no imports: the environment variable's value, in MiB
 from xdem.interrupt import Interrupted, Terminated
-from xdem.io.gdal_cache import GDAL_CACHE_MB  # no imports: the environment variable's value, in MiB
 
 __all__ = ["main", "COMMANDS", "Interrupted", "Terminated", "bound_process_memory"]
 
@@ -181,7 +181,7 @@ def bound_process_memory() -> None:
     """Bound what a CLI process keeps resident: GDAL's block cache (its default is 5 % of RAM,
     1.2 GB on 24 GB) and glibc's retention of freed chunk-sized arrays (:data:`MMAP_THRESHOLD`),
     while smaller buffers are reused instead of faulted in again (:data:`TOP_PAD`, :data:`ARENA_MAX`).
-    Worker processes inherit ``GDAL_CACHEMAX`` (:data:`~xdem.io.gdal_cache.GDAL_CACHE_MB`, read by
+    Worker processes inherit ``GDAL_CACHEMAX`` (:data:`~xdem.gdal_cache.GDAL_CACHE_MB`, read by
     GDAL as MiB) from the environment."""
     os.environ.setdefault("GDAL_CACHEMAX", str(GDAL_CACHE_MB))
     if sys.platform.startswith("linux"):

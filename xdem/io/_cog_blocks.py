@@ -24,8 +24,8 @@ import numpy as np
 import rasterio
 import rasterio.windows
 
+from xdem.gdal_cache import GDAL_CACHE_BYTES
 from xdem.io._heap import release_free_heap
-from xdem.io.gdal_cache import GDAL_CACHE_BYTES
 
 # ---------------------------------------------------------------------------- locks
 

@@ -50,6 +50,7 @@ import xarray as xr
 
 from xdem import interrupt
 from xdem.errors import InputError, OutputError, XdemError
+from xdem.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB  # both passes' GDAL block cache
 from xdem.io import remote, upload
 
 # the lock, window writer and fd-2 capture of the block-writing pass
@@ -60,7 +61,6 @@ from xdem.io._cog_stream import StreamItem, stream_blocks
 from xdem.io._gdal_copy import COPY_PROGRESS, copy_with_progress
 from xdem.io._heap import release_free_heap
 from xdem.io.atomic import check_output_path, move_into_place, output_journal, owned_temps
-from xdem.io.gdal_cache import GDAL_CACHE_BYTES, GDAL_CACHE_MB  # both passes' GDAL block cache
 from xdem.io.grid import block_tasks, dask_data, grid_shape
 from xdem.io.open import auto_chunks
 from xdem.io.sources import find_sources
