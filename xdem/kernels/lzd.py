@@ -196,18 +196,24 @@ def lzd_step(
     return LzdStep(increment=increment, inliers=keep, spread=spread, condition=condition)
 
 
-def _solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Least squares by the normal equations of the column-normalised system (its columns
-    are of order one by construction, so ``A^T A`` is well conditioned); and that normal
-    matrix (``None`` if a column is zero)."""
+def _normal(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The column-normalised design, its column norms (a zero column's taken as 1), its normal
+    matrix ``A^T A`` and whether a column is zero."""
     norms = np.sqrt(np.einsum("ij,ij->j", a, a))
     zero = norms == 0
     norms[zero] = 1.0
     an = a / norms
-    gram = an.T @ an
+    return an, norms, an.T @ an, bool(zero.any())
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Least squares by the normal equations of the column-normalised system (its columns
+    are of order one by construction, so ``A^T A`` is well conditioned); and that normal
+    matrix (``None`` if a column is zero)."""
+    an, norms, gram, zero = _normal(a)
     x, *_ = np.linalg.lstsq(gram, an.T @ b, rcond=None)
     scaled: np.ndarray = x / norms
-    return scaled, (None if zero.any() else gram)
+    return scaled, (None if zero else gram)
 
 
 def _condition_of(gram: np.ndarray | None, rows: int) -> float:
@@ -221,7 +227,8 @@ def _condition_of(gram: np.ndarray | None, rows: int) -> float:
 
 def _condition(a: np.ndarray) -> float:
     """Condition number of the column-normalised design (``inf`` for a zero column)."""
-    return _condition_of(_solve(a, np.zeros(len(a)))[1], len(a))
+    _, _, gram, zero = _normal(a)
+    return _condition_of(None if zero else gram, len(a))
 
 
 def increment_matrix(increment: np.ndarray, centre: np.ndarray) -> np.ndarray:
