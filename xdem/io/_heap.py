@@ -82,8 +82,8 @@ def release_free_heap(*, above: int | None = None, grown: int | None = None) -> 
     """
     libc = _glibc()
     bound = RELEASE_ABOVE if above is None else above
-    if libc is None or libc.mallinfo2().fordblks <= bound or (grown != 0 and _resident() - _AFTER_LAST[0] <= (
-            bound if grown is None else grown)):
+    growth = bound if grown is None else grown
+    if libc is None or libc.mallinfo2().fordblks <= bound or (grown != 0 and _resident() - _AFTER_LAST[0] <= growth):
         return False
     with _TRIM:
         libc.malloc_trim(0)
