@@ -223,7 +223,9 @@ def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkey
     assert set(got[True][2].values()) == {1} and len(got[True][2]) == 2 * N_CHUNKS
     # each tile's bytes once, plus a 32 KiB header read by each open of the file (about 6% of this small file)
     assert got[True][3] <= 1.15 * size
-    assert got[False][3] >= 1.5 * size  # measured 1.92x with the 64 MiB cache (2.0x with none)
+    # without the spill a later pass fetches tiles again: measured 1.49-1.92x (2.0x with no block cache): how many
+    # decoded tiles the 64 MiB cache still holds depends on the order the threads ran; the spill's bound is 1.15x
+    assert got[False][3] >= 1.3 * size
 
 
 @pytest.mark.slow  # a real child process signalled mid-run (tests/forkserver.py), as tests/test_signals.py
