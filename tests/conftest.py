@@ -95,7 +95,8 @@ def _numba_cache_is_warm() -> bool:
 def pytest_collection(session: pytest.Session) -> None:
     """Under pytest-xdist (``make test``), in its controller, before it hands out the first test
     (its workers collect meanwhile): with a cold numba cache (a fresh clone), compile the kernels
-    once, in two processes (one per core; tests/forkserver.py ``warm``), about 18 s of CPU each.
+    once, in one process (tests/forkserver.py ``warm``; the workers' collection keeps the other core
+    busy, and a second process would import the library again), about 30 s of CPU.
     Otherwise every worker, fork server and ``python -m xdem`` child that reaches a kernel before
     a first compilation of it is cached compiles it again (``nuthkaab``'s loops alone cost about
     15 s of CPU): 3 workers and 3 fork servers start at once. Here, after the session's start, so
@@ -105,13 +106,10 @@ def pytest_collection(session: pytest.Session) -> None:
     if _numba_cache_is_warm():
         return
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    groups = ("coreg", "more")
-    procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "forkserver.py"), "warm", group], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for group in groups]
-    for group, proc in zip(groups, procs):  # a failure here shows again in the tests that use the kernel: only said
-        _, err = proc.communicate()
-        if proc.returncode != 0:
-            print(f"numba warm-up {group} failed: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "forkserver.py"), "warm", "coreg", "more"], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:  # a failure here shows again in the tests that use the kernel: only said
+        print(f"numba warm-up failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
 
 
 # --- the ground tracks of points over the analytic terrain (tests/point_tracks.py) --------------

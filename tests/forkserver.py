@@ -29,6 +29,7 @@ Protocol, one JSON object per line on stdin, one answer per line on stdout:
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -153,6 +154,11 @@ def serve(preload: str) -> None:
     _warm_kernels(SERVER_WARMS[preload])
     if len(os.listdir("/proc/self/task")) != threads:  # a thread would not survive the fork
         raise SystemExit("the fork server's warm-up started a thread")
+    # What the server holds now (modules, compiled kernels) lives as long as every child: out of the
+    # collector's reach, a child's collections no longer walk it, nor write to its pages (each
+    # write copies a page the fork shared)
+    gc.collect()
+    gc.freeze()
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
