@@ -172,3 +172,62 @@ def test_shared_points_give_the_lazily_corrected_dem(tilted):
     got = pts.dh()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, atol=1e-3, equal_nan=True)  # float32 rounding of the DEM
+
+
+def test_shared_points_free_their_windows_after_their_last_use_only(tilted):
+    """A pipeline's last user of the shared points (a step that is not a translation, as
+    Deramp) frees the sampler's windows once ``dh()`` has read them, before its solve; any
+    other user leaves them; a later evaluation reads them again (one pass) to the same values."""
+    from xdem.coreg.base import prepare_pair
+
+    ref, tba, _ = tilted
+    data = prepare_pair(ref, tba)
+    data.collect_points = True
+    nk = NuthKaab(random_state=0)
+    nk.fit_prepared(data)
+    shared = nk.pop_shared_points()
+    assert shared is not None
+    sampler = shared.sampler
+    reads = sampler.reads  # the fit's own (its iterations may have moved the windows)
+    kept = shared.moved(nk.to_translations()).dh()
+    assert sampler.win is not None and sampler.reads == reads  # not the last use: the windows stay
+    last = shared.moved(nk.to_translations(), last_use=True).dh()
+    assert sampler.win is None  # freed
+    np.testing.assert_array_equal(last, kept)
+    again = shared.moved(nk.to_translations()).dh()
+    assert sampler.reads == reads + 1 and sampler.win is not None
+    np.testing.assert_array_equal(again, kept)
+
+
+def test_joint_fit_frees_the_shift_terms_before_the_ramp_solve_with_the_same_result(tilted):
+    """NuthKaabDeramp's DEM route frees the sampler's windows once its last evaluation is done
+    (the ramp's robust solve runs without them); the points route keeps them. Same learned
+    values as a fit that keeps them (the release changes no number)."""
+    from xdem.coreg import _windows
+
+    ref, tba, _ = tilted
+    released: list[int] = []
+    original = _windows.WindowSampler.release
+
+    def counting(self):
+        released.append(1)
+        original(self)
+
+    _windows.WindowSampler.release = counting
+    try:
+        fitted = NuthKaabDeramp(random_state=0).fit(ref, tba)
+    finally:
+        _windows.WindowSampler.release = original
+    assert released == [1]
+    kept = NuthKaabDeramp(random_state=0)
+    # the same fit with the windows kept: the release must not change the numbers
+    from xdem.coreg._point_sample import ShiftSample
+    from xdem.coreg.base import prepare_pair
+
+    data = prepare_pair(ref, tba)
+    ss = ShiftSample.from_pair(data, kept, what="NuthKaabDeramp")
+    kept._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.x, ss.y, ss.sampler, resolution=ss.resolution,
+                        start=ss.start, grid=ss.grid)
+    assert ss.sampler.win is not None
+    assert (kept.shift_x_, kept.shift_y_) == (fitted.shift_x_, fitted.shift_y_)
+    np.testing.assert_array_equal(kept.coefs_, fitted.coefs_)
