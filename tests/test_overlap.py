@@ -98,6 +98,14 @@ def test_file_backed_halo_equals_dask_map_overlap(file_dem, read_any_halo):
     np.testing.assert_array_equal(mine, ref)  # bit-identical, NaN at the same places
 
 
+def test_file_backed_halo_reads_one_band_per_boundary(file_dem, read_any_halo):
+    """Each boundary between two chunks is read once, for the blocks on both sides of it."""
+    out = map_overlap_nan(_laplace3, file_dem.data, depth=(3, 2), dtype=np.float32)
+    reads = [k for k in dict(out.__dask_graph__()) if isinstance(k, tuple) and k[0].startswith("overlap-strip-")]
+    nbr, nbc = _ROWS // _CHUNK, _COLS // _CHUNK
+    assert len(reads) == (nbr - 1) * nbc + nbr * (nbc - 1)
+
+
 def test_file_backed_halo_holds_a_few_chunks_not_a_row(file_dem, read_any_halo):
     """The strips of the row below are read from the file: dask never holds a row of source
     chunks (24 here) waiting for the blocks below them; a derived array (no file to read,

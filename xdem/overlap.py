@@ -16,12 +16,13 @@ their own blocks run and keeps them until then (width x chunk rows x itemsize: 3
 40000-pixel-wide float32 DEM in 2048-pixel chunks; however the strips are split between
 tasks, dask's ordering then leaves a few chunks per row waiting). When ``arr`` is a DEM read
 from a file (:func:`xdem.io.sources.region_reader`), the four strips around each block are
-instead read from the file by small tasks of their own, and a block depends on its own
-chunk only: memory holds the chunks of the running tasks, whatever the width (done when a
-row of chunks is larger than :data:`READ_HALO_ROW_BYTES`). The price is
-decoding the file's tiles under the strips once more (for a halo of a few pixels, 512-pixel
-tiles and 2048-pixel chunks: 20 tiles more for the 16 of a chunk); the result is the same to
-the bit.
+instead read from the file by small tasks of their own (one band across each boundary
+between two chunks, shared by both), and a block depends on its own chunk only: memory
+holds the chunks of the running tasks, whatever the width (done when a row of chunks is
+larger than :data:`READ_HALO_ROW_BYTES`). The price is decoding the file's tiles under the
+bands once more (for a halo of a few pixels, 512-pixel tiles and 2048-pixel chunks: about 20
+tiles more for the 16 of a chunk, in one read per boundary rather than one per side); the
+result is the same to the bit.
 """
 
 from __future__ import annotations
@@ -141,23 +142,42 @@ def _tasks_copying_halo(arr: da.Array, kernel: _Kernel, out_name: str, edge_name
     return dsk
 
 
+def _band_strip(band: np.ndarray | None, part: tuple[slice, slice]) -> np.ndarray | None:
+    """The part of a boundary band (:func:`_tasks_reading_halo`) that one block uses as a strip."""
+    return None if band is None else band[part]
+
+
 def _tasks_reading_halo(arr: da.Array, read: RegionReader, kernel: _Kernel, out_name: str, strip_name: str,
                         leading: int | None) -> dict[Any, Any]:
     """Tasks of the blocks grown with strips read from the file by tasks of their own: a block
-    depends on its own chunk only."""
+    depends on its own chunk only. One band is read across each boundary between two chunks
+    and shared by both (``depth`` on each side: the strip below the upper block and the strip
+    above the lower one, with the corners; a strip left and right across a vertical boundary),
+    so the file is read once per boundary rather than once per side."""
     rows, cols = np.cumsum((0,) + arr.chunks[0]), np.cumsum((0,) + arr.chunks[1])
     (ny, nx), (dr, dc) = arr.shape, kernel[1:3]
+    nbr, nbc = len(arr.chunks[0]), len(arr.chunks[1])
     dsk: dict[Any, Any] = {}
-    for i in range(len(arr.chunks[0])):
-        for j in range(len(arr.chunks[1])):
-            strips: list[Any] = []
-            for k, (r0, r1, c0, c1) in enumerate(_halo_windows(int(rows[i]), int(rows[i + 1]), int(cols[j]),
-                                                               int(cols[j + 1]), dr, dc)):
-                if r0 < r1 and c0 < c1 and r1 > 0 and c1 > 0 and r0 < ny and c0 < nx:  # some of it in the array
-                    strips.append((strip_name, k, i, j))
-                    dsk[strips[-1]] = (_read_window, read, (r0, r1, c0, c1), (ny, nx))
-                else:
-                    strips.append(None)
+    for i in range(nbr + 1):  # bands across the row boundaries (none at the array's edges)
+        for j in range(nbc):
+            if dr and 0 < i < nbr:
+                r = int(rows[i])
+                dsk[(strip_name, "h", i, j)] = (_read_window, read, (r - dr, r + dr, int(cols[j]) - dc,
+                                                                     int(cols[j + 1]) + dc), (ny, nx))
+    for i in range(nbr):
+        for j in range(nbc + 1):
+            if dc and 0 < j < nbc:
+                c = int(cols[j])
+                dsk[(strip_name, "v", i, j)] = (_read_window, read, (int(rows[i]), int(rows[i + 1]), c - dc,
+                                                                     c + dc), (ny, nx))
+    first, last = (slice(0, dr), slice(None)), (slice(dr, None), slice(None))
+    left, right = (slice(None), slice(0, dc)), (slice(None), slice(dc, None))
+    for i in range(nbr):
+        for j in range(nbc):
+            # in _halo_windows' order: above, below, left, right (each the near half of a band)
+            bands = [((strip_name, "h", i, j), first), ((strip_name, "h", i + 1, j), last),
+                     ((strip_name, "v", i, j), left), ((strip_name, "v", i, j + 1), right)]
+            strips = [(_band_strip, key, part) if key in dsk else None for key, part in bands]
             key = (out_name, 0, i, j) if leading else (out_name, i, j)
             dsk[key] = (_apply, *kernel, strips, (arr.name, i, j), *[None] * 8)
     return dsk

@@ -224,7 +224,11 @@ def _inside_one(window: np.ndarray, x: float, y: float, code: int, taps: int, wr
                 wc: np.ndarray) -> float:  # pragma: no cover - compiled
     """:func:`xdem.kernels.warp.interp_one` at a finite position whose footprint is known to be
     inside ``window`` (no position or bounds tests; the same weights, products and sum in the
-    same order, so the same bits); ``taps`` (2 or 4) a constant of the caller's branch."""
+    same order, so the same bits); ``taps`` (2 or 4) a constant of the caller's branch.
+
+    A NaN read with a non-zero weight is not tested for tap by tap: it makes the sum NaN, which
+    is then returned as ``np.nan`` (the value :func:`~xdem.kernels.warp.interp_one` returns), so
+    the loop has one branch per tap (a zero weight, whose pixel is skipped) instead of three."""
     ir, ic = math.floor(x), math.floor(y)
     r0 = int(ir) + weights_into(x - ir, code, wr)
     c0 = int(ic) + weights_into(y - ic, code, wc)
@@ -233,12 +237,10 @@ def _inside_one(window: np.ndarray, x: float, y: float, code: int, taps: int, wr
         wa = wr[a]
         for b in range(taps):
             weight = wa * wc[b]
-            if weight == 0.0:  # neither needs its pixel nor lets its NaN through
-                continue
-            v = window[r0 + a, c0 + b]
-            if math.isnan(v):
-                return np.nan
-            acc += weight * v
+            if weight != 0.0:  # a zero weight neither needs its pixel nor lets its NaN through
+                acc += weight * window[r0 + a, c0 + b]
+    if math.isnan(acc):
+        return np.nan
     return acc
 
 
