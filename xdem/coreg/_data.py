@@ -50,15 +50,10 @@ class SharedPoints:
     subsample: float | int
     random_state: int | None
     shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    #: whether the step given these points is their last user (the pipeline drops them after a
-    #: step that is not a translation): :meth:`dh` then frees the sampler's windows once read
-    last_use: bool = False
 
-    def moved(self, shift: tuple[float, float, float], *, last_use: bool = False) -> SharedPoints:
-        """The same points for ``tba`` moved by ``shift`` (the merged translation so far);
-        ``last_use``: see :attr:`last_use`."""
-        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift,
-                            last_use)
+    def moved(self, shift: tuple[float, float, float]) -> SharedPoints:
+        """The same points for ``tba`` moved by ``shift`` (the merged translation so far)."""
+        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift)
 
     def serves(self, subsample: float | int, random_state: int | None) -> bool:
         """Whether a step with these settings would draw this subsample."""
@@ -68,9 +63,6 @@ class SharedPoints:
         """``dh`` of the corrected DEM at the points (NaN where it is not valid)."""
         sx, sy, sz = self.shift
         dh: np.ndarray = self.sampler(sx, sy) + sz - self.ref
-        release = getattr(self.sampler, "release", None) if self.last_use else None
-        if release is not None:  # the windows would otherwise stay through the step's solve
-            release()
         return dh
 
 

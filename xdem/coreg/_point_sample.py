@@ -172,9 +172,6 @@ class ShiftSampler(Protocol):
 
     def __call__(self, sx: float, sy: float) -> np.ndarray: ...
 
-    def release(self) -> None:
-        """Free the cached windows; a later call reads them again."""
-
 
 @dataclass
 class ShiftSample:

@@ -136,11 +136,6 @@ class WindowSampler:
         n = len(self.rows)
         return interp_windows_kernel(win, np.full(n, drow - R + h), np.full(n, dcol - C + h), resampling=self.resampling)
 
-    def release(self) -> None:
-        """Free the cached windows (the caller's last evaluation is done): a solve that follows
-        no longer holds them. A later call reads them again (one more pass)."""
-        self.R = self.C = self.win = None
-
 
 @dataclass
 class SlopedSample:

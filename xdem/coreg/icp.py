@@ -55,7 +55,6 @@ from xdem.coreg._windows import gather_windows
 from xdem.coreg.base import FitData, register
 from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     acceleration,
@@ -394,7 +393,6 @@ class ICP(RigidCoreg):
                 raise NotEnoughDataError(f"ICP: only {len(dz)} sampled points have the reference around them "
                                          f"(need {self._min_points}); the DEMs barely overlap")
             shift[2] -= float(np.median(dz))
-        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # the draw's freed memory, before the matches
         rot, shift, iterations, converged, count = self._iterate(
             reference, points, centre, shift, pixel=pixel, limit=DIVERGENCE_FRACTION * max(shape) * pixel)
         q = move_points(points, rot, shift, centre)
@@ -472,11 +470,11 @@ class ICP(RigidCoreg):
             if self._method == "point_to_plane":
                 d_rot, d_shift, rank = point_to_plane_step(q[ok], surf[ok], normals[ok], centre)
                 flat = flat or rank < 6
-            else:  # to the closest points of the local tangent planes
-                d_rot, d_shift = point_to_point_step(q[ok], q[ok] - dist[ok, None] * normals[ok], centre)
+            else:
+                targets = q[ok] - dist[ok, None] * normals[ok]  # closest points of the local tangent planes
+                d_rot, d_shift = point_to_point_step(q[ok], targets, centre)
             rot, shift = compose(rot, shift, d_rot, d_shift)
             step = max_motion(d_rot, d_shift, centre, q[ok]) / pixel
-            del q, surf, normals, dist, ok  # this iteration's matches go before the next one's are made
             if step < float(self.tolerance):
                 converged = True
                 break

@@ -51,30 +51,10 @@ from xdem.errors import (
     InputError,
     NotEnoughDataError,
 )
-from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
 from xdem.io.grid import get_transform, grid_shape
 from xdem.warp import FrameOp
 
 __all__ = ["NuthKaabDeramp"]
-
-
-def _joint_step(design: np.ndarray, sloped: np.ndarray, sampler: Callable[[float, float], np.ndarray], ref: np.ndarray,
-                min_points: int) -> Callable[[float, float], tuple[float, float]]:
-    """One iteration of the joint fit: the shift ``(sx, sy)`` -> the shift's terms of the least
-    squares of ``dh`` on ``design`` (the shift's gradients, then the ramp's terms)."""
-
-    def step(sx: float, sy: float) -> tuple[float, float]:
-        dh = sampler(sx, sy) - ref
-        ok = np.isfinite(dh)
-        if int((ok & sloped).sum()) < min_points:
-            raise NotEnoughDataError(
-                f"NuthKaabDeramp: only {int((ok & sloped).sum())} sampled pixels remain valid at shift "
-                f"({sx:.3f}, {sy:.3f}); the DEMs barely overlap or the shift is too large"
-            )
-        p = _solve_rejecting(design[ok], dh[ok])
-        return float(p[0]), float(p[1])
-
-    return step
 
 
 def _solve_rejecting(design: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -208,7 +188,7 @@ class NuthKaabDeramp(Coreg):
         self._check_params()
         ss = ShiftSample.from_pair(data, self, what="NuthKaabDeramp")
         self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.x, ss.y, ss.sampler, resolution=ss.resolution,
-                            start=ss.start, grid=ss.grid, release=ss.sampler.release)
+                            start=ss.start, grid=ss.grid)
         self.passes_ = ss.passes
 
     def _fit_points(self, data: PointFitData) -> None:
@@ -263,14 +243,11 @@ class NuthKaabDeramp(Coreg):
 
     def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray, x: np.ndarray, y: np.ndarray,
                        sampler: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],
-                       start: tuple[float, float], grid: xr.DataArray, release: Callable[[], None] | None = None
-                       ) -> None:
+                       start: tuple[float, float], grid: xr.DataArray) -> None:
         """The joint iterations on a gathered sample (pixels of a reference DEM, or points):
         ``ref`` the reference elevations at map coordinates ``x, y``, ``slope``/``aspect``
         (degrees) there, ``sampler(sx, sy)`` the DEM to align moved by the shift at the same
-        places; ``grid`` the reference grid (normalisation of the coordinates). ``release``, if
-        given, is called once the sampler's last evaluation is done (its windows then go before
-        the ramp's robust solve: with the shift's design matrix, 170 MB at 500,000 points)."""
+        places; ``grid`` the reference grid (normalisation of the coordinates)."""
         dx, dy = resolution
         s = {"ref": ref, "slope": slope, "aspect": aspect}
         tan_s = np.tan(np.radians(s["slope"]))
@@ -288,9 +265,18 @@ class NuthKaabDeramp(Coreg):
         terms = surface_terms(self.poly_order)
         center, scale = grid_normalisation(grid)
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
-        # the shift's design matrix lives in the step alone: it goes with it, before the ramp's solve
-        step = _joint_step(np.column_stack([gx, gy, poly]), sloped, sampler, s["ref"], self._min_points)
-        del gx, gy, tan_s, asp
+        design = np.column_stack([gx, gy, poly])
+
+        def step(sx: float, sy: float) -> tuple[float, float]:
+            dh = sampler(sx, sy) - s["ref"]
+            ok = np.isfinite(dh)
+            if int((ok & sloped).sum()) < self._min_points:
+                raise NotEnoughDataError(
+                    f"NuthKaabDeramp: only {int((ok & sloped).sum())} sampled pixels remain valid at shift "
+                    f"({sx:.3f}, {sy:.3f}); the DEMs barely overlap or the shift is too large"
+                )
+            p = _solve_rejecting(design[ok], dh[ok])
+            return float(p[0]), float(p[1])
 
         run = Iterations(start, [], 0, converged=False, constrained=False)
         if constrained:
@@ -302,13 +288,8 @@ class NuthKaabDeramp(Coreg):
         sx, sy = run.shift
         history, it, converged = run.history, run.n_iterations, run.converged
         dh = sampler(sx, sy) - s["ref"]
-        if release is not None:
-            release()
-        del step
         ok = np.isfinite(dh)
         poly_ok, dh_ok = poly[ok], dh[ok]  # selected once, not at every evaluation of the residual
-        del poly
-        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)
         p0 = _solve_rejecting(poly_ok, dh_ok)
         coefs, _ = robust_refine_linear(poly_ok, dh_ok, p0)
         self.shift_x_ = float(sx)

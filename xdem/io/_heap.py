@@ -23,15 +23,11 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE", "SOLVE_RELEASE_ABOVE"]
+__all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE"]
 
 #: Free heap bytes above which :func:`release_free_heap` trims (twice the CLI's ``TOP_PAD``:
 #: what the CLI's two arenas keep on purpose to avoid page faults is left alone).
 RELEASE_ABOVE = 128 << 20
-#: The bound of the one trim a fit makes before its solve (``release_free_heap(above=..., grown=0)``):
-#: the sample's freed windows and terms go back before the solver's copies are made. Lower than
-#: :data:`RELEASE_ABOVE`: it runs once a fit, not once a block, and the solve is where a fit peaks.
-SOLVE_RELEASE_ABOVE = 32 << 20
 
 
 class _MallInfo2(ctypes.Structure):

@@ -281,10 +281,6 @@ class PointSampler:
         pcol = self.pcol - self.anchor_col + (dcol - C) + h
         return interp_windows_kernel(win, prow, pcol, resampling=self.resampling)
 
-    def release(self) -> None:
-        """Free the cached windows (the last evaluation is done); a later call reads them again."""
-        self.R = self.C = self.windows = None
-
     def _fits(self, dr: float, dc: float) -> bool:
         size = 2 * self.half + 2
         ok = True
