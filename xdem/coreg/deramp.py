@@ -225,6 +225,7 @@ class Deramp(Coreg):
         pts = data.points
         if isinstance(pts, SharedPoints) and pts.serves(self.subsample, self.random_state):
             dh = pts.dh()  # a pipeline's Nuth & Kääb subsample: no pass over the data
+            pts.release()  # their last use: Deramp is no translation, no later step fits on these points
             ok = np.isfinite(dh)
             if int(ok.sum()) < need:
                 raise NotEnoughDataError(f"Deramp needs at least {need} valid pixels but found {int(ok.sum())}")
@@ -236,8 +237,10 @@ class Deramp(Coreg):
                 random_state=self.random_state, min_count=need, what="Deramp",
             )
             self.passes_ = int(s.passes)
-        x, y = pixel_xy(get_transform(data.ref), s["row"], s["col"])
-        self._fit_surface(x, y, s["dh"], grid_normalisation(data.ref))
+        x, y = pixel_xy(get_transform(data.ref), s.pop("row"), s.pop("col"))
+        dh = s.pop("dh")
+        del s  # the sample's other arrays (none are used past here)
+        self._fit_surface(x, y, dh, grid_normalisation(data.ref))
         self.pixel_axes_ = pixel_axes(get_transform(data.ref))
 
     def _fit_surface(self, x: np.ndarray, y: np.ndarray, dh: np.ndarray,
