@@ -490,6 +490,7 @@ class ICP(RigidCoreg):
                     f"ICP diverged: after {iterations} iterations the transform moves points by more than a quarter "
                     "of the DEM's size; if the DEMs really are that far apart, start from an estimate with "
                     "initial_shift=(dx, dy), or fit NuthKaab() + ICP()")
+            del q, surf, normals, dist, ok  # this iteration's matches go before the next one builds its own
         if flat:
             warnings.warn("ICP: the terrain does not constrain all six parameters (flat or one-directional "
                           "slopes); the unconstrained ones (horizontal shift, rotation about z) stay at their start",
