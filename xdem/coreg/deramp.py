@@ -31,6 +31,7 @@ from xdem.coreg._point_sample import PointSample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine_linear, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
+from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.kernels.surface import subtract_polynomial_surface
 from xdem.sampling import Sample, sample_valid
@@ -250,6 +251,7 @@ class Deramp(Coreg):
         terms = self._terms()
         center, scale = normalisation
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
+        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # what was freed goes back first (xdem.io._heap)
         with single_thread_blas():
             p0, *_ = np.linalg.lstsq(design, dh, rcond=None)
         coefs, _ = robust_refine_linear(design, dh, p0)
