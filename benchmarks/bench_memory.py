@@ -149,7 +149,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=CACHE_DIR / "memory", help="folder of the mosaics and outputs")
     ap.add_argument("--phases", action="store_true", help="also the peak of each phase (_phase_rss.py)")
     ap.add_argument("--no-doc", action="store_true", help="do not write docs/performance.md")
-    ap.add_argument("--save", type=Path, help="also write the rows measured to this JSON file")
+    ap.add_argument("--save", type=Path, help="also write the rows measured to this JSON file (rewritten after each run)")
     ap.add_argument("--merge", type=Path, nargs="+", help="measure nothing: report the rows saved in these files")
     args = ap.parse_args()
     rows = [row for f in args.merge or [] for row in json.loads(f.read_text())]
@@ -158,6 +158,8 @@ def main() -> None:
         _warm(inputs["ref"], inputs["tba"])
         for method in args.methods:
             rows.append(run_one(size, method, inputs, args.work, phases=args.phases))
+            if args.save:  # after each run: a long run stopped keeps what it measured
+                args.save.write_text(json.dumps(rows, indent=1))
     if args.save:
         args.save.write_text(json.dumps(rows, indent=1))
     text = report(rows)

@@ -172,3 +172,49 @@ def test_shared_points_give_the_lazily_corrected_dem(tilted):
     got = pts.dh()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, atol=1e-3, equal_nan=True)  # float32 rounding of the DEM
+
+
+def test_released_shared_points_read_their_windows_again(tilted):
+    """After SharedPoints.release() the sampler holds no windows; a later dh() reads them again
+    (one more pass) and gives the same values."""
+    from xdem.coreg.base import prepare_pair
+
+    ref, tba, _ = tilted
+    data = prepare_pair(ref, tba)
+    data.collect_points = True
+    nk = NuthKaab(random_state=0)
+    nk.fit_prepared(data)
+    shared = nk.pop_shared_points()
+    assert shared is not None
+    pts = shared.moved(nk.to_translations())
+    before, reads = pts.dh(), shared.sampler.reads
+    pts.release()
+    assert shared.sampler.win is None
+    again = pts.dh()
+    assert shared.sampler.reads == reads + 1
+    np.testing.assert_array_equal(np.isnan(again), np.isnan(before))
+    np.testing.assert_allclose(again, before, atol=1e-9, equal_nan=True)
+
+
+def test_the_last_use_of_the_windows_frees_them_before_the_solve(tilted, monkeypatch):
+    """Deramp on a pipeline's shared points, and NuthKaabDeramp on its own sample, free the
+    windows once (after their last evaluation), with the same fitted numbers as keeping them."""
+    from xdem.coreg._windows import WindowSampler
+
+    ref, tba, _ = tilted
+    kept = [(NuthKaab(random_state=0) + Deramp(random_state=0)).fit(ref, tba), NuthKaabDeramp(random_state=0).fit(ref, tba)]
+    freed: list[bool] = []
+    release = WindowSampler.release
+
+    def spy(self: WindowSampler) -> None:
+        freed.append(self.win is not None)
+        release(self)
+
+    monkeypatch.setattr(WindowSampler, "release", spy)
+    pipe = (NuthKaab(random_state=0) + Deramp(random_state=0)).fit(ref, tba)
+    assert freed == [True]
+    joint = NuthKaabDeramp(random_state=0).fit(ref, tba)
+    assert freed == [True, True]
+    np.testing.assert_array_equal(pipe.steps[1].coefs_, kept[0].steps[1].coefs_)
+    np.testing.assert_array_equal(joint.coefs_, kept[1].coefs_)
+    assert (joint.shift_x_, joint.shift_y_) == (kept[1].shift_x_, kept[1].shift_y_)

@@ -58,3 +58,33 @@ def test_release_free_heap_returns_pinned_free_pages_above_its_bound_only():
 
 def test_release_free_heap_does_nothing_under_an_unreachable_bound():
     assert release_free_heap(above=1 << 62) is False
+
+
+#: As CHILD, 100 buffers of 1 MiB, then the trim a fit makes before its solves: no growth asked.
+SOLVE_CHILD = r"""
+import json
+import numpy as np
+from xdem.cli import bound_process_memory
+bound_process_memory()
+from xdem.io._heap import SOLVE_RELEASE_ABOVE, free_heap_bytes, release_free_heap
+
+large, pins = [], []
+for _ in range(100):
+    large.append(np.ones(1 << 18, dtype=np.float32))
+    pins.append(np.ones(512))
+release_free_heap(above=0, grown=0)  # a trim just before: no growth since
+del large
+free = free_heap_bytes()
+print(json.dumps({"free": free, "bound": SOLVE_RELEASE_ABOVE, "grown": release_free_heap(above=SOLVE_RELEASE_ABOVE),
+                  "solve": release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0), "left": free_heap_bytes()}))
+"""
+
+
+@pytest.mark.skipif(free_heap_bytes() is None, reason="glibc >= 2.33 only (mallinfo2, malloc_trim)")
+def test_the_trim_before_a_solve_asks_no_growth():
+    out = subprocess.run([sys.executable, "-c", SOLVE_CHILD], capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    assert r["bound"] == 32 * 2**20 and r["free"] > r["bound"]  # 100 MiB freed, pinned: above the solve's bound
+    assert r["grown"] is False  # a block's trim: refused, the process did not grow by the bound since the last one
+    assert r["solve"] is True  # the solve's: trimmed all the same
+    assert r["left"] > r["bound"]  # the bytes stay free for glibc (only their pages went back)

@@ -25,6 +25,7 @@ import numpy as np
 from xdem.coreg._data import FitData
 from xdem.coreg._windows import SlopedSample, WindowSampler, sample_with_terrain, terrain_at_windows
 from xdem.errors import NotEnoughDataError
+from xdem.io._heap import release_free_heap
 from xdem.io.grid import block_tasks, signed_resolution
 from xdem.sampling import OVERSAMPLE, Sample, _bound, _candidates_block, join_windows, resolve_count
 
@@ -35,7 +36,10 @@ Tile = tuple[int, int, int, int]
 Candidates = dict[str, Any]
 
 #: Memory allowed for the candidates of one group of tiles (windows of both DEMs around each).
-GROUP_BYTES = 128 * 2**20
+#: 64 MiB: at 40000^2 (1000-pixel tiles, candidates of a row of tiles 330 MB) every round's draw
+#: is made by groups, and the group's candidates are held with the decoded chunks on top of
+#: what the process holds (issue 28's 1.0 GB bound); narrower groups decode about as many chunks.
+GROUP_BYTES = 64 * 2**20
 #: Memory allowed for the candidates of the tiles drawn band by band (:func:`chunk_bands`): those of
 #: every tile begun and not finished when a band of blocks ends.
 BAND_BYTES = 192 * 2**20
@@ -158,6 +162,7 @@ def draw_tiles(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], *,
     tasks = block_tasks(_block, arrays, origin=(R0, C0), tiles=list(tiles), limits=limits, half=half,
                         random_state=random_state)
     blocks: list[list[Candidates | None]] = list(dask.compute(*tasks))
+    release_free_heap()  # what the pass freed (decoded chunks' temporaries) goes back (xdem.io._heap)
     out: list[SlopedSample | None] = []
     for k, (tile, sub) in enumerate(zip(tiles, subs)):
         parts: list[Candidates] = [p for b in blocks if (p := b[k]) is not None]
@@ -233,6 +238,7 @@ def draw_bands(data: FitData, subs: Sequence[FitData], tiles: Sequence[Tile], ba
                             tiles=[tiles[k] for k in meet], limits=[limits[k] for k in meet], half=half,
                             random_state=random_state)
         blocks: list[list[Candidates | None]] = list(dask.compute(*tasks))
+        release_free_heap()  # as after a group's pass (draw_tiles)
         for j, k in enumerate(meet):
             parts.setdefault(k, []).extend(p for b in blocks if (p := b[j]) is not None)
         del blocks

@@ -38,6 +38,7 @@ from xdem.coreg._windows import SlopedSample, gather_windows, sample_with_terrai
 from xdem.coreg.affine import NuthKaab
 from xdem.coreg.base import Coreg, clone
 from xdem.errors import ConvergenceError, NotEnoughDataError, OverlapError
+from xdem.io._heap import release_free_heap
 from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
@@ -356,10 +357,12 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
         if it == 0:
             for batch in first_draws(template, data, base, tiles):
                 parallel([functools.partial(first, i, ss) for i, ss in batch])
+                del batch  # this batch's samples go before the next batch is drawn, not after it
             return [dict(r) for r in base]
         records = [dict(r, iteration=it, dx=math.nan, dy=math.nan, dz=math.nan, nmad_before=math.nan,
                         nmad_after=math.nan, converged=False, weight=0.0) for r in base]
         todo = sorted(fitted)
+        drawn: list[SlopedSample | None] = []
         for i in todo:
             records[i]["status"] = ""
 
@@ -375,6 +378,8 @@ def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int
                 drawn = draw_group(template, data, [base[i] for i in idx])
                 pairs = [(i, _kept(ss, base[i])) for i, ss in zip(idx, drawn) if ss is not None]
             parallel([functools.partial(again, i, sm) for i, sm in pairs])
+            pairs, drawn = [], []  # this group's samples go before the next group's draw, not after it
+            release_free_heap()  # and their pages back to the system (xdem.io._heap)
         return records
 
     return fit_round

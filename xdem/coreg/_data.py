@@ -7,9 +7,8 @@ the window sampler all depend on it and never on each other through it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast
 
 import dask.array as da
 import numpy as np
@@ -31,6 +30,16 @@ from xdem.typing import BiasVars, DEMLike, MaskLike, PointsLike
 __all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
 
 
+class PointsSampler(Protocol):
+    """``sampler(shift_x, shift_y)``: ``tba`` moved by the shift at the points, from cached windows
+    (:class:`xdem.coreg._windows.WindowSampler`); ``release()`` frees them."""
+
+    def __call__(self, sx: float, sy: float, /) -> np.ndarray: ...
+
+    def release(self) -> None:
+        """Free the cached windows."""
+
+
 @dataclass(frozen=True)
 class SharedPoints:
     """A Nuth & Kääb subsample that later steps of a pipeline can fit on without a pass.
@@ -46,7 +55,7 @@ class SharedPoints:
     rows: np.ndarray
     cols: np.ndarray
     ref: np.ndarray
-    sampler: Callable[[float, float], np.ndarray]
+    sampler: PointsSampler
     subsample: float | int
     random_state: int | None
     shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -64,6 +73,12 @@ class SharedPoints:
         sx, sy, sz = self.shift
         dh: np.ndarray = self.sampler(sx, sy) + sz - self.ref
         return dh
+
+    def release(self) -> None:
+        """Free the sampler's windows: for the step that is these points' last use (one that is
+        not a translation: no later step of the pipeline fits on them, :class:`CoregPipeline
+        <xdem.coreg.CoregPipeline>`). A later :meth:`dh` would read them again (one pass)."""
+        self.sampler.release()
 
 
 def as_dem(source: DEMLike) -> xr.DataArray:

@@ -172,6 +172,9 @@ class ShiftSampler(Protocol):
 
     def __call__(self, sx: float, sy: float) -> np.ndarray: ...
 
+    def release(self) -> None:
+        """Free the cached windows (the sampler's last use is done)."""
+
 
 @dataclass
 class ShiftSample:

@@ -123,6 +123,11 @@ class WindowSampler:
         """Use ``windows`` (gathered at zero shift, centred on the sampled pixels)."""
         self.R, self.C, self.win = 0, 0, windows
 
+    def release(self) -> None:
+        """Free the cached windows once the sampler's last use is done (before a solve allocates
+        its own arrays); a later call reads them again (one more pass, counted in ``reads``)."""
+        self.R, self.C, self.win = None, None, None
+
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
         drow, dcol = shift_in_pixels_at(self.res, sx, sy)

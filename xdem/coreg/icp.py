@@ -55,6 +55,7 @@ from xdem.coreg._windows import gather_windows
 from xdem.coreg.base import FitData, register
 from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
+from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     acceleration,
@@ -374,6 +375,7 @@ class ICP(RigidCoreg):
         reference = _Reference(ref, transform, centre, shape[1])
         reference.store(s.pop("win_ref"), rows, cols)
         reference.use(rows, cols)
+        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # the draw's freed memory goes back first (xdem.io._heap)
         self._solve(reference, points, np.array([sx, sy, 0.0 if sz is None else sz]), sz is None, pixel=pixel,
                     shape=shape)
         self.passes_ = int(s.passes + reference.reads)
@@ -490,6 +492,7 @@ class ICP(RigidCoreg):
                     f"ICP diverged: after {iterations} iterations the transform moves points by more than a quarter "
                     "of the DEM's size; if the DEMs really are that far apart, start from an estimate with "
                     "initial_shift=(dx, dy), or fit NuthKaab() + ICP()")
+            del q, surf, normals, dist, ok  # this iteration's matches go before the next one builds its own
         if flat:
             warnings.warn("ICP: the terrain does not constrain all six parameters (flat or one-directional "
                           "slopes); the unconstrained ones (horizontal shift, rotation about z) stay at their start",

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
-from xdem.coreg._point_sample import ShiftSample, reversed_history
+from xdem.coreg._point_sample import ShiftSample, ShiftSampler, reversed_history
 from xdem.coreg._shift import shift_dem
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
@@ -51,6 +50,7 @@ from xdem.errors import (
     InputError,
     NotEnoughDataError,
 )
+from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
 from xdem.io.grid import get_transform, grid_shape
 from xdem.warp import FrameOp
 
@@ -188,7 +188,7 @@ class NuthKaabDeramp(Coreg):
         self._check_params()
         ss = ShiftSample.from_pair(data, self, what="NuthKaabDeramp")
         self._fit_on_sample(ss.ref, ss.slope, ss.aspect, ss.x, ss.y, ss.sampler, resolution=ss.resolution,
-                            start=ss.start, grid=ss.grid)
+                            start=ss.start, grid=ss.grid, last_use=True)
         self.passes_ = ss.passes
 
     def _fit_points(self, data: PointFitData) -> None:
@@ -242,54 +242,28 @@ class NuthKaabDeramp(Coreg):
     scale_: float
 
     def _fit_on_sample(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray, x: np.ndarray, y: np.ndarray,
-                       sampler: Callable[[float, float], np.ndarray], *, resolution: tuple[float, float],
-                       start: tuple[float, float], grid: xr.DataArray) -> None:
+                       sampler: ShiftSampler, *, resolution: tuple[float, float],
+                       start: tuple[float, float], grid: xr.DataArray, last_use: bool = False) -> None:
         """The joint iterations on a gathered sample (pixels of a reference DEM, or points):
         ``ref`` the reference elevations at map coordinates ``x, y``, ``slope``/``aspect``
         (degrees) there, ``sampler(sx, sy)`` the DEM to align moved by the shift at the same
-        places; ``grid`` the reference grid (normalisation of the coordinates)."""
-        dx, dy = resolution
-        s = {"ref": ref, "slope": slope, "aspect": aspect}
-        tan_s = np.tan(np.radians(s["slope"]))
-        asp = np.radians(s["aspect"])
-        sloped = np.isfinite(tan_s) & np.isfinite(asp) & (s["slope"] >= float(self.min_slope))
-        gx = np.where(sloped, -tan_s * np.sin(np.where(sloped, asp, 0.0)), 0.0)
-        gy = np.where(sloped, -tan_s * np.cos(np.where(sloped, asp, 0.0)), 0.0)
-        constrained = int(sloped.sum()) >= self._min_points
-        if not constrained:
-            warnings.warn(
-                f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
-                f"than {self.min_slope} degrees); only the polynomial ramp is estimated",
-                FlatTerrainWarning, stacklevel=5,
-            )
+        places; ``grid`` the reference grid (normalisation of the coordinates). With
+        ``last_use`` the sampler is not called after this fit: its windows are freed before the
+        final solve, with the iterations' design matrix and its inputs."""
         terms = surface_terms(self.poly_order)
         center, scale = grid_normalisation(grid)
         poly = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
-        design = np.column_stack([gx, gy, poly])
-
-        def step(sx: float, sy: float) -> tuple[float, float]:
-            dh = sampler(sx, sy) - s["ref"]
-            ok = np.isfinite(dh)
-            if int((ok & sloped).sum()) < self._min_points:
-                raise NotEnoughDataError(
-                    f"NuthKaabDeramp: only {int((ok & sloped).sum())} sampled pixels remain valid at shift "
-                    f"({sx:.3f}, {sy:.3f}); the DEMs barely overlap or the shift is too large"
-                )
-            p = _solve_rejecting(design[ok], dh[ok])
-            return float(p[0]), float(p[1])
-
-        run = Iterations(start, [], 0, converged=False, constrained=False)
-        if constrained:
-            run = iterate_shift(
-                step, what="NuthKaabDeramp", start=start, resolution=(dx, dy), shape=grid_shape(grid),
-                max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
-                on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(sampler, s["ref"], a, b),
-            )
+        run, constrained = self._iterate(ref, slope, aspect, poly, sampler, resolution=resolution, start=start,
+                                         grid=grid)
         sx, sy = run.shift
         history, it, converged = run.history, run.n_iterations, run.converged
-        dh = sampler(sx, sy) - s["ref"]
+        dh = sampler(sx, sy) - ref
+        if last_use:
+            sampler.release()
         ok = np.isfinite(dh)
         poly_ok, dh_ok = poly[ok], dh[ok]  # selected once, not at every evaluation of the residual
+        del poly
+        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # what was freed goes back first (xdem.io._heap)
         p0 = _solve_rejecting(poly_ok, dh_ok)
         coefs, _ = robust_refine_linear(poly_ok, dh_ok, p0)
         self.shift_x_ = float(sx)
@@ -305,6 +279,46 @@ class NuthKaabDeramp(Coreg):
         self.count_ = int(ok.sum())
         self.history_ = history
         self._describe_ramp(grid)
+
+    def _iterate(self, ref: np.ndarray, slope: np.ndarray, aspect: np.ndarray, poly: np.ndarray,
+                 sampler: ShiftSampler, *, resolution: tuple[float, float], start: tuple[float, float],
+                 grid: xr.DataArray) -> tuple[Iterations, bool]:
+        """The Gauss-Newton iterations of :meth:`_fit_on_sample` (``poly`` the polynomial's columns):
+        the run and whether the terrain constrains the shift. Their design matrix and its inputs
+        are freed on return, before the final solve allocates its own."""
+        tan_s = np.tan(np.radians(slope))
+        asp = np.radians(aspect)
+        sloped = np.isfinite(tan_s) & np.isfinite(asp) & (slope >= float(self.min_slope))
+        gx = np.where(sloped, -tan_s * np.sin(np.where(sloped, asp, 0.0)), 0.0)
+        gy = np.where(sloped, -tan_s * np.cos(np.where(sloped, asp, 0.0)), 0.0)
+        constrained = int(sloped.sum()) >= self._min_points
+        if not constrained:
+            warnings.warn(
+                f"the terrain is too flat to estimate a horizontal shift ({int(sloped.sum())} sampled pixels steeper "
+                f"than {self.min_slope} degrees); only the polynomial ramp is estimated",
+                FlatTerrainWarning, stacklevel=6,
+            )
+        design = np.column_stack([gx, gy, poly])
+
+        def step(sx: float, sy: float) -> tuple[float, float]:
+            dh = sampler(sx, sy) - ref
+            ok = np.isfinite(dh)
+            if int((ok & sloped).sum()) < self._min_points:
+                raise NotEnoughDataError(
+                    f"NuthKaabDeramp: only {int((ok & sloped).sum())} sampled pixels remain valid at shift "
+                    f"({sx:.3f}, {sy:.3f}); the DEMs barely overlap or the shift is too large"
+                )
+            p = _solve_rejecting(design[ok], dh[ok])
+            return float(p[0]), float(p[1])
+
+        if not constrained:
+            return Iterations(start, [], 0, converged=False, constrained=False), False
+        run = iterate_shift(
+            step, what="NuthKaabDeramp", start=start, resolution=resolution, shape=grid_shape(grid),
+            max_iterations=int(self.max_iterations), tolerance=float(self.tolerance),
+            on_divergence=self.on_divergence, spread_ratio=lambda a, b: nmad_ratio(sampler, ref, a, b),
+        )
+        return run, True
 
     def _describe_ramp(self, ref: xr.DataArray) -> None:
         """Human units of the fitted ramp: tilt at the grid centre and amplitude over the grid."""

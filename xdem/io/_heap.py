@@ -9,7 +9,8 @@ the more blocks, the more places pin them. :func:`release_free_heap`, called onc
 written, hands the free pages back with ``malloc_trim(0)`` when more than
 :data:`RELEASE_ABOVE` bytes are free and the process grew by as much since the last trim, so
 what stays resident is bounded by what the running tasks hold plus that bound, not by the
-history of the pass. Below the bound nothing is done (a trim costs the page faults of touching
+history of the pass; a fit trims once before its solves above :data:`SOLVE_RELEASE_ABOVE`.
+Below the bound nothing is done (a trim costs the page faults of touching
 those pages again). Not glibc (or glibc < 2.33, no ``mallinfo2``):
 nothing is done.
 """
@@ -23,11 +24,17 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE"]
+__all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE", "SOLVE_RELEASE_ABOVE"]
 
 #: Free heap bytes above which :func:`release_free_heap` trims (twice the CLI's ``TOP_PAD``:
 #: what the CLI's two arenas keep on purpose to avoid page faults is left alone).
 RELEASE_ABOVE = 128 << 20
+#: Free heap bytes above which a fit trims once before its least-squares solves
+#: (``release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)``): the sample's windows and
+#: temporaries it has just freed go back to the system before the solver allocates its copies
+#: of the design matrix, so the peak is not the freed memory plus the solver's (issue 28:
+#: ``nuthkaab+deramp`` at 40000^2). Once a fit, so the page faults of a trim are paid once.
+SOLVE_RELEASE_ABOVE = 32 << 20
 
 
 class _MallInfo2(ctypes.Structure):

@@ -270,6 +270,11 @@ class PointSampler:
         self.reads += 1
         return win
 
+    def release(self) -> None:
+        """Free the cached windows once the sampler's last use is done; a later call reads them
+        again (counted in ``reads``)."""
+        self.R, self.C, self.windows = None, None, None
+
     def __call__(self, sx: float, sy: float) -> np.ndarray:
         h = self.half
         drow, dcol = shift_in_pixels_at(self.res, sx, sy)
