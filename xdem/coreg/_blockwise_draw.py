@@ -36,10 +36,7 @@ Tile = tuple[int, int, int, int]
 Candidates = dict[str, Any]
 
 #: Memory allowed for the candidates of one group of tiles (windows of both DEMs around each).
-#: 64 MiB: at 40000^2 (1000-pixel tiles, candidates of a row of tiles 330 MB) every round's draw
-#: is made by groups, and the group's candidates are held with the decoded chunks on top of
-#: what the process holds (issue 28's 1.0 GB bound); narrower groups decode about as many chunks.
-GROUP_BYTES = 64 * 2**20
+GROUP_BYTES = 128 * 2**20
 #: Memory allowed for the candidates of the tiles drawn band by band (:func:`chunk_bands`): those of
 #: every tile begun and not finished when a band of blocks ends.
 BAND_BYTES = 192 * 2**20
