@@ -29,6 +29,7 @@ Protocol, one JSON object per line on stdin, one answer per line on stdout:
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -153,6 +154,10 @@ def serve(preload: str) -> None:
     _warm_kernels(SERVER_WARMS[preload])
     if len(os.listdir("/proc/self/task")) != threads:  # a thread would not survive the fork
         raise SystemExit("the fork server's warm-up started a thread")
+    # The imports' and warm-up's objects to the permanent generation: a child's garbage collections
+    # then never walk them (nor write their headers, which would copy each page of the server's heap).
+    gc.collect()
+    gc.freeze()
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
