@@ -154,9 +154,8 @@ def serve(preload: str) -> None:
     _warm_kernels(SERVER_WARMS[preload])
     if len(os.listdir("/proc/self/task")) != threads:  # a thread would not survive the fork
         raise SystemExit("the fork server's warm-up started a thread")
-    # What the server holds now (modules, compiled kernels) lives as long as every child: out of the
-    # collector's reach, a child's collections no longer walk it, nor write to its pages (each
-    # write copies a page the fork shared)
+    # The imports' and warm-up's objects to the permanent generation: a child's garbage collections
+    # then never walk them (nor write their headers, which would copy each page of the server's heap).
     gc.collect()
     gc.freeze()
     out = sys.stdout

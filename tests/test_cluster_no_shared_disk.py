@@ -14,9 +14,11 @@ and after.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,6 +89,24 @@ def _files(*folders: Path) -> set[str]:
     return {str(p) for f in folders for p in f.rglob("*") if p.is_file()}
 
 
+def _warm_numba_cache(folder: Path) -> str:
+    """Fill ``folder``, a worker's own ``NUMBA_CACHE_DIR``, with the compiled kernels this process's
+    numba cache holds (as on a machine that ran xdem before), and return it.
+
+    Each worker would otherwise compile every kernel it runs (about 15 s of CPU a worker; the
+    suite's warm-up, tests/conftest.py, has already compiled them). What a worker still compiles,
+    numba writes there, in the worker's own folder, as before."""
+    kernels = ROOT / "xdem" / "kernels"
+    # numba's layout of a NUMBA_CACHE_DIR (numba.core.caching._CacheLocator.get_suitable_cache_subpath)
+    subpath = f"{kernels.name}_{hashlib.sha1(str(kernels).encode()).hexdigest()}"
+    own = os.environ.get("NUMBA_CACHE_DIR")
+    source = Path(own) / subpath if own else kernels / "__pycache__"
+    (folder / subpath).mkdir(parents=True)
+    for path in source.glob("*.nb[ic]"):
+        shutil.copy2(path, folder / subpath / path.name)
+    return str(folder)
+
+
 @contextlib.contextmanager
 def own_folder_cluster(base: Path) -> Iterator[tuple]:
     """A scheduler and two single-threaded ``Nanny`` workers, each with its own
@@ -102,7 +122,7 @@ def own_folder_cluster(base: Path) -> Iterator[tuple]:
         local.mkdir(), tmp.mkdir()
         folders.append((local, tmp))
         # NUMBA_CACHE_DIR: numba's on-disk kernel cache, a per-machine cache of the worker's own
-        env = {"TMPDIR": str(tmp), "NUMBA_CACHE_DIR": str(local / "numba"), "PYTHONPATH": str(ROOT)}
+        env = {"TMPDIR": str(tmp), "NUMBA_CACHE_DIR": _warm_numba_cache(local / "numba"), "PYTHONPATH": str(ROOT)}
         workers[f"w{i}"] = {"cls": distributed.Nanny, "options": {
             "nthreads": 1, "local_directory": str(local), "env": env, "silence_logs": 40}}
     with warnings.catch_warnings():
@@ -257,7 +277,8 @@ def blind(tmp_path_factory):
         for i in range(2):
             local = base / f"b{i}"
             local.mkdir()
-            env = {**os.environ, "TMPDIR": str(local), "NUMBA_CACHE_DIR": str(local / "numba"), "PYTHONPATH": str(ROOT)}
+            env = {**os.environ, "TMPDIR": str(local), "NUMBA_CACHE_DIR": _warm_numba_cache(local / "numba"),
+                   "PYTHONPATH": str(ROOT)}
             procs.append(subprocess.Popen(
                 ["unshare", "-m", "sh", "-c", _HIDE, "sh", str(hidden), sys.executable, "-m", "distributed.cli.dask_worker",
                  lc.scheduler_address, "--nthreads", "1", "--no-nanny", "--name", f"b{i}", "--local-directory", str(local)],
