@@ -174,6 +174,10 @@ def serve(preload: str) -> None:
         out.flush()
 
 
+#: Seconds the first request waits for a server's start (its imports and warm-up).
+START_TIMEOUT_S = 600
+
+
 class ForkServer:
     """The test side: ``run(args, ...)`` starts a command in a forked child and returns its pid;
     ``wait(pid)`` returns its exit code (negative: killed by that signal)."""
@@ -187,6 +191,8 @@ class ForkServer:
         for name in ("XDEM_TEST_PAUSE_AT", *unset):
             env.pop(name, None)
         self.cpu_s: dict[int, float] = {}
+        #: whether the server has answered once (its first answer waits for its imports and warm-up)
+        self.ready = False
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), preload], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env,
                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -210,7 +216,15 @@ class ForkServer:
         req = {"op": "run", "args": args, "cwd": str(cwd), "env": env or {}, "stdout": str(stdout),
                "stderr": str(stderr), "sigint": sigint, "finalize": finalize,
                **({"script": str(script)} if script is not None else {})}
-        return int(self._ask(req, timeout=60)["pid"])
+        # the first request waits for the server's start (imports, kernel warm-up: minutes on a loaded
+        # machine); after a timeout the server is stopped, so that no later request reads its late answer
+        try:
+            answer = self._ask(req, timeout=60 if self.ready else START_TIMEOUT_S)
+        except TimeoutError:
+            self.proc.kill()
+            raise
+        self.ready = True
+        return int(answer["pid"])
 
     def wait(self, pid: int, *, timeout: float = 180) -> int:
         """The exit code of child ``pid`` (killed with SIGKILL if it has not ended in ``timeout`` s);
