@@ -37,9 +37,8 @@ from dask.highlevelgraph import HighLevelGraph
 from pyproj import CRS, Transformer
 
 from xdem._frame_op import FrameOp, NotMergeable, Surface
-from xdem._warp_bands import shared_window_tasks
 from xdem.io.grid import Grid, crs_key, dask_data, same_crs
-from xdem.io.sources import RegionReader, find_sources, region_reader, register_source
+from xdem.io.sources import find_sources, region_reader, register_source
 from xdem.kernels.field import compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import FIXED_POINT_TOLERANCE, MAX_FIXED_POINT_ITERATIONS, InverseCoefficients
@@ -401,51 +400,6 @@ def _fail_outside(spec: _Spec) -> None:
                        "(please report this with the two CRSs involved)")
 
 
-_Windows = dict[tuple[int, int], tuple[tuple[int, int], list[Any]]]
-
-
-def _file_windows(spec: _Spec, wins: dict[tuple[int, int], Any], out_rows: np.ndarray, out_cols: np.ndarray,
-                  read: RegionReader, cut_name: str, dsk: dict[Any, Any]) -> _Windows:
-    """Each output chunk's source window read from the file (the chunk's ``(layout, pieces)`` for
-    :func:`_warp_chunk`; the read tasks go into ``dsk``): on the source's own grid in shared
-    pieces (:mod:`xdem._warp_bands`) when the windows' halos are thin, else in one read each."""
-    shared = None
-    if spec.grid.same_as(spec.src):
-        shared = shared_window_tasks(wins, row_edges=out_rows, col_edges=out_cols, read=read, name=cut_name)
-    if shared is not None:
-        dsk.update(shared[0])
-        return {ij: ((1, 1), [task]) for ij, task in shared[1].items()}
-    out: _Windows = {}
-    for (i, j), win in wins.items():
-        if win is not None:
-            dsk[(cut_name, i, j, 0, 0)] = (read, slice(win[0], win[1]), slice(win[2], win[3]))
-            out[(i, j)] = ((1, 1), [(cut_name, i, j, 0, 0)])
-    return out
-
-
-def _chunk_windows(data: da.Array, wins: dict[tuple[int, int], Any], cut_name: str, dsk: dict[Any, Any]) -> _Windows:
-    """Each output chunk's source window cut out of the source's chunks, as copies (see
-    :func:`_file_windows`)."""
-    row_edges = np.cumsum((0,) + data.chunks[0])
-    col_edges = np.cumsum((0,) + data.chunks[1])
-    out: _Windows = {}
-    for (i, j), win in wins.items():
-        if win is None:
-            continue
-        wr0, wr1, wc0, wc1 = win
-        bis = [b for b in range(len(data.chunks[0])) if row_edges[b] < wr1 and row_edges[b + 1] > wr0]
-        bjs = [b for b in range(len(data.chunks[1])) if col_edges[b] < wc1 and col_edges[b + 1] > wc0]
-        pieces: list[Any] = []
-        for bi in bis:
-            rs = slice(max(wr0, row_edges[bi]) - row_edges[bi], min(wr1, row_edges[bi + 1]) - row_edges[bi])
-            for bj in bjs:
-                cs = slice(max(wc0, col_edges[bj]) - col_edges[bj], min(wc1, col_edges[bj + 1]) - col_edges[bj])
-                dsk[(cut_name, i, j, bi, bj)] = (_cut, (data.name, bi, bj), rs, cs)
-                pieces.append((cut_name, i, j, bi, bj))
-        out[(i, j)] = ((len(bis), len(bjs)), pieces)
-    return out
-
-
 #: Elevations (metres) assumed by default for a transform rotating about x or y: every
 #: elevation on Earth, including ellipsoid heights and bathymetry to -1000 m.
 DEFAULT_Z_RANGE_M = (-1000.0, 9000.0)
@@ -517,24 +471,44 @@ def warp_dem(
     dtype = data.dtype
     token = tokenize(data.name, spec, out_chunks)
     name, cut_name = f"warp-{token}", f"warp-cut-{token}"
-    # A DEM opened from a file: each output chunk's window is read from the file by tasks of its
-    # own (its core, and bands shared with its neighbours: xdem._warp_bands), so memory holds the
-    # windows of the running tasks and a few thin bands. Otherwise the windows are cut from the
+    # A DEM opened from a file: each output chunk reads its window from the file in a task of its
+    # own, so memory holds one window per running task. Otherwise the windows are cut from the
     # source's chunks, which dask keeps until every window overlapping them is done: for a
     # rotation, the three chunk rows around the current one (26 chunks of 2048^2 at 20000^2).
     read = region_reader(data)
-    out_rows, out_cols = np.cumsum((0,) + out_chunks[0]), np.cumsum((0,) + out_chunks[1])
-    wins = {(i, j): _footprint(spec, int(out_rows[i]), int(out_rows[i + 1]), int(out_cols[j]), int(out_cols[j + 1]))
-            for i in range(len(out_chunks[0])) for j in range(len(out_chunks[1]))}
+    row_edges = np.cumsum((0,) + data.chunks[0])
+    col_edges = np.cumsum((0,) + data.chunks[1])
     dsk: dict[Any, Any] = {}
-    if read is not None:
-        windows = _file_windows(spec, wins, out_rows, out_cols, read, cut_name, dsk)
-    else:
-        windows = _chunk_windows(data, wins, cut_name, dsk)
-    for (i, j), win in wins.items():
-        r0, c0, shape = int(out_rows[i]), int(out_cols[j]), (out_chunks[0][i], out_chunks[1][j])
-        window0, layout, pieces = ((0, 0), (0, 0), []) if win is None else ((win[0], win[2]), *windows[(i, j)])
-        dsk[(name, i, j)] = (_warp_chunk, spec, r0, c0, shape, window0, layout, dtype, *pieces)
+    r0 = 0
+    for i, nr in enumerate(out_chunks[0]):
+        c0 = 0
+        for j, nc in enumerate(out_chunks[1]):
+            win = _footprint(spec, r0, r0 + nr, c0, c0 + nc)
+            pieces: list[Any] = []
+            layout = (0, 0)
+            window0 = (0, 0)
+            if win is not None:
+                wr0, wr1, wc0, wc1 = win
+                layout, window0 = (1, 1), (wr0, wc0)
+                if read is not None:
+                    key = (cut_name, i, j, 0, 0)
+                    dsk[key] = (read, slice(wr0, wr1), slice(wc0, wc1))
+                    dsk[(name, i, j)] = (_warp_chunk, spec, r0, c0, (nr, nc), window0, layout, dtype, key)
+                    c0 += nc
+                    continue
+                bis = [b for b in range(len(data.chunks[0])) if row_edges[b] < wr1 and row_edges[b + 1] > wr0]
+                bjs = [b for b in range(len(data.chunks[1])) if col_edges[b] < wc1 and col_edges[b + 1] > wc0]
+                for bi in bis:
+                    rs = slice(max(wr0, row_edges[bi]) - row_edges[bi], min(wr1, row_edges[bi + 1]) - row_edges[bi])
+                    for bj in bjs:
+                        cs = slice(max(wc0, col_edges[bj]) - col_edges[bj], min(wc1, col_edges[bj + 1]) - col_edges[bj])
+                        key = (cut_name, i, j, bi, bj)
+                        dsk[key] = (_cut, (data.name, bi, bj), rs, cs)
+                        pieces.append(key)
+                layout, window0 = (len(bis), len(bjs)), (wr0, wc0)
+            dsk[(name, i, j)] = (_warp_chunk, spec, r0, c0, (nr, nc), window0, layout, dtype, *pieces)
+            c0 += nc
+        r0 += nr
     # dask's own stubs: da.Array's __dask_scheduler__ does not match its DaskCollection protocol
     if read is None:
         graph = HighLevelGraph.from_collections(name, dsk, dependencies=[data])  # type: ignore[list-item]
