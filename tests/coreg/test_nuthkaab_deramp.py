@@ -174,9 +174,9 @@ def test_shared_points_give_the_lazily_corrected_dem(tilted):
     np.testing.assert_allclose(got, expected, atol=1e-3, equal_nan=True)  # float32 rounding of the DEM
 
 
-def test_released_shared_points_read_their_windows_again(tilted):
-    """After SharedPoints.release() the sampler holds no windows; a later dh() reads them again
-    (one more pass) and gives the same values."""
+def test_shared_points_last_use_frees_the_windows_and_a_later_read_gives_the_same_values(tilted):
+    """dh() of points marked as their last use frees the sampler's windows; another dh() reads
+    them again (one more pass) and gives the same values; unmarked points keep them."""
     from xdem.coreg.base import prepare_pair
 
     ref, tba, _ = tilted
@@ -186,11 +186,12 @@ def test_released_shared_points_read_their_windows_again(tilted):
     nk.fit_prepared(data)
     shared = nk.pop_shared_points()
     assert shared is not None
-    pts = shared.moved(nk.to_translations())
-    before, reads = pts.dh(), shared.sampler.reads
-    pts.release()
-    assert shared.sampler.win is None
-    again = pts.dh()
+    before, reads = shared.moved(nk.to_translations()).dh(), shared.sampler.reads
+    assert shared.sampler.win is not None
+    last = shared.moved(nk.to_translations(), last_use=True)
+    np.testing.assert_array_equal(last.dh(), before)
+    assert shared.sampler.win is None and shared.sampler.reads == reads
+    again = last.dh()
     assert shared.sampler.reads == reads + 1
     np.testing.assert_array_equal(np.isnan(again), np.isnan(before))
     np.testing.assert_allclose(again, before, atol=1e-9, equal_nan=True)

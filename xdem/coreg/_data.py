@@ -49,7 +49,9 @@ class SharedPoints:
     the windows gathered by Nuth & Kääb (``sampler(shift_x, shift_y)`` gives ``tba`` there): the
     values of the lazily corrected DEM. A step may use it when it would draw the same
     subsample (``subsample`` and ``random_state`` equal); its pixels are those of the Nuth &
-    Kääb draw still valid after the shift.
+    Kääb draw still valid after the shift. ``last_use`` (set by the pipeline, which knows that no
+    later step fits on these points: this step corrects the DEM in a way they cannot follow, or
+    it is the last step) makes :meth:`dh` free the sampler's windows once read.
     """
 
     rows: np.ndarray
@@ -59,26 +61,27 @@ class SharedPoints:
     subsample: float | int
     random_state: int | None
     shift: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    last_use: bool = False
 
-    def moved(self, shift: tuple[float, float, float]) -> SharedPoints:
-        """The same points for ``tba`` moved by ``shift`` (the merged translation so far)."""
-        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift)
+    def moved(self, shift: tuple[float, float, float], *, last_use: bool = False) -> SharedPoints:
+        """The same points for ``tba`` moved by ``shift`` (the merged translation so far);
+        ``last_use``: the step given them is the last to read them."""
+        return SharedPoints(self.rows, self.cols, self.ref, self.sampler, self.subsample, self.random_state, shift,
+                            last_use)
 
     def serves(self, subsample: float | int, random_state: int | None) -> bool:
         """Whether a step with these settings would draw this subsample."""
         return subsample == self.subsample and random_state == self.random_state
 
     def dh(self) -> np.ndarray:
-        """``dh`` of the corrected DEM at the points (NaN where it is not valid)."""
+        """``dh`` of the corrected DEM at the points (NaN where it is not valid); frees the
+        sampler's windows after reading them when these are the points' ``last_use`` (a later
+        call reads them again: one more pass)."""
         sx, sy, sz = self.shift
         dh: np.ndarray = self.sampler(sx, sy) + sz - self.ref
+        if self.last_use:
+            self.sampler.release()
         return dh
-
-    def release(self) -> None:
-        """Free the sampler's windows: for the step that is these points' last use (one that is
-        not a translation: no later step of the pipeline fits on them, :class:`CoregPipeline
-        <xdem.coreg.CoregPipeline>`). A later :meth:`dh` would read them again (one pass)."""
-        self.sampler.release()
 
 
 def as_dem(source: DEMLike) -> xr.DataArray:

@@ -31,7 +31,7 @@ from xdem.coreg._point_sample import PointSample
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
 from xdem.coreg.fitfuncs import poly_design, robust_refine_linear, single_thread_blas
 from xdem.errors import InputError, NotEnoughDataError
-from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
+from xdem.io._heap import release_before_solve
 from xdem.io.grid import block_pixel_offsets, block_xy, dask_data, get_transform
 from xdem.kernels.surface import subtract_polynomial_surface
 from xdem.sampling import Sample, sample_valid
@@ -225,8 +225,7 @@ class Deramp(Coreg):
         need = max(len(terms) + 1, 10)
         pts = data.points
         if isinstance(pts, SharedPoints) and pts.serves(self.subsample, self.random_state):
-            dh = pts.dh()  # a pipeline's Nuth & Kääb subsample: no pass over the data
-            pts.release()  # their last use: Deramp is no translation, no later step fits on these points
+            dh = pts.dh()  # a pipeline's Nuth & Kääb subsample: no pass (freed here if their last use)
             ok = np.isfinite(dh)
             if int(ok.sum()) < need:
                 raise NotEnoughDataError(f"Deramp needs at least {need} valid pixels but found {int(ok.sum())}")
@@ -251,7 +250,7 @@ class Deramp(Coreg):
         terms = self._terms()
         center, scale = normalisation
         design = poly_design(np.vstack([(x - center[0]) / scale, (y - center[1]) / scale]), terms)
-        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # what was freed goes back first (xdem.io._heap)
+        release_before_solve()  # what was freed goes back first (xdem.io._heap)
         with single_thread_blas():
             p0, *_ = np.linalg.lstsq(design, dh, rcond=None)
         coefs, _ = robust_refine_linear(design, dh, p0)

@@ -55,7 +55,7 @@ from xdem.coreg._windows import gather_windows
 from xdem.coreg.base import FitData, register
 from xdem.coreg.rigid import RigidCoreg
 from xdem.errors import ConvergenceError, ConvergenceWarning, FlatTerrainWarning, InputError, NotEnoughDataError
-from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
+from xdem.io._heap import release_before_solve
 from xdem.io.grid import check_projected, get_resolution, get_transform, grid_shape
 from xdem.kernels.icp import (
     acceleration,
@@ -375,7 +375,7 @@ class ICP(RigidCoreg):
         reference = _Reference(ref, transform, centre, shape[1])
         reference.store(s.pop("win_ref"), rows, cols)
         reference.use(rows, cols)
-        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # the draw's freed memory goes back first (xdem.io._heap)
+        release_before_solve()  # the draw's freed memory goes back first (xdem.io._heap)
         self._solve(reference, points, np.array([sx, sy, 0.0 if sz is None else sz]), sz is None, pixel=pixel,
                     shape=shape)
         self.passes_ = int(s.passes + reference.reads)

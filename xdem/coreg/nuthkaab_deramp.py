@@ -50,7 +50,7 @@ from xdem.errors import (
     InputError,
     NotEnoughDataError,
 )
-from xdem.io._heap import SOLVE_RELEASE_ABOVE, release_free_heap
+from xdem.io._heap import release_before_solve
 from xdem.io.grid import get_transform, grid_shape
 from xdem.warp import FrameOp
 
@@ -263,7 +263,7 @@ class NuthKaabDeramp(Coreg):
         ok = np.isfinite(dh)
         poly_ok, dh_ok = poly[ok], dh[ok]  # selected once, not at every evaluation of the residual
         del poly
-        release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)  # what was freed goes back first (xdem.io._heap)
+        release_before_solve()  # what was freed goes back first (xdem.io._heap)
         p0 = _solve_rejecting(poly_ok, dh_ok)
         coefs, _ = robust_refine_linear(poly_ok, dh_ok, p0)
         self.shift_x_ = float(sx)

@@ -201,7 +201,8 @@ class CoregPipeline(Coreg):
             points = None
             if shared is not None:  # the points follow translations only
                 moved = _merged_op(pending[since:])
-                points = shared.moved(moved.shift) if moved.is_translation else None
+                last = k + 1 == len(self.steps) or not step.capabilities.affine  # none after it fits on them
+                points = shared.moved(moved.shift, last_use=last) if moved.is_translation else None
             collect = shared is None and self.share_sample and k + 1 < len(self.steps)
             if pending and step.capabilities.initial_shift:  # it starts from the pending matrix, unresampled DEM
                 step.fit_after(FitData(ref=data.ref, tba=base, inlier=data.inlier, bias_vars=data.bias_vars),

@@ -24,13 +24,13 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["release_free_heap", "free_heap_bytes", "RELEASE_ABOVE", "SOLVE_RELEASE_ABOVE"]
+__all__ = ["release_free_heap", "release_before_solve", "free_heap_bytes", "RELEASE_ABOVE", "SOLVE_RELEASE_ABOVE"]
 
 #: Free heap bytes above which :func:`release_free_heap` trims (twice the CLI's ``TOP_PAD``:
 #: what the CLI's two arenas keep on purpose to avoid page faults is left alone).
 RELEASE_ABOVE = 128 << 20
 #: Free heap bytes above which a fit trims once before its least-squares solves
-#: (``release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)``): the sample's windows and
+#: (:func:`release_before_solve`): the sample's windows and
 #: temporaries it has just freed go back to the system before the solver allocates its copies
 #: of the design matrix, so the peak is not the freed memory plus the solver's (issue 28:
 #: ``nuthkaab+deramp`` at 40000^2). Once a fit, so the page faults of a trim are paid once.
@@ -96,6 +96,21 @@ def release_free_heap(*, above: int | None = None, grown: int | None = None) -> 
         libc.malloc_trim(0)
         _AFTER_LAST[0] = _resident()
     return True
+
+
+def release_before_solve() -> bool:
+    """Trim once before a fit's least-squares solves if more than :data:`SOLVE_RELEASE_ABOVE`
+    bytes are free, whatever the growth since the last trim; returns whether it trimmed.
+
+    What a fit has just freed (its sample's windows, a previous step's design matrix) goes back
+    to the system before the solver allocates its own copies, so the fit's peak is not the sum.
+
+    Examples
+    --------
+    >>> release_before_solve() in (True, False)
+    True
+    """
+    return release_free_heap(above=SOLVE_RELEASE_ABOVE, grown=0)
 
 
 #: Resident bytes right after the last trim (0 before the first).
