@@ -315,3 +315,57 @@ def test_sub_pixel_shift_is_fitted_in_one_pass_with_the_result_of_windows_cut_ag
     assert np.array_equal(spare.to_matrix(), again.to_matrix())
     assert (spare.count_, spare.n_iterations_, spare.residual_nmad_) == (again.count_, again.n_iterations_,
                                                                           again.residual_nmad_)
+
+
+def _planes_case(m: int, *, flat: bool) -> tuple[np.ndarray, ...]:
+    """Points near random planes (``flat``: every normal vertical, a rank-deficient system)."""
+    rng = np.random.default_rng(7)
+    q = rng.normal(size=(m, 3)) * [500.0, 500.0, 50.0] + [4e5, 5e6, 1500.0]
+    n = np.tile([0.0, 0.0, 1.0], (m, 1)) if flat else rng.normal(size=(m, 3))
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    p = q + n * rng.normal(scale=0.3, size=(m, 1)) + [0.2, -0.1, 0.05]
+    return p, q, n, q.mean(axis=0), rng.random(m) < 0.9
+
+
+def _whole_lstsq_step(p: np.ndarray, q: np.ndarray, n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
+    """The point-to-plane increment by lstsq on the whole design (the former kernel)."""
+    d = p - c
+    scale = float(np.sqrt(np.mean(np.sum(d * d, axis=1))))
+    design = np.column_stack([np.cross(d / scale, n), n])
+    x, _, rank, _ = np.linalg.lstsq(design, -np.sum((p - q) * n, axis=1), rcond=1e-4)
+    return np.concatenate([x[:3] / scale, x[3:]]), int(rank)
+
+
+@pytest.mark.parametrize("m", [5, 1000, 150_000])  # fewer rows than unknowns, one batch, three batches
+@pytest.mark.parametrize("flat", [False, True])
+def test_point_to_plane_step_in_batches_is_the_lstsq_of_the_whole_system(m, flat):
+    """The batched QR reduction gives lstsq's solution on the whole design (to rounding: 1e-9 of a
+    metre or of a radian, far below ICP's 1e-4 px tolerance) and the same rank, also when the
+    system is rank-deficient (flat terrain: the minimum-norm solution) or has fewer rows than
+    unknowns; ``where`` is the same as indexing the rows."""
+    from scipy.spatial.transform import Rotation
+
+    from xdem.kernels.icp import STEP_BATCH, point_to_plane_step
+
+    p, q, n, c, ok = _planes_case(m, flat=flat)
+    assert m < 7 or m <= STEP_BATCH or m > 2 * STEP_BATCH
+    want, want_rank = _whole_lstsq_step(p[ok], q[ok], n[ok], c)
+    rot, shift, rank = point_to_plane_step(p, q, n, c, where=ok)
+    assert rank == want_rank and rank == (3 if flat else min(6, int(ok.sum())))
+    np.testing.assert_allclose(Rotation.from_matrix(rot).as_rotvec(), want[:3], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(shift, want[3:], rtol=0, atol=1e-9)
+    rot2, shift2, _ = point_to_plane_step(p[ok], q[ok], n[ok], c)
+    np.testing.assert_array_equal(rot2, rot)
+    np.testing.assert_array_equal(shift2, shift)
+
+
+def test_max_motion_and_plane_distances_are_the_whole_array_formulas():
+    """The batched largest motion and the column-wise distances give the whole-array formulas' numbers."""
+    from xdem.kernels.icp import STEP_BATCH, max_motion, move_points, plane_distances
+
+    p, q, n, c, ok = _planes_case(2 * STEP_BATCH + 17, flat=False)
+    rot, t = rotation_matrix(0.01, -0.02, 0.03), np.array([0.5, -0.25, 1.0])
+    motion = move_points(p[ok], rot, t, c) - p[ok]
+    assert max_motion(rot, t, c, p, where=ok) == float(np.sqrt(np.max(np.sum(motion * motion, axis=1))))
+    want = np.where(ok, np.sum((p - q) * n, axis=1), np.nan)
+    np.testing.assert_array_equal(plane_distances(p, q, n, ok), want)

@@ -64,6 +64,7 @@ from xdem.kernels.icp import (
     cubic_surface,
     max_motion,
     move_points,
+    plane_distances,
     point_to_plane_step,
     point_to_point_step,
     reject_outliers,
@@ -138,7 +139,7 @@ class _Reference:
         if origin is None:
             raise ValueError("ICP: the stored windows do not hold these cells")  # a bug, not bad input
         self.rows, self.cols, self.origin = rows, cols, origin
-        self.tree = None  # the previous targets go before the new ones are built
+        self.tree, self.owner = None, np.zeros(0, dtype=np.int64)  # the previous targets go before the new ones
         t = self.transform
         k, (r0, c0) = np.arange(len(rows)), origin
         corners = np.stack([self.windows[k, r0 + _HALF + a, c0 + _HALF + b] for a in (0, 1) for b in (0, 1)], axis=1)
@@ -400,7 +401,7 @@ class ICP(RigidCoreg):
         q = move_points(points, rot, shift, centre)
         reference.follow(q)
         surf, normals, ok = reference.match(q)
-        dist = np.where(ok, np.sum((q - surf) * normals, axis=1), np.nan)
+        dist = plane_distances(q, surf, normals, ok)
         self._set_transform(rot, shift, centre)
         self.n_iterations_ = int(iterations)
         self.converged_ = bool(converged)
@@ -454,7 +455,7 @@ class ICP(RigidCoreg):
                  pixel: float, limit: float) -> tuple[np.ndarray, np.ndarray, int, bool, int]:
         """The ICP iterations from ``shift``: ``(R, t, iterations, converged, matches)``."""
         rot = np.eye(3)
-        start = move_points(points, rot, shift, centre)
+        start = shift.copy()  # the points' motion from their start is max_motion(rot, shift - start): no copy of them
         spread = float(np.sqrt(np.mean(np.sum((points - centre) ** 2, axis=1)))) or 1.0
         previous: np.ndarray | None = None
         converged, flat, step, count, iterations = False, False, float("nan"), 0, 0
@@ -462,7 +463,7 @@ class ICP(RigidCoreg):
             q = move_points(points, rot, shift, centre)
             reference.follow(q)
             surf, normals, ok = reference.match(q)
-            dist = np.where(ok, np.sum((q - surf) * normals, axis=1), np.nan)
+            dist = plane_distances(q, surf, normals, ok)
             ok = reject_outliers(dist, self.rejection_factor)
             count = int(ok.sum())
             if count < self._min_points:
@@ -470,13 +471,13 @@ class ICP(RigidCoreg):
                                          f"{iterations} (need {self._min_points}); the DEMs barely overlap or are "
                                          "too far apart: give initial_shift=(dx, dy)")
             if self._method == "point_to_plane":
-                d_rot, d_shift, rank = point_to_plane_step(q[ok], surf[ok], normals[ok], centre)
+                d_rot, d_shift, rank = point_to_plane_step(q, surf, normals, centre, where=ok)
                 flat = flat or rank < 6
             else:
                 targets = q[ok] - dist[ok, None] * normals[ok]  # closest points of the local tangent planes
                 d_rot, d_shift = point_to_point_step(q[ok], targets, centre)
             rot, shift = compose(rot, shift, d_rot, d_shift)
-            step = max_motion(d_rot, d_shift, centre, q[ok]) / pixel
+            step = max_motion(d_rot, d_shift, centre, q, where=ok) / pixel
             if step < float(self.tolerance):
                 converged = True
                 break
@@ -487,7 +488,7 @@ class ICP(RigidCoreg):
                 if factor:
                     rot, shift = compose(rot, shift, Rotation.from_rotvec(current[:3] * factor / spread).as_matrix(),
                                          current[3:] * factor)
-            if np.max(np.linalg.norm(move_points(points, rot, shift, centre) - start, axis=1)) > limit:
+            if max_motion(rot, shift - start, centre, points) > limit:
                 raise ConvergenceError(
                     f"ICP diverged: after {iterations} iterations the transform moves points by more than a quarter "
                     "of the DEM's size; if the DEMs really are that far apart, start from an estimate with "

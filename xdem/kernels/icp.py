@@ -33,9 +33,11 @@ from scipy.spatial.transform import Rotation
 from xdem.kernels.robust import nmad
 
 __all__ = ["cubic_weights", "cubic_surface", "cell_corner_targets", "unit_normals", "point_to_plane_step", "point_to_point_step",
-           "reject_outliers", "max_motion", "compose", "move_points", "acceleration"]
+           "reject_outliers", "plane_distances", "max_motion", "compose", "move_points", "acceleration"]
 
 
+#: Rows of the point-to-plane system reduced at a time (:func:`point_to_plane_step`).
+STEP_BATCH = 65536
 #: Keys' cubic convolution parameter (that of :mod:`xdem.kernels.interp`).
 _A = -0.5
 
@@ -257,9 +259,9 @@ def cell_corner_targets(corner_z: np.ndarray, rows: np.ndarray, cols: np.ndarray
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
     z = np.ascontiguousarray(np.asarray(corner_z).reshape(n, 4).T).ravel()  # corner-major
-    dr, dc = np.array([0, 0, 1, 1])[:, None], np.array([0, 1, 0, 1])[:, None]
     pos = np.flatnonzero(np.isfinite(z))
-    keys = (((rows + dr) * ncols + cols + dc).ravel())[pos]
+    offsets = np.array([0, 1, ncols, ncols + 1], dtype=np.int64)  # the corners' global index from the cell's
+    keys = (rows * ncols + cols)[pos % n] + offsets[pos // n]  # finite corners only: no (4, n) temporaries
     perm = np.argsort(keys, kind="stable")
     return _corner_targets_loop(perm, pos, keys, z, rows, cols, np.asarray(coef, dtype=np.float64),
                                 np.asarray(centre, dtype=np.float64))
@@ -280,7 +282,7 @@ def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
 
 
 def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.ndarray, centre: np.ndarray, *,
-                        rcond: float = 1e-4) -> tuple[np.ndarray, np.ndarray, int]:
+                        where: np.ndarray | None = None, rcond: float = 1e-4) -> tuple[np.ndarray, np.ndarray, int]:
     """The rigid increment that best puts ``points`` on the planes ``(targets, normals)``.
 
     Minimises ``sum_i (n_i . (dR (p_i - c) + c + dt - q_i))^2`` with ``dR ~ I + [w]x`` (small
@@ -289,12 +291,20 @@ def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.nda
     one order and the solve is well conditioned whatever the CRS's coordinates. ``dR`` is then
     the exact rotation of the vector ``w`` (no loss of orthonormality).
 
+    The system is reduced :data:`STEP_BATCH` rows at a time to the triangular factor of its QR
+    decomposition (7 x 7 with the right-hand side), then solved by ``lstsq`` on that factor: the
+    same singular values, so the same rank and minimum-norm solution as ``lstsq`` on the whole
+    ``(m, 6)`` design, whose copies (its own and LAPACK's, 48 bytes a row each) were the ICP
+    fit's memory peak (issue 28).
+
     Parameters
     ----------
     points, targets, normals
         ``(m, 3)`` moved source points, points on the reference planes, unit normals.
     centre
         ``(3,)`` rotation centre ``c``.
+    where
+        Boolean ``(m,)``: the rows to use (all when None), without a copy of the others.
     rcond
         Relative singular value below which a direction is taken as unconstrained (its increment
         is 0): flat terrain constrains neither the horizontal shift nor the rotation about z.
@@ -315,13 +325,18 @@ def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.nda
     ([-0.5, -0.5, -0.5], 6)
     """
     c = np.asarray(centre, dtype=np.float64)
-    d = np.asarray(points, dtype=np.float64) - c
-    n = np.asarray(normals, dtype=np.float64)
-    scale = float(np.sqrt(np.mean(np.sum(d * d, axis=1)))) or 1.0
-    d /= scale
-    residual = np.sum((np.asarray(points, dtype=np.float64) - targets) * n, axis=1)
-    design = np.column_stack([np.cross(d, n), n])
-    x, _, rank, _ = np.linalg.lstsq(design, -residual, rcond=rcond)
+    rows = np.arange(len(points)) if where is None else np.flatnonzero(where)
+    batches = [rows[a:a + STEP_BATCH] for a in range(0, len(rows), STEP_BATCH)]
+    squares = sum(float(np.sum((np.asarray(points[b], dtype=np.float64) - c) ** 2)) for b in batches)
+    scale = math.sqrt(squares / max(len(rows), 1)) or 1.0
+    factor: np.ndarray = np.zeros((0, 7))
+    for b in batches:
+        p, n = np.asarray(points[b], dtype=np.float64), np.asarray(normals[b], dtype=np.float64)
+        residual = np.sum((p - targets[b]) * n, axis=1)
+        block = np.column_stack([np.cross((p - c) / scale, n), n, -residual])
+        factor = np.asarray(np.linalg.qr(np.vstack([factor, block]), mode="r"))
+    factor = np.vstack([factor, np.zeros((max(0, 6 - len(factor)), 7))])  # fewer than 6 rows: zero rows added
+    x, _, rank, _ = np.linalg.lstsq(factor[:6, :6], factor[:6, 6], rcond=rcond)
     return Rotation.from_rotvec(x[:3] / scale).as_matrix(), x[3:].copy(), int(rank)
 
 
@@ -400,19 +415,41 @@ def move_points(points: np.ndarray, rotation: np.ndarray, translation: np.ndarra
     return out
 
 
-def max_motion(rotation: np.ndarray, translation: np.ndarray, centre: np.ndarray, points: np.ndarray) -> float:
-    """Largest distance any of ``points`` moves under ``P -> R (P - c) + c + t``.
+def plane_distances(points: np.ndarray, targets: np.ndarray, normals: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Signed distances ``n_i . (p_i - q_i)`` of ``points`` to the planes ``(targets, normals)``,
+    NaN where ``ok`` is False; column by column, so that no ``(m, 3)`` temporary is made (the
+    same sums, in the same order, as ``np.sum((p - q) * n, axis=1)``).
+
+    Examples
+    --------
+    >>> p, q = np.array([[0.0, 0.0, 2.0], [1.0, 1.0, 1.0]]), np.zeros((2, 3))
+    >>> plane_distances(p, q, np.array([[0.0, 0.0, 1.0]] * 2), np.array([True, False])).tolist()
+    [2.0, nan]
+    """
+    dist: np.ndarray = (points[:, 0] - targets[:, 0]) * normals[:, 0]
+    for k in (1, 2):
+        dist += (points[:, k] - targets[:, k]) * normals[:, k]
+    dist[~np.asarray(ok, dtype=bool)] = np.nan
+    return dist
+
+
+def max_motion(rotation: np.ndarray, translation: np.ndarray, centre: np.ndarray, points: np.ndarray, *,
+               where: np.ndarray | None = None) -> float:
+    """Largest distance any of ``points`` (those where ``where`` is True, all when None) moves
+    under ``P -> R (P - c) + c + t``, :data:`STEP_BATCH` points at a time.
 
     Examples
     --------
     >>> max_motion(np.eye(3), np.array([3.0, 4.0, 0.0]), np.zeros(3), np.zeros((2, 3)))
     5.0
     """
-    p = np.asarray(points, dtype=np.float64)
-    if not len(p):
-        return 0.0
-    motion = move_points(p, rotation, translation, centre) - p
-    return float(np.sqrt(np.max(np.sum(motion * motion, axis=1))))
+    rows = np.arange(len(points)) if where is None else np.flatnonzero(where)
+    most = 0.0
+    for a in range(0, len(rows), STEP_BATCH):
+        p = np.asarray(points[rows[a:a + STEP_BATCH]], dtype=np.float64)
+        motion = move_points(p, rotation, translation, centre) - p
+        most = max(most, float(np.max(np.sum(motion * motion, axis=1))))
+    return math.sqrt(most)
 
 
 def acceleration(previous: np.ndarray | None, current: np.ndarray, *, max_angle: float = 10.0,
