@@ -67,10 +67,11 @@ def window_gradient(windows: np.ndarray, half: int, *, step_x: float, step_y: fl
     >>> round(float(gx[0]), 12), round(float(gy[0]), 12)
     (2.0, 0.5)
     """
-    w = np.asarray(windows, dtype=np.float64)
+    w = np.asarray(windows)  # the 8 pixels used, not the windows, are taken as float64 (exact: the same numbers)
     h = int(half)
 
     def derivative(m2: np.ndarray, m1: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
+        m2, m1, p1, p2 = (np.asarray(v, dtype=np.float64) for v in (m2, m1, p1, p2))
         fourth = (m2 - 8.0 * m1 + 8.0 * p1 - p2) / 12.0
         second = (p1 - m1) / 2.0
         dz: np.ndarray = np.where(np.isfinite(fourth), fourth, second)
