@@ -224,7 +224,8 @@ class ICP(RigidCoreg):
     a pixel from the draw's: none for a sub-pixel shift, else usually once or twice, on the
     first iterations). Memory: the subsample with an 8 x 8 window of the reference per point
     (256 bytes; 6 x 6 once cut again) and its target pixels (at most 4 per point, about 100 bytes each in the
-    k-d tree): a few hundred bytes per point, whatever the DEM's size.
+    k-d tree): a few hundred bytes per point, whatever the DEM's size; an iteration's least
+    squares are reduced 65,536 points at a time (:func:`xdem.kernels.icp.point_to_plane_step`).
 
     Before the first iteration the vertical offset is removed (the median elevation
     difference at the sampled points, unless ``initial_shift`` gives ``dz``), so that 3-D
