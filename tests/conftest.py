@@ -15,6 +15,7 @@ import xarray as xr
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `from helpers import ...` in tests
 
 import point_tracks  # noqa: E402
+from forkserver import ForkServer  # noqa: E402
 from helpers import DATA_DIR, count_computes, write_tif  # noqa: E402
 
 import xdem  # noqa: E402
@@ -145,6 +146,47 @@ def pytest_collection(session: pytest.Session) -> None:
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:  # a failure here shows again in the tests that use the kernel: only said
         print(f"numba warm-up failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+
+
+# --- fork servers shared by the test modules of a test process -------------------------------
+#: ``os.environ`` as the test process started, before any fixture set a variable (e.g. a test S3
+#: server's): the environment of the shared fork servers, whichever module starts them.
+SESSION_ENV = dict(os.environ)
+#: The shared fork servers by kind (see :func:`_shared_fork_server`).
+_FORK_SERVERS: dict[str, ForkServer] = {}
+
+
+def _shared_fork_server(kind: str) -> ForkServer:
+    """This test process's fork server of ``xdem`` runs (tests/forkserver.py) of ``kind``, started
+    at its first use (a new one if the last has ended): ``"one-thread"``, one BLAS/OpenMP thread a
+    child (ForkServer's default); ``"test-env"``, the test's environment, BLAS threads included
+    (its children compute as a fresh ``python -m xdem`` would). A server costs about 4 s of CPU to
+    start (its imports and warm-up), a fresh ``python -m xdem`` about 3 s: the modules share them."""
+    server = _FORK_SERVERS.get(kind)
+    if server is None or server.proc.poll() is not None:
+        env = {} if kind == "test-env" else None
+        server = _FORK_SERVERS[kind] = ForkServer(pythonpath=str(ROOT), env=env, base=SESSION_ENV)
+    return server
+
+
+@pytest.fixture(scope="session")
+def _fork_servers():
+    """Ends the shared fork servers after the session."""
+    yield _FORK_SERVERS
+    while _FORK_SERVERS:
+        _FORK_SERVERS.popitem()[1].close()
+
+
+@pytest.fixture(scope="module")
+def fork_server(_fork_servers) -> ForkServer:
+    """The shared fork server whose children have one BLAS/OpenMP thread."""
+    return _shared_fork_server("one-thread")
+
+
+@pytest.fixture(scope="module")
+def fork_server_test_env(_fork_servers) -> ForkServer:
+    """The shared fork server whose children have the test's environment (BLAS threads included)."""
+    return _shared_fork_server("test-env")
 
 
 # --- the ground tracks of points over the analytic terrain (tests/point_tracks.py) --------------

@@ -1,5 +1,6 @@
-"""A fork server running ``xdem`` commands (tests/test_signals.py, tests/io/test_s3_outputs.py) or
-gallery scripts (tests/test_examples_gallery.py) in real child processes.
+"""A fork server running ``xdem`` commands or gallery scripts (tests/test_examples_gallery.py) in
+real child processes. The ``xdem`` ones are shared by the modules of a test process: tests/conftest.py
+starts one of each kind at first use (fixtures ``fork_server`` and ``fork_server_test_env``).
 
 Starting ``python -m xdem`` costs seconds of imports (dask, xarray, rasterio, numba...); a test
 that interrupts a run at 30+ moments would spend most of its time importing. This script
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 #: What a server imports before it forks. "cli": the commands' engines (they import them lazily, so
@@ -183,10 +185,11 @@ class ForkServer:
     ``wait(pid)`` returns its exit code (negative: killed by that signal)."""
 
     def __init__(self, *, pythonpath: str, preload: str = "cli", env: dict[str, str] | None = None,
-                 unset: tuple[str, ...] = ()) -> None:
+                 unset: tuple[str, ...] = (), base: Mapping[str, str] | None = None) -> None:
         """``preload``: a key of :data:`PRELOADS`; ``env``: added to the server's environment
-        (default: one BLAS/OpenMP thread a child); ``unset``: variables removed from it."""
-        env = {**os.environ, "PYTHONPATH": pythonpath,
+        (default: one BLAS/OpenMP thread a child); ``unset``: variables removed from it; ``base``:
+        the environment these apply to (default: ``os.environ`` as it is now)."""
+        env = {**(os.environ if base is None else base), "PYTHONPATH": pythonpath,
                **({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"} if env is None else env)}
         for name in ("XDEM_TEST_PAUSE_AT", *unset):
             env.pop(name, None)
@@ -239,11 +242,59 @@ class ForkServer:
         self.cpu_s[pid] = float(answer["cpu_s"])
         return os.waitstatus_to_exitcode(int(answer["status"]))
 
+    def popen(self, args: list[str], *, cwd: Path, logs: Path, env: dict | None = None,
+              finalize: bool = True) -> Forked:
+        """Start ``xdem *args`` in a child (see :meth:`run`), its stdout and stderr in files
+        ``logs.out`` and ``logs.err``: a :class:`Forked`, used as a :class:`subprocess.Popen`."""
+        out, err = logs.with_name(logs.name + ".out"), logs.with_name(logs.name + ".err")
+        return Forked(self, self.run(args, cwd=cwd, stdout=out, stderr=err, env=env, finalize=finalize), out, err)
+
     def close(self) -> None:
         """End the server (after its children)."""
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         self.proc.wait(timeout=60)
+
+
+class Forked:
+    """A child of a :class:`ForkServer`, with the part of :class:`subprocess.Popen` the tests use
+    (the server, not this process, is its parent: it reaps it when asked by :meth:`wait`)."""
+
+    def __init__(self, server: ForkServer, pid: int, out: Path, err: Path) -> None:
+        self.server, self.pid, self.out, self.err = server, pid, out, err
+        self.returncode: int | None = None
+
+    def state(self) -> str:
+        """The process state letter (``T``: stopped, ``Z``: ended, not yet reaped by the server)."""
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return "?"
+
+    def wait(self, timeout: float = 180) -> int:
+        if self.returncode is None:
+            self.returncode = self.server.wait(self.pid, timeout=timeout)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.state() in ("Z", "X", "?"):
+            self.wait()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:  # never a reaped (possibly reused) pid
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def communicate(self, timeout: float = 180) -> tuple[str, str]:
+        """Wait for the child; its stdout and stderr (text)."""
+        self.wait(timeout)
+        return self.out.read_text(), self.err.read_text()
 
 
 if __name__ == "__main__":

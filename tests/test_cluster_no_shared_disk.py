@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
+from forkserver import ForkServer
 
 import xdem
 from xdem.cli import main
@@ -221,14 +222,16 @@ def _state(pid: int) -> str:
         return "?"
 
 
-def test_sigterm_in_block_pass_cancels_and_cleans(cluster, pair, tmp_path):
+def test_sigterm_in_block_pass_cancels_and_cleans(cluster, pair, tmp_path, tmp_path_factory,
+                                                  fork_server_test_env: ForkServer):
     spec, client, folders = cluster
     out = tmp_path / "aligned.tif"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDEM_TEST_PAUSE_AT": "blocks:3"}
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", "coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out),
-                             "--chunks", "64", "--scheduler", spec.scheduler_address, "--quiet"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # a real process of its own (SIGINT's default, as a fresh Python), forked by the test process's fork
+    # server (tests/conftest.py) with this test's environment, without a fresh process's 3 s of imports
+    proc = fork_server_test_env.popen(["coreg", str(pair["ref"]), str(pair["tba"]), "-o", str(out), "--chunks", "64",
+                                       "--scheduler", spec.scheduler_address, "--quiet"], cwd=tmp_path,
+                                      logs=tmp_path_factory.mktemp("sigterm-logs") / "coreg",
+                                      env={**os.environ, "XDEM_TEST_PAUSE_AT": "blocks:3"})
     t0 = time.monotonic()
     while _state(proc.pid) != "T":  # the child stopped itself after its 3rd block written
         assert proc.poll() is None, proc.communicate()

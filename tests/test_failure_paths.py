@@ -49,12 +49,13 @@ _FORKS: dict[str, Any] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forks(tmp_path_factory):
-    """The fork server of the module's ``xdem`` runs; its environment is the test's (BLAS threads
-    included: the runs compute as a fresh ``python -m xdem`` would)."""
-    _FORKS.update(server=ForkServer(pythonpath=str(ROOT), env={}), logs=tmp_path_factory.mktemp("fork-logs"), n=0)
+def forks(fork_server_test_env: ForkServer, tmp_path_factory):
+    """The fork server of the module's ``xdem`` runs, shared by the test process's modules
+    (tests/conftest.py); its environment is the test's (BLAS threads included: the runs compute
+    as a fresh ``python -m xdem`` would)."""
+    _FORKS.update(server=fork_server_test_env, logs=tmp_path_factory.mktemp("fork-logs"), n=0)
     yield _FORKS["server"]
-    _FORKS.pop("server").close()
+    _FORKS.pop("server")
 
 
 class _Child:

@@ -77,10 +77,9 @@ def pair(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = ForkServer(pythonpath=str(ROOT))
-    yield srv
-    srv.close()
+def server(fork_server: ForkServer) -> ForkServer:
+    """The test process's shared fork server (tests/conftest.py), one BLAS thread a child."""
+    return fork_server
 
 
 # ---------------------------------------------------------------------------- moments

@@ -70,12 +70,13 @@ _FORKS: dict = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forks(tmp_path_factory):
-    """The fork server of the module's ``xdem`` runs (:func:`_start`); its environment is the
-    test's, with its BLAS threads (no one-thread setting: the runs must compute as a fresh one)."""
-    _FORKS.update(server=ForkServer(pythonpath=str(ROOT), env={}), logs=tmp_path_factory.mktemp("fork-logs"), n=0)
+def forks(fork_server_test_env: ForkServer, tmp_path_factory):
+    """The fork server of the module's ``xdem`` runs (:func:`_start`), shared by the test process's
+    modules (tests/conftest.py); its environment is the test's, with its BLAS threads (no
+    one-thread setting: the runs must compute as a fresh one)."""
+    _FORKS.update(server=fork_server_test_env, logs=tmp_path_factory.mktemp("fork-logs"), n=0)
     yield _FORKS["server"]
-    _FORKS.pop("server").close()
+    _FORKS.pop("server")
 
 
 def _start(args: list, *, tmp: Path, **extra: str) -> tuple[int, Path, Path]:

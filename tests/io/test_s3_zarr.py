@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ import s3fs
 import xarray as xr
 from affine import Affine
 from click.testing import CliRunner
+from forkserver import ForkServer
 from helpers import write_tif
 from servers import new_bucket, s3_client, s3_server
 
@@ -28,7 +27,6 @@ from xdem.errors import InputError, OutputError
 from xdem.io import zarr_store as zs
 from xdem.io.zarr import write_zarr
 
-ROOT = Path(__file__).resolve().parents[2]
 CRS = "EPSG:32633"
 T = Affine(2.0, 0, 500000.0, 0, -2.0, 5200000.0)
 #: A recognisable secret, planted as the S3 secret key (moto accepts any): it must appear nowhere.
@@ -190,25 +188,23 @@ def test_access_denied_is_one_line_with_the_credential_source_and_no_secret(monk
 # ---------------------------------------------------------------------------- kill, then resume
 
 
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
-def test_kill_9_mid_write_then_resume_writes_only_the_missing_chunks(bucket: str, tmp_path: Path) -> None:
+def test_kill_9_mid_write_then_resume_writes_only_the_missing_chunks(bucket: str, tmp_path: Path,
+                                                                     fork_server_test_env: ForkServer) -> None:
     z = _holes((512, 512), seed=3)
     src = write_tif(tmp_path / "src.tif", z, crs=CRS, transform=T, tiled=True, blocksize=64)
     clean = write_zarr(xdem.open_dem(src, chunks=64), tmp_path / "clean.zarr", chunks=64)
     url = f"s3://{bucket}/killed.zarr"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDEM_TEST_PAUSE_AT": "zarr:90"}
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", "convert", str(src), url, "--chunks", "64",
-                             "--scheduler", "threads", "--workers", "1"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # a real process of its own, forked by the test process's fork server (tests/conftest.py), with
+    # this test's environment (the S3 server's variables) and without a fresh process's 3 s of imports
+    proc = fork_server_test_env.popen(["convert", str(src), url, "--chunks", "64", "--scheduler", "threads",
+                                       "--workers", "1"], cwd=tmp_path, logs=tmp_path / "killed",
+                                      env={**os.environ, "XDEM_TEST_PAUSE_AT": "zarr:90"})
     deadline = time.monotonic() + 180
-    while _state(proc.pid) != "T" and proc.poll() is None and time.monotonic() < deadline:
+    while proc.state() != "T" and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert _state(proc.pid) == "T", proc.stderr.read() if proc.poll() is not None else "not stopped"
+    assert proc.state() == "T", proc.communicate()[1] if proc.poll() is not None else "not stopped"
     proc.send_signal(signal.SIGKILL)  # no clean-up runs
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL
     assert zs.store_status(url) == "incomplete"
     with pytest.raises(InputError, match="incomplete"):
         xdem.open_dem(url)

@@ -229,25 +229,21 @@ def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkey
 
 
 @pytest.mark.slow  # a real child process signalled mid-run (tests/forkserver.py), as tests/test_signals.py
-def test_sigterm_during_the_block_writes_removes_the_spill(pair, tmp_path):
-    from forkserver import ForkServer
-
-    server = ForkServer(pythonpath=str(Path(__file__).resolve().parents[2]))
+def test_sigterm_during_the_block_writes_removes_the_spill(pair, tmp_path, fork_server_test_env):
+    # the test process's shared fork server with the test's environment (tests/conftest.py)
+    fork_server = fork_server_test_env
+    out = tmp_path / "run"
+    out.mkdir()
+    args = ["coreg", str(pair[0]), str(pair[1]), "-o", str(out / "a.tif"), "--method", "nuthkaab", "--chunks",
+            str(CHUNK), "-q"]
+    pid = fork_server.run(args, cwd=out, stdout=tmp_path / "out.txt", stderr=tmp_path / "err.txt",
+                          env={"XDEM_TEST_PAUSE_AT": "blocks:2", _spill.SPILL_ENV: "1"})
     try:
-        out = tmp_path / "run"
-        out.mkdir()
-        args = ["coreg", str(pair[0]), str(pair[1]), "-o", str(out / "a.tif"), "--method", "nuthkaab", "--chunks",
-                str(CHUNK), "-q"]
-        pid = server.run(args, cwd=out, stdout=tmp_path / "out.txt", stderr=tmp_path / "err.txt",
-                         env={"XDEM_TEST_PAUSE_AT": "blocks:2", _spill.SPILL_ENV: "1"})
-        try:
-            wait_stopped(pid)
-            during = sorted(os.listdir(out))
-            deliver(pid, signal.SIGTERM)
-        finally:
-            code = server.wait(pid)
+        wait_stopped(pid)
+        during = sorted(os.listdir(out))
+        deliver(pid, signal.SIGTERM)
     finally:
-        server.close()
+        code = fork_server.wait(pid)
     assert sum(name.endswith(".raw") and "spill-" in name for name in during) == 2, during
     assert code == 143, (tmp_path / "err.txt").read_text()
     assert os.listdir(out) == []

@@ -16,6 +16,7 @@ import rasterio
 import xarray as xr
 from affine import Affine
 from click.testing import CliRunner
+from forkserver import ForkServer
 from helpers import MaxResult, count_computes, write_tif
 
 import xdem
@@ -316,19 +317,20 @@ def _coreg_args(pair: dict, out: Path, *extra: str) -> list[str]:
             "--subsample", "20000", "--no-stats", "-q", "--workers", "1", *extra]
 
 
-def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict, tmp_path: Path) -> None:
+def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict, tmp_path: Path,
+                                                                  fork_server_test_env: ForkServer) -> None:
     import time
 
-    # the runs that are killed or terminated are processes of their own; the others run in this one
-    # (CliRunner: the same command, exit code and stderr, without a process's 3 s of imports)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the runs that are killed or terminated are processes of their own, forked by the test process's
+    # fork server (tests/conftest.py: real processes with the test's environment, without a fresh
+    # process's 3 s of imports); the others run in this one (CliRunner: the same command, exit code and stderr)
     runner = CliRunner()
     clean = tmp_path / "clean.zarr"
     res = runner.invoke(main, _coreg_args(big_pair, clean))
     assert res.exit_code == 0, res.output
     out = tmp_path / "out.zarr"
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", *_coreg_args(big_pair, out)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = fork_server_test_env.popen(_coreg_args(big_pair, out), cwd=tmp_path, logs=tmp_path / "killed",
+                                      env=dict(os.environ))
     done = out / zs.BOOK / "done"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -337,7 +339,7 @@ def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict
         time.sleep(0.01)
     assert proc.poll() is None, "the write ended before it could be killed"
     proc.kill()  # SIGKILL: no clean-up runs
-    proc.wait()
+    assert proc.wait() == -9
     n_done = len(os.listdir(done))
     assert zs.store_status(out) == "incomplete" and 40 <= n_done < 256
     res = runner.invoke(main, ["info", str(out), "--no-stats"])
@@ -354,8 +356,8 @@ def test_kill_9_mid_write_then_resume_equals_an_uninterrupted_run(big_pair: dict
     kept = {k: zs.chunk_object(out, "dem", *k).stat().st_mtime_ns for k in recorded
             if zs.chunk_object(out, "dem", *k).exists()}
     # a resume stopped by SIGTERM (a job's time limit) exits 143 and keeps the store for the next resume
-    proc = subprocess.Popen([sys.executable, "-m", "xdem", *_coreg_args(big_pair, out, "--resume")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = fork_server_test_env.popen(_coreg_args(big_pair, out, "--resume"), cwd=tmp_path, logs=tmp_path / "resumed",
+                                      env=dict(os.environ))
     while time.monotonic() < deadline and proc.poll() is None and len(os.listdir(done)) < n_done + 60:
         time.sleep(0.01)
     assert proc.poll() is None, "the resumed write ended before it could be terminated"
