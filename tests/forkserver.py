@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -194,6 +195,8 @@ class ForkServer:
         for name in ("XDEM_TEST_PAUSE_AT", *unset):
             env.pop(name, None)
         self.cpu_s: dict[int, float] = {}
+        #: one request and its answer at a time (threads may share the server: see :meth:`wait_ended`)
+        self._lock = threading.RLock()
         #: whether the server has answered once (its first answer waits for its imports and warm-up)
         self.ready = False
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), preload], stdin=subprocess.PIPE,
@@ -202,12 +205,13 @@ class ForkServer:
 
     def _ask(self, req: dict, *, timeout: float) -> dict:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            raise TimeoutError(f"the fork server did not answer {req['op']} in {timeout:.0f} s")
-        line = self.proc.stdout.readline()
+        with self._lock:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                raise TimeoutError(f"the fork server did not answer {req['op']} in {timeout:.0f} s")
+            line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the fork server ended (exit code {self.proc.wait()})")
         return json.loads(line)
@@ -231,16 +235,31 @@ class ForkServer:
 
     def wait(self, pid: int, *, timeout: float = 180) -> int:
         """The exit code of child ``pid`` (killed with SIGKILL if it has not ended in ``timeout`` s);
-        its CPU time is then in ``self.cpu_s[pid]``."""
-        try:
-            answer = self._ask({"op": "wait", "pid": pid}, timeout=timeout)
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            assert self.proc.stdout is not None
-            self.proc.stdout.readline()  # the server's late answer: the next request must not read it
-            raise
-        self.cpu_s[pid] = float(answer["cpu_s"])
+        its CPU time is then in ``self.cpu_s[pid]``. The server answers no other request meanwhile."""
+        with self._lock:
+            try:
+                answer = self._ask({"op": "wait", "pid": pid}, timeout=timeout)
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                assert self.proc.stdout is not None
+                self.proc.stdout.readline()  # the server's late answer: the next request must not read it
+                raise
+            self.cpu_s[pid] = float(answer["cpu_s"])
         return os.waitstatus_to_exitcode(int(answer["status"]))
+
+    def wait_ended(self, pid: int, *, timeout: float = 180) -> int:
+        """As :meth:`wait`, but the server stays free for other threads' requests until the child has
+        ended (this thread watches its state; the server then reaps it at once): one server runs
+        children side by side. A child still running after ``timeout`` s is killed (SIGKILL), then
+        :class:`TimeoutError`."""
+        t0 = time.monotonic()
+        while proc_state(pid) not in ("Z", "X", "?"):
+            if time.monotonic() - t0 > timeout:
+                os.kill(pid, signal.SIGKILL)
+                self.wait(pid)
+                raise TimeoutError(f"child {pid} did not end in {timeout:.0f} s")
+            time.sleep(0.02)
+        return self.wait(pid)
 
     def popen(self, args: list[str], *, cwd: Path, logs: Path, env: dict | None = None,
               finalize: bool = True) -> Forked:
@@ -256,6 +275,14 @@ class ForkServer:
         self.proc.wait(timeout=60)
 
 
+def proc_state(pid: int) -> str:
+    """The state letter of process ``pid`` (``T``: stopped, ``Z``: ended, not yet reaped; ``?``: none)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
 class Forked:
     """A child of a :class:`ForkServer`, with the part of :class:`subprocess.Popen` the tests use
     (the server, not this process, is its parent: it reaps it when asked by :meth:`wait`)."""
@@ -265,11 +292,8 @@ class Forked:
         self.returncode: int | None = None
 
     def state(self) -> str:
-        """The process state letter (``T``: stopped, ``Z``: ended, not yet reaped by the server)."""
-        try:
-            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "?"
+        """The process state letter (see :func:`proc_state`)."""
+        return proc_state(self.pid)
 
     def wait(self, timeout: float = 180) -> int:
         if self.returncode is None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import os
-import queue
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,8 +72,8 @@ REQUIRED = {
 
 _pool: ThreadPoolExecutor | None = None
 _futures: dict[Path, Future] = {}
-#: The fork servers, one per running example (a server waits for one child at a time).
-_servers: queue.Queue[ForkServer] = queue.Queue()
+#: The fork server of the examples (one: it runs two children side by side, see ForkServer.wait_ended).
+_server: list[ForkServer] = []
 
 
 def _listing() -> list[str]:
@@ -92,16 +91,14 @@ def _run(script: Path) -> dict:
         cwd.mkdir()
         tmp.mkdir()
         out, err = Path(base, "stdout"), Path(base, "stderr")
-        server = _servers.get()
+        server = _server[0]
         t0 = time.perf_counter()
         try:
             pid = server.run([], script=script, cwd=cwd, stdout=out, stderr=err, env={"TMPDIR": str(tmp)},
                              finalize=True)
-            returncode: int | None = server.wait(pid, timeout=TIMEOUT_S)
+            returncode: int | None = server.wait_ended(pid, timeout=TIMEOUT_S)
         except TimeoutError:
             returncode = None
-        finally:
-            _servers.put(server)
         elapsed = time.perf_counter() - t0
         stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
         left_in_cwd = sorted(p.name for p in cwd.iterdir())
@@ -116,9 +113,8 @@ def _result(script: Path) -> dict:
     if _pool is None:
         # the environment of every example (XDEM_EXAMPLE_SIZE, MPLBACKEND before matplotlib's import)
         env = {"MPLBACKEND": "Agg", "XDEM_EXAMPLE_SIZE": "512", "PYTHONWARNINGS": "default"}
-        for _ in range(2):
-            _servers.put(ForkServer(pythonpath=os.environ.get("PYTHONPATH", str(ROOT)), preload="gallery", env=env,
-                                    unset=("DISPLAY",)))
+        _server.append(ForkServer(pythonpath=os.environ.get("PYTHONPATH", str(ROOT)), preload="gallery", env=env,
+                                  unset=("DISPLAY",)))
         _pool = ThreadPoolExecutor(max_workers=2)
         rank = {name: i for i, name in enumerate(LONGEST)}
         for s in sorted(SCRIPTS, key=lambda p: rank.get(p.relative_to(EXAMPLES).as_posix(), len(rank))):
@@ -128,12 +124,12 @@ def _result(script: Path) -> dict:
 
 @pytest.fixture(scope="module", autouse=True)
 def _close_servers():
-    """After the module: end the fork servers (every example has ended)."""
+    """After the module: end the fork server (every example has ended)."""
     yield
     if _pool is not None:
         _pool.shutdown(wait=True)
-    while not _servers.empty():
-        _servers.get().close()
+    while _server:
+        _server.pop().close()
 
 
 def test_gallery_covers_required_topics():
