@@ -262,11 +262,13 @@ class ForkServer:
         return self.wait(pid)
 
     def popen(self, args: list[str], *, cwd: Path, logs: Path, env: dict | None = None,
-              finalize: bool = True) -> Forked:
-        """Start ``xdem *args`` in a child (see :meth:`run`), its stdout and stderr in files
-        ``logs.out`` and ``logs.err``: a :class:`Forked`, used as a :class:`subprocess.Popen`."""
+              script: Path | None = None, finalize: bool = True) -> Forked:
+        """Start ``xdem *args`` (or ``python script *args``) in a child (see :meth:`run`), its stdout
+        and stderr in files ``logs.out`` and ``logs.err``: a :class:`Forked`, used as a
+        :class:`subprocess.Popen`."""
         out, err = logs.with_name(logs.name + ".out"), logs.with_name(logs.name + ".err")
-        return Forked(self, self.run(args, cwd=cwd, stdout=out, stderr=err, env=env, finalize=finalize), out, err)
+        pid = self.run(args, cwd=cwd, stdout=out, stderr=err, env=env, script=script, finalize=finalize)
+        return Forked(self, pid, out, err)
 
     def close(self) -> None:
         """End the server (after its children)."""

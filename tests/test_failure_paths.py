@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
-from forkserver import ForkServer
+from forkserver import Forked, ForkServer
 from helpers import write_tif
 
 import xdem
@@ -58,57 +58,25 @@ def forks(fork_server_test_env: ForkServer, tmp_path_factory):
     _FORKS.pop("server")
 
 
-class _Child:
-    """A command running in a forked child, with the part of :class:`subprocess.Popen` used here."""
-
-    def __init__(self, args: list[str], *, script: Path | None = None) -> None:
-        _FORKS["n"] += 1
-        self.out, self.err = (_FORKS["logs"] / f"{_FORKS['n']}.{name}" for name in ("out", "err"))
-        self.pid = _FORKS["server"].run(args, cwd=Path.cwd(), stdout=self.out, stderr=self.err, script=script,
-                                        finalize=True)
-        self.returncode: int | None = None
-
-    def _state(self) -> str:
-        """The process state letter (``Z``: ended, not yet reaped by the server)."""
-        try:
-            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return "?"
-
-    def wait(self, timeout: float = 180) -> int:
-        if self.returncode is None:
-            self.returncode = _FORKS["server"].wait(self.pid, timeout=timeout)
-        return self.returncode
-
-    def poll(self) -> int | None:
-        if self.returncode is None and self._state() in ("Z", "X", "?"):
-            self.wait()
-        return self.returncode
-
-    def send_signal(self, sig: int) -> None:
-        if self.returncode is None:  # never a reaped (possibly reused) pid
-            os.kill(self.pid, sig)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def communicate(self, timeout: float = 180) -> tuple[str, str]:
-        self.wait(timeout)
-        return self.out.read_text(), self.err.read_text()
+def _child(args: list[str], *, script: Path | None = None) -> Forked:
+    """A command running in a forked child, its stdout and stderr in the module's log folder."""
+    _FORKS["n"] += 1
+    return _FORKS["server"].popen(args, cwd=Path.cwd(), logs=_FORKS["logs"] / str(_FORKS["n"]), script=script,
+                                  finalize=True)
 
 
 def _xdem(*args: str) -> subprocess.CompletedProcess:
-    child = _Child(list(args))
+    child = _child(list(args))
     out, err = child.communicate(timeout=120)
     return subprocess.CompletedProcess(["xdem", *args], child.returncode, out, err)
 
 
-def _popen(*args: str) -> _Child:
+def _popen(*args: str) -> Forked:
     """``xdem ARGS`` (``args`` starting with ``-m xdem``) or ``python SCRIPT ARGS``, not waited for;
     SIGINT raises KeyboardInterrupt in it, as in a fresh Python started with SIGINT's default."""
     if args[:2] == ("-m", "xdem"):
-        return _Child(list(args[2:]))
-    return _Child(list(args[1:]), script=Path(args[0]))
+        return _child(list(args[2:]))
+    return _child(list(args[1:]), script=Path(args[0]))
 
 
 def _one_line_error(stderr: str, *needles: str) -> str:
@@ -125,7 +93,7 @@ def _temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith((".xdem-tmp-", ".xdem-lock-")))
 
 
-def _wait_for_temp(proc: _Child, folder: Path, *, name: str = "blocks.tif", pid: int | None = None,
+def _wait_for_temp(proc: Forked, folder: Path, *, name: str = "blocks.tif", pid: int | None = None,
                    timeout: float = 60) -> None:
     """Wait until a temp file ``*name`` (of process ``pid``, if given) is in ``folder``."""
     t0 = time.time()
@@ -157,14 +125,14 @@ def big_pair(tmp_path_factory):
     return folder / "ref.tif", folder / "tba.tif"
 
 
-def _big_coreg(big_pair, out: Path, *extra: str) -> _Child:
+def _big_coreg(big_pair, out: Path, *extra: str) -> Forked:
     ref, tba = big_pair
     return _popen("-m", "xdem", "coreg", str(ref), str(tba), "-o", str(out), "--method", "vshift", "-q",
                   "--no-stats", *extra)
 
 
 def _signal_mid_write(big_pair, folder: Path, out: Path, sig: int, *extra: str,
-                      phase: str = "blocks.tif") -> _Child:
+                      phase: str = "blocks.tif") -> Forked:
     """Start a big coreg and deliver ``sig`` while it is verifiably mid-write: the child is
     stopped (SIGSTOP) once the phase's temp file appears, and the signal is sent only if that
     temp is still there and the output not yet in place, then the child continues. On a loaded
