@@ -27,17 +27,20 @@ from xdem.masks import stable_mask_like
 from xdem.points.read import PointSet, is_points_source, read_points
 from xdem.typing import BiasVars, DEMLike, MaskLike, PointsLike
 
-__all__ = ["FitData", "SharedPoints", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
+__all__ = ["FitData", "SharedPoints", "ShiftSampler", "prepare_pair", "as_dem", "PointFitData", "prepare_points"]
 
 
-class PointsSampler(Protocol):
-    """``sampler(shift_x, shift_y)``: ``tba`` moved by the shift at the points, from cached windows
-    (:class:`xdem.coreg._windows.WindowSampler`); ``release()`` frees them."""
+class ShiftSampler(Protocol):
+    """The to-be-aligned side moved by a shift ``(sx, sy)`` at a sample, from cached windows, and
+    the reads it made (:class:`xdem.coreg._windows.WindowSampler`, :class:`xdem.points.PointSampler`);
+    ``release()`` frees the windows once the sampler's last use is done."""
+
+    reads: int
 
     def __call__(self, sx: float, sy: float, /) -> np.ndarray: ...
 
     def release(self) -> None:
-        """Free the cached windows."""
+        """Free the cached windows (a later call reads them again)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class SharedPoints:
     rows: np.ndarray
     cols: np.ndarray
     ref: np.ndarray
-    sampler: PointsSampler
+    sampler: ShiftSampler
     subsample: float | int
     random_state: int | None
     shift: tuple[float, float, float] = (0.0, 0.0, 0.0)

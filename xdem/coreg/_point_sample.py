@@ -35,12 +35,11 @@ the inlier mask), ``n_outliers_`` (rejected).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import xarray as xr
 
-from xdem.coreg._data import FitData, PointFitData
+from xdem.coreg._data import FitData, PointFitData, ShiftSampler
 from xdem.coreg._iterate import check_divergence_params
 from xdem.coreg._windows import ShiftEstimator, shift_fit_sample, terrain_at_windows
 from xdem.errors import NotEnoughDataError
@@ -162,18 +161,6 @@ class PointSample:
         x, y, z = self.points.x, self.points.y, self.points.z
         fin = np.isfinite(z)
         return np.array([np.mean(x[fin]), np.mean(y[fin]), np.mean(z[fin])]) if fin.any() else np.zeros(3)
-
-
-class ShiftSampler(Protocol):
-    """The to-be-aligned side moved by a shift ``(sx, sy)`` at the sample, and the reads it made
-    (:class:`xdem.coreg._windows.WindowSampler`, :class:`xdem.points.PointSampler`)."""
-
-    reads: int
-
-    def __call__(self, sx: float, sy: float) -> np.ndarray: ...
-
-    def release(self) -> None:
-        """Free the cached windows (the sampler's last use is done)."""
 
 
 @dataclass

@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
+from xdem.coreg._data import ShiftSampler
 from xdem.coreg._iterate import Iterations, check_divergence_params, iterate_shift, nmad_ratio
-from xdem.coreg._point_sample import ShiftSample, ShiftSampler, reversed_history
+from xdem.coreg._point_sample import ShiftSample, reversed_history
 from xdem.coreg._shift import shift_dem
 from xdem.coreg.affine import check_iteration_params
 from xdem.coreg.base import Coreg, FitData, PointFitData, register
