@@ -281,6 +281,12 @@ def unit_normals(zx: np.ndarray, zy: np.ndarray) -> np.ndarray:
     return unit
 
 
+def _batches(m: int, where: np.ndarray | None) -> list[np.ndarray]:
+    """Indices of the rows ``where`` is True (all ``m`` when None), :data:`STEP_BATCH` at a time."""
+    rows = np.arange(m) if where is None else np.flatnonzero(where)
+    return [rows[a:a + STEP_BATCH] for a in range(0, len(rows), STEP_BATCH)]
+
+
 def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.ndarray, centre: np.ndarray, *,
                         where: np.ndarray | None = None, rcond: float = 1e-4) -> tuple[np.ndarray, np.ndarray, int]:
     """The rigid increment that best puts ``points`` on the planes ``(targets, normals)``.
@@ -325,10 +331,9 @@ def point_to_plane_step(points: np.ndarray, targets: np.ndarray, normals: np.nda
     ([-0.5, -0.5, -0.5], 6)
     """
     c = np.asarray(centre, dtype=np.float64)
-    rows = np.arange(len(points)) if where is None else np.flatnonzero(where)
-    batches = [rows[a:a + STEP_BATCH] for a in range(0, len(rows), STEP_BATCH)]
+    batches = _batches(len(points), where)
     squares = sum(float(np.sum((np.asarray(points[b], dtype=np.float64) - c) ** 2)) for b in batches)
-    scale = math.sqrt(squares / max(len(rows), 1)) or 1.0
+    scale = math.sqrt(squares / max(sum(len(b) for b in batches), 1)) or 1.0
     factor: np.ndarray = np.zeros((0, 7))
     for b in batches:
         p, n = np.asarray(points[b], dtype=np.float64), np.asarray(normals[b], dtype=np.float64)
@@ -443,10 +448,9 @@ def max_motion(rotation: np.ndarray, translation: np.ndarray, centre: np.ndarray
     >>> max_motion(np.eye(3), np.array([3.0, 4.0, 0.0]), np.zeros(3), np.zeros((2, 3)))
     5.0
     """
-    rows = np.arange(len(points)) if where is None else np.flatnonzero(where)
     most = 0.0
-    for a in range(0, len(rows), STEP_BATCH):
-        p = np.asarray(points[rows[a:a + STEP_BATCH]], dtype=np.float64)
+    for b in _batches(len(points), where):
+        p = np.asarray(points[b], dtype=np.float64)
         motion = move_points(p, rotation, translation, centre) - p
         most = max(most, float(np.max(np.sum(motion * motion, axis=1))))
     return math.sqrt(most)
