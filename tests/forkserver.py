@@ -285,6 +285,17 @@ def proc_state(pid: int) -> str:
         return "?"
 
 
+def wait_stopped(pid: int, *, timeout: float = 180) -> None:
+    """Wait until ``pid`` has stopped itself at the test hook's moment (``XDEM_TEST_PAUSE_AT``)."""
+    t0 = time.monotonic()
+    while (state := proc_state(pid)) != "T":
+        if state in ("Z", "X", "?"):
+            raise AssertionError(f"process {pid} ended without reaching its moment")
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"process {pid} did not reach its moment in {timeout:.0f} s")
+        time.sleep(0.005)
+
+
 class Forked:
     """A child of a :class:`ForkServer`, with the part of :class:`subprocess.Popen` the tests use
     (the server, not this process, is its parent: it reaps it when asked by :meth:`wait`)."""

@@ -215,13 +215,6 @@ def test_cli_coreg_with_tcp_scheduler_workers_write_no_file(cluster, pair, tmp_p
     assert _worker_writes(client, folders) == []
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "?"
-
-
 def test_sigterm_in_block_pass_cancels_and_cleans(cluster, pair, tmp_path, tmp_path_factory,
                                                   fork_server_test_env: ForkServer):
     spec, client, folders = cluster
@@ -233,7 +226,7 @@ def test_sigterm_in_block_pass_cancels_and_cleans(cluster, pair, tmp_path, tmp_p
                                       logs=tmp_path_factory.mktemp("sigterm-logs") / "coreg",
                                       env={**os.environ, "XDEM_TEST_PAUSE_AT": "blocks:3"})
     t0 = time.monotonic()
-    while _state(proc.pid) != "T":  # the child stopped itself after its 3rd block written
+    while proc.state() != "T":  # the child stopped itself after its 3rd block written
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() - t0 < 180, "the child never reached its moment"
         time.sleep(0.005)

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import rioxarray  # noqa: F401 - .rio
 import xarray as xr
-from forkserver import ForkServer
+from forkserver import ForkServer, proc_state, wait_stopped
 from helpers import write_tif
 from shapely.geometry import box
 
@@ -148,25 +148,6 @@ def _command(m: Moment, pair: tuple[Path, Path], out: Path) -> tuple[list[str], 
         return ["dh", ref, str(folder / "noisy.tif"), "--outlines", str(folder / "outlines.gpkg"), "-o", str(table),
                 "--chunks", "256"], table, f"the volume change of {folder / 'outlines.gpkg'}"
     return ["convert", ref, str(store), "--chunks", "128"], store, f"the Zarr write of {store}"
-
-
-def _state(pid: int) -> str:
-    """The process state letter of ``pid`` (``T``: stopped, ``Z``: ended, not yet reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "?"
-
-
-def wait_stopped(pid: int, *, timeout: float = 180) -> None:
-    """Wait until ``pid`` has stopped itself at the test hook's moment."""
-    t0 = time.monotonic()
-    while (state := _state(pid)) != "T":
-        if state in ("Z", "X", "?"):
-            raise AssertionError(f"process {pid} ended without reaching its moment")
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"process {pid} did not reach its moment in {timeout:.0f} s")
-        time.sleep(0.005)
 
 
 def deliver(pid: int, *signals: int) -> None:
@@ -370,7 +351,7 @@ def test_signal_under_the_processes_scheduler_closes_the_cluster(server, pair, t
     assert line.startswith(f"Error: terminated by SIGTERM during {phrase}; removed "), line
     assert workers, "the local cluster had no process"
     t0 = time.monotonic()  # they end once the main process is gone (a bound, not a timing: nothing waits on it)
-    while (alive := {w: _cmdline(w) for w in workers if _state(w) not in ("?", "Z")}) and time.monotonic() - t0 < 60:
+    while (alive := {w: _cmdline(w) for w in workers if proc_state(w) not in ("?", "Z")}) and time.monotonic() - t0 < 60:
         time.sleep(0.1)
     assert not alive, alive
     assert os.listdir(tmp_path) == []

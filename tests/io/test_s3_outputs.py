@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import rasterio
 from click.testing import CliRunner
-from forkserver import ForkServer
+from forkserver import ForkServer, wait_stopped
 from servers import _wait_http, free_port, new_bucket, s3_client, s3_env, s3_server
 
 import xdem
@@ -38,15 +38,6 @@ from xdem.io import atomic, upload
 ROOT = Path(__file__).resolve().parents[2]
 #: A recognisable secret: it must appear in nothing a run prints or writes.
 PLANTED_SECRET = "planted-SECRET-a7f3c9e1d2b4"
-
-
-def wait_stopped(pid: int, *, timeout: float = 180) -> None:
-    """Wait until ``pid`` has stopped itself at the test hook's moment (XDEM_TEST_PAUSE_AT)."""
-    t0 = time.monotonic()
-    while (state := Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "T":
-        assert state not in ("Z", "X"), f"process {pid} ended without reaching its moment"
-        assert time.monotonic() - t0 < timeout, f"process {pid} did not reach its moment in {timeout:.0f} s"
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")

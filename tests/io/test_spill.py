@@ -21,9 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rasterio
+from forkserver import wait_stopped
 from helpers import write_tif
 from servers import environ, http_server, requests_of
-from test_signals import deliver, wait_stopped
+from test_signals import deliver
 
 import xdem
 from xdem.errors import InputError
