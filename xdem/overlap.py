@@ -70,12 +70,6 @@ def _edges(block: np.ndarray, dr: int, dc: int) -> dict[tuple[int, int], np.ndar
     return out
 
 
-def _halo_windows(r0: int, r1: int, c0: int, c1: int, dr: int, dc: int) -> list[tuple[int, int, int, int]]:
-    """The four strips around the block ``[r0:r1, c0:c1]``: above and below (with the corners),
-    left and right, as ``(row0, row1, col0, col1)``, in the order :func:`_grown` places them."""
-    return [(r0 - dr, r0, c0 - dc, c1 + dc), (r1, r1 + dr, c0 - dc, c1 + dc), (r0, r1, c0 - dc, c0), (r0, r1, c1, c1 + dc)]
-
-
 def _read_window(read: RegionReader, window: tuple[int, int, int, int], shape: tuple[int, int]) -> np.ndarray:
     """``window`` (``(row0, row1, col0, col1)``, may reach beyond the array) read from the
     file, NaN beyond the array's ``shape``."""
@@ -89,8 +83,8 @@ def _read_window(read: RegionReader, window: tuple[int, int, int, int], shape: t
 
 def _grown(center: np.ndarray, neighbours: list[Any], dr: int, dc: int,
            strips: Sequence[np.ndarray | None] = ()) -> np.ndarray:
-    """``center`` grown by ``(dr, dc)`` with its neighbours' strips, or with ``strips`` (those
-    of :func:`_halo_windows` read from the file); NaN where there are none."""
+    """``center`` grown by ``(dr, dc)`` with its neighbours' strips, or with ``strips`` (read
+    from the file: above and below with the corners, left and right); NaN where there are none."""
     h, w = center.shape
     out = np.full((h + 2 * dr, w + 2 * dc), np.nan, dtype=center.dtype)
     out[dr : dr + h, dc : dc + w] = center
@@ -174,7 +168,7 @@ def _tasks_reading_halo(arr: da.Array, read: RegionReader, kernel: _Kernel, out_
     left, right = (slice(None), slice(0, dc)), (slice(None), slice(dc, None))
     for i in range(nbr):
         for j in range(nbc):
-            # in _halo_windows' order: above, below, left, right (each the near half of a band)
+            # in _grown's order: above, below, left, right (each the near half of a band)
             bands = [((strip_name, "h", i, j), first), ((strip_name, "h", i + 1, j), last),
                      ((strip_name, "v", i, j), left), ((strip_name, "v", i, j + 1), right)]
             strips = [(_band_strip, key, part) if key in dsk else None for key, part in bands]
