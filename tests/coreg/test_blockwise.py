@@ -309,8 +309,8 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
 
 @pytest.mark.parametrize("move", [_translation, _quadratic])
 def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monkeypatch, move):
-    """A later round of NuthKaab tiles evaluates the fields so far on a 16-pixel lattice over each
-    tile and interpolates (``composed_at``) when that errs by at most 5e-7 px at every lattice
+    """A later round of NuthKaab tiles evaluates the fields so far on a 32-pixel lattice over each
+    tile and interpolates (cubic convolution, ``composed_at``) when that errs by at most 5e-7 px at every lattice
     cell's centre, else refines or evaluates exactly: the tiles are those of the exact evaluation
     at every sampled pixel (``LATTICE_STEP = 1``) within 1e-6 px (the issue's bound for a change of
     route; measured 2e-8 px on a 2000^2 crop of the 8000^2 benchmark). The pass count stays one
@@ -345,7 +345,7 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
 
 def test_fields_at_sampled_pixels_from_a_lattice_or_exactly(monkeypatch):
     """``composed_at`` on the 8000^2 benchmark's layout (64 tiles of 1000 pixels, 5 m): a field of
-    a translation with millimetres of noise between tiles is read from the lattice (about 60
+    a translation with millimetres of noise between tiles is read from the lattice (over 100
     times fewer evaluations than the 500,000 pixels) within 1e-6 px of the exact evaluation; a
     field with a metre of noise between tiles fails the check and is evaluated exactly."""
     import xdem.coreg._blockwise_samples as samples_module
@@ -374,7 +374,7 @@ def test_fields_at_sampled_pixels_from_a_lattice_or_exactly(monkeypatch):
         want = compose((field,), x, y)
         for g, w in zip(got, want):
             assert np.abs(g - w).max() <= 1e-6 * 5.0
-        assert (max(evaluated) < 500_000 / 20) == lattice, evaluated
+        assert (max(evaluated) < 500_000 / 100) == lattice, evaluated
 
 
 def test_in_pipelines_and_json(ref, fitted, tmp_path):

@@ -20,9 +20,12 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 from affine import Affine
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
 from pyproj import CRS
 
 from xdem.errors import CRSError, OverlapError
+from xdem.io.sources import find_sources, region_reader, register_source
 from xdem.typing import CRSLike
 
 if TYPE_CHECKING:  # types only; odc-geo is imported when a reprojection needs it (about 0.2 s)
@@ -45,6 +48,7 @@ __all__ = [
     "block_pixel_offsets",
     "block_xy",
     "block_tasks",
+    "read_region",
     "same_grid",
     "with_transform",
     "align_pair",
@@ -267,6 +271,42 @@ def block_tasks(func: Callable[..., object], arrays: Sequence[da.Array], **kwarg
         for i in range(first.numblocks[0])
         for j in range(first.numblocks[1])
     ]
+
+
+def read_region(arr: da.Array, rows: slice, cols: slice) -> da.Array:
+    """``arr[rows, cols]`` of a 2-D lazy array, in blocks of ``arr``'s chunks cut by the region.
+
+    When ``arr`` is a DEM read from a file (:func:`~xdem.io.sources.region_reader`), each block
+    is read straight from the file in a task of its own: it decodes only the file's tiles under
+    the block. A block cut from ``arr``'s chunk decodes the whole chunk, so passes over regions
+    that cut chunks (rows of 1000-pixel tiles over 2048-pixel chunks) decode each chunk once per
+    region meeting it. Otherwise (a derived array): ``arr[rows, cols]``. The same values either way.
+
+    Examples
+    --------
+    >>> import xdem
+    >>> dem = xdem.open_dem(xdem.examples.get_path("lidar"), chunks=64)
+    >>> part = read_region(dem.data, slice(10, 100), slice(5, 70))
+    >>> part.chunks
+    ((54, 36), (59, 6))
+    >>> bool(np.array_equal(part.compute(), dem.values[10:100, 5:70], equal_nan=True))
+    True
+    """
+    sub = arr[rows, cols]
+    read = region_reader(arr)
+    if read is None:
+        return sub
+    (r0, r1, rstep), (c0, c1, cstep) = rows.indices(arr.shape[0]), cols.indices(arr.shape[1])
+    if rstep != 1 or cstep != 1:
+        return sub
+    name = f"read-region-{tokenize(arr.name, r0, r1, c0, c1)}"
+    re, ce = np.cumsum((r0,) + sub.chunks[0]), np.cumsum((c0,) + sub.chunks[1])
+    dsk: dict[Any, Any] = {(name, i, j): (read, slice(int(re[i]), int(re[i + 1])), slice(int(ce[j]), int(ce[j + 1])))
+           for i in range(len(sub.chunks[0])) for j in range(len(sub.chunks[1]))}
+    out = da.Array(HighLevelGraph({name: dsk}, {name: set()}), name, sub.chunks, meta=np.empty((0, 0), dtype=arr.dtype))
+    for path in find_sources(arr):
+        register_source(out, path)
+    return out
 
 
 def block_xy(
