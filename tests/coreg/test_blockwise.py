@@ -19,11 +19,14 @@ from helpers import MaxResult, count_computes
 from truth import SineTerrain, field_correction, field_dem_of, nmad
 
 import xdem
+from xdem._frame_op import FrameOp
 from xdem.coreg import BlockwiseCoreg, CoregPipeline, Deramp, NuthKaab, VerticalShift
 from xdem.coreg._blockwise_draw import chunk_bands
 from xdem.coreg.blockwise import tile_edges
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.examples import get_path
+from xdem.io.grid import Grid
+from xdem.kernels.warp import lattice_bilinear
 
 N, RES, BLOCK = 1000, 5.0, 250
 X0, Y0 = 500000.0, 4000000.0
@@ -375,6 +378,30 @@ def test_fields_at_sampled_pixels_from_a_lattice_or_exactly(monkeypatch):
         for g, w in zip(got, want):
             assert np.abs(g - w).max() <= 1e-6 * 5.0
         assert (max(evaluated) < 500_000 / 100) == lattice, evaluated
+
+
+def test_apply_maps_the_fields_from_a_cubic_lattice_closer_than_the_bilinear_one(ref, fitted):
+    """The warp by displacement fields maps a strip of pixels from a lattice of every 32 pixels
+    (nodes global multiples of 32) by cubic convolution: at every pixel of strips that start and
+    end anywhere, within the warp's tolerance (1e-3 px) of the exact fields and no farther from
+    them than bilinear interpolation on the 16-pixel lattice used before (measured: 1.4e-5 to
+    1.1e-4 px against 5.6e-5 to 1.6e-4 px on these fields of metres over 5 km)."""
+    for name in sorted(FIELDS):
+        bw = fitted[name][1]
+        op = bw._frame_op()
+        spec = xdem.warp._Spec(grid=Grid.of(ref), src=Grid.of(ref), op=FrameOp(op.frame, fields=op.fields),
+                               resampling="bilinear", z_range=(0.0, 1.0))
+        for r0, r1, c0, c1 in ((0, 256, 0, N), (37, 101, 250, 999), (N - 60, N, 3, 7)):
+            rows, cols = np.arange(r0, r1), np.arange(c0, c1)
+            got = xdem.warp._mapped(spec, rows, cols)
+            want = xdem.warp._exact_fields(spec, rows[:, None], cols[None, :])
+            lr, lc = (np.arange(a // 16 * 16, -(-(b - 1) // 16) * 16 + 1, 16) for a, b in ((r0, r1), (c0, c1)))
+            nodes = xdem.warp._exact_fields(spec, lr[:, None], lc[None, :])
+            for k, value in enumerate((got.prow, got.pcol)):
+                err = np.abs(value - want[k]).max()
+                assert err <= min(xdem.warp.LATTICE_TOLERANCE, np.abs(lattice_bilinear(nodes[k], lr, lc, rows, cols)
+                                                                      - want[k]).max() + 1e-7), (name, k, err)
+            assert got.vz is not None and np.abs(got.vz - want[-1]).max() <= xdem.warp.LATTICE_TOLERANCE * RES
 
 
 def test_in_pipelines_and_json(ref, fitted, tmp_path):

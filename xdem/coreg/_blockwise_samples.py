@@ -43,6 +43,7 @@ from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
+from xdem.kernels.warp import cubic_nodes, lattice_cubic_at
 from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
@@ -139,43 +140,6 @@ class FieldSampler:
         return z
 
 
-def _cubic_at(values: tuple[np.ndarray, ...], lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
-              cols: np.ndarray) -> list[np.ndarray]:
-    """Cubic convolution (Keys, ``a = -1/2``) of each of ``values`` on the uniform lattice
-    ``lr x lc`` at scattered pixels ``rows, cols`` at least one node inside each edge.
-
-    Examples
-    --------
-    >>> lr = np.arange(-16, 49, 16); v = (lr[:, None] * 0.5 + 2.0 * lr[None, :]) ** 2 / 100.0
-    >>> round(float(_cubic_at((v,), lr, lr, np.array([8.0]), np.array([24.0]))[0][0]), 9)  # a quadratic: exact
-    27.04
-    """
-    def weights(nodes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        t = (at - nodes[0]) / (nodes[1] - nodes[0])
-        j = np.clip(np.floor(t).astype(np.int64), 1, nodes.size - 3)
-        f = t - j
-        return j, [((-0.5 * f + 1.0) * f - 0.5) * f, (1.5 * f - 2.5) * f * f + 1.0,
-                   ((-1.5 * f + 2.0) * f + 0.5) * f, (0.5 * f - 0.5) * f * f]
-
-    jr, wr = weights(lr, rows)
-    jc, wc = weights(lc, cols)
-    out = []
-    for v in values:
-        acc = np.zeros(rows.shape)
-        for a in range(4):
-            row = np.zeros(rows.shape)
-            for b in range(4):
-                row += wc[b] * v[jr + a - 1, jc + b - 1]
-            acc += wr[a] * row
-        out.append(acc)
-    return out
-
-
-def _lattice(lo: float, hi: float, step: int) -> np.ndarray:
-    """Multiples of ``step`` from one before ``lo`` to one after the first at or after ``hi``."""
-    return np.arange((int(lo) // step - 1) * step, (-(-int(hi) // step) + 1) * step + 1, step)
-
-
 def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray,
                 cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~xdem.kernels.field.compose` at the centres of pixels ``rows, cols`` (float arrays):
@@ -196,18 +160,18 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
     res = max(abs(grid.transform.a), abs(grid.transform.e))
     step = LATTICE_STEP
     r_lo, r_hi, c_lo, c_hi = rows.min(), rows.max(), cols.min(), cols.max()
-    while step > 1 and rows.size > LATTICE_GAIN * _lattice(r_lo, r_hi, step).size * _lattice(c_lo, c_hi, step).size:
-        lr, lc = _lattice(r_lo, r_hi, step), _lattice(c_lo, c_hi, step)
+    while step > 1 and rows.size > LATTICE_GAIN * cubic_nodes(r_lo, r_hi, step).size * cubic_nodes(c_lo, c_hi, step).size:
+        lr, lc = cubic_nodes(r_lo, r_hi, step), cubic_nodes(c_lo, c_hi, step)
         gx, gy = np.broadcast_arrays(*grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64)))
         px, py, vz = compose(fields, gx, gy)
         nodes = (gx - px, gy - py, vz)  # displacements: smooth, small (interpolated without the grid's offset)
         mr, mc = np.broadcast_arrays(((lr[1:-2] + lr[2:-1]) / 2.0)[:, None], ((lc[1:-2] + lc[2:-1]) / 2.0)[None, :])
         mx, my = np.broadcast_arrays(*grid.centres(mr, mc))
         qx, qy, qz = compose(fields, mx, my)
-        mids = _cubic_at(nodes, lr, lc, mr.ravel(), mc.ravel())
+        mids = [lattice_cubic_at(v, lr, lc, mr.ravel(), mc.ravel()) for v in nodes]
         if all(np.abs(m - e.ravel()).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, (mx - qx, my - qy, qz))):
             x, y = grid.centres(rows, cols)
-            ddx, ddy, dz = _cubic_at(nodes, lr, lc, rows, cols)
+            ddx, ddy, dz = (lattice_cubic_at(v, lr, lc, rows, cols) for v in nodes)
             return x - ddx, y - ddy, dz
         step //= 2
     x, y = grid.centres(rows, cols)

@@ -23,7 +23,8 @@ import numpy as np
 from xdem.kernels._interp_loops import CODES, weights_into
 from xdem.kernels.interp import weights_1d
 
-__all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear", "interp_one", "CODES"]
+__all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear", "cubic_nodes", "lattice_cubic",
+           "lattice_cubic_at", "interp_one", "CODES"]
 #: ``CODES`` (resampling name -> code of the compiled weights) is :data:`xdem.kernels._interp_loops.CODES`.
 
 @numba.njit(cache=True, nogil=True)
@@ -188,4 +189,81 @@ def lattice_bilinear(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: n
     jr, fr = weights(lr, rows)
     out = np.empty((jr.size, jc.size), dtype=np.float64)
     _lattice_loop(np.ascontiguousarray(values, dtype=np.float64), jr, fr, jc, fc, out)
+    return out
+
+
+def cubic_nodes(lo: int, hi: int, step: int) -> np.ndarray:
+    """Multiples of ``step`` from one before ``lo`` to one after the first at or after ``hi``: the
+    nodes a cubic convolution over ``[lo, hi]`` needs (the same nodes whatever the span's origin).
+
+    Examples
+    --------
+    >>> cubic_nodes(40, 100, 32).tolist()
+    [0, 32, 64, 96, 128, 160]
+    """
+    return np.arange((int(lo) // step - 1) * step, (-(-int(hi) // step) + 1) * step + 1, step)
+
+
+def _cubic_weights(nodes: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys' cubic convolution (``a = -1/2``) on the uniform ``nodes``: for each of ``at`` the node
+    at or before it (at least the second, at most the third from the end) and its four weights."""
+    t = (np.asarray(at, dtype=np.float64) - nodes[0]) / (nodes[1] - nodes[0])
+    j = np.clip(np.floor(t).astype(np.int64), 1, nodes.size - 3)
+    f = t - j
+    w = np.stack([((-0.5 * f + 1.0) * f - 0.5) * f, (1.5 * f - 2.5) * f * f + 1.0,
+                  ((-1.5 * f + 2.0) * f + 0.5) * f, (0.5 * f - 0.5) * f * f], axis=-1)
+    return j, w
+
+
+@numba.njit(cache=True, nogil=True)
+def _cubic_grid_loop(values: np.ndarray, jr: np.ndarray, wr: np.ndarray, jc: np.ndarray, wc: np.ndarray,
+                     tmp: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    for a in range(values.shape[0]):  # along the columns, on every row of nodes
+        for j in range(jc.size):
+            c = jc[j]
+            tmp[a, j] = (wc[j, 0] * values[a, c - 1] + wc[j, 1] * values[a, c] + wc[j, 2] * values[a, c + 1]
+                         + wc[j, 3] * values[a, c + 2])
+    for i in range(jr.size):  # then along the rows
+        r = jr[i]
+        for j in range(jc.size):
+            out[i, j] = wr[i, 0] * tmp[r - 1, j] + wr[i, 1] * tmp[r, j] + wr[i, 2] * tmp[r + 1, j] + wr[i, 3] * tmp[r + 2, j]
+
+
+def lattice_cubic(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Cubic convolution (Keys, ``a = -1/2``: exact for quadratics) of ``values`` given on the
+    uniform lattice ``lr x lc`` (:func:`cubic_nodes`: a node beyond ``rows`` and ``cols`` on
+    each side) at the grid ``rows x cols`` (compiled, separable).
+
+    Examples
+    --------
+    >>> lr = cubic_nodes(0, 40, 16); v = (lr[:, None] - 2.0 * lr[None, :]) ** 2
+    >>> lattice_cubic(v, lr, lr, np.array([8, 40]), np.array([4])).tolist()  # (r - 2 c)^2
+    [[0.0], [1024.0]]
+    """
+    jr, wr = _cubic_weights(lr, rows)
+    jc, wc = _cubic_weights(lc, cols)
+    out = np.empty((jr.size, jc.size), dtype=np.float64)
+    tmp = np.empty((lr.size, jc.size), dtype=np.float64)
+    _cubic_grid_loop(np.ascontiguousarray(values, dtype=np.float64), jr, wr, jc, wc, tmp, out)
+    return out
+
+
+def lattice_cubic_at(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
+                     cols: np.ndarray) -> np.ndarray:
+    """:func:`lattice_cubic` at scattered points ``(rows[k], cols[k])``.
+
+    Examples
+    --------
+    >>> lr = cubic_nodes(0, 40, 16); v = (lr[:, None] - 2.0 * lr[None, :]) ** 2
+    >>> lattice_cubic_at(v, lr, lr, np.array([8.0, 40.0]), np.array([4.0, 2.5])).tolist()
+    [0.0, 1225.0]
+    """
+    jr, wr = _cubic_weights(lr, rows)
+    jc, wc = _cubic_weights(lc, cols)
+    out = np.zeros(jr.shape)
+    for a in range(4):
+        part = np.zeros(jr.shape)
+        for b in range(4):
+            part += wc[:, b] * values[jr + a - 1, jc + b - 1]
+        out += wr[:, a] * part
     return out
