@@ -43,7 +43,7 @@ from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
-from xdem.kernels.warp import cubic_nodes, lattice_cubic_at
+from xdem.kernels.warp import cubic_nodes, lattice_cubic, lattice_cubic_at
 from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
@@ -164,14 +164,14 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
         lr, lc = cubic_nodes(r_lo, r_hi, step), cubic_nodes(c_lo, c_hi, step)
         gx, gy = np.broadcast_arrays(*grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64)))
         px, py, vz = compose(fields, gx, gy)
-        nodes = (gx - px, gy - py, vz)  # displacements: smooth, small (interpolated without the grid's offset)
-        mr, mc = np.broadcast_arrays(((lr[1:-2] + lr[2:-1]) / 2.0)[:, None], ((lc[1:-2] + lc[2:-1]) / 2.0)[None, :])
-        mx, my = np.broadcast_arrays(*grid.centres(mr, mc))
+        nodes = np.stack((gx - px, gy - py, vz))  # displacements: smooth, small (interpolated without the grid's offset)
+        mr, mc = (lr[1:-2] + lr[2:-1]) / 2.0, (lc[1:-2] + lc[2:-1]) / 2.0
+        mx, my = np.broadcast_arrays(*grid.centres(mr[:, None], mc[None, :]))
         qx, qy, qz = compose(fields, mx, my)
-        mids = [lattice_cubic_at(v, lr, lc, mr.ravel(), mc.ravel()) for v in nodes]
-        if all(np.abs(m - e.ravel()).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, (mx - qx, my - qy, qz))):
+        mids = [lattice_cubic(v, lr, lc, mr, mc) for v in nodes]
+        if all(np.abs(m - e).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, (mx - qx, my - qy, qz))):
             x, y = grid.centres(rows, cols)
-            ddx, ddy, dz = (lattice_cubic_at(v, lr, lc, rows, cols) for v in nodes)
+            ddx, ddy, dz = lattice_cubic_at(nodes, lr, lc, rows, cols)
             return x - ddx, y - ddy, dz
         step //= 2
     x, y = grid.centres(rows, cols)

@@ -248,9 +248,23 @@ def lattice_cubic(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.n
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _cubic_points_loop(values: np.ndarray, jr: np.ndarray, wr: np.ndarray, jc: np.ndarray, wc: np.ndarray,
+                       out: np.ndarray) -> None:  # pragma: no cover - compiled
+    for p in range(jr.size):
+        r, c = jr[p], jc[p]
+        for k in range(values.shape[0]):
+            acc = 0.0
+            for a in range(4):
+                v = values[k, r + a - 1]
+                acc += wr[p, a] * (wc[p, 0] * v[c - 1] + wc[p, 1] * v[c] + wc[p, 2] * v[c + 1] + wc[p, 3] * v[c + 2])
+            out[k, p] = acc
+
+
 def lattice_cubic_at(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.ndarray,
                      cols: np.ndarray) -> np.ndarray:
-    """:func:`lattice_cubic` at scattered points ``(rows[k], cols[k])``.
+    """:func:`lattice_cubic` at scattered points ``(rows[k], cols[k])``, of one lattice of values
+    ``(len(lr), len(lc))`` or of a stack of them ``(m, len(lr), len(lc))`` (then ``(m, n)`` out).
 
     Examples
     --------
@@ -260,10 +274,7 @@ def lattice_cubic_at(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: n
     """
     jr, wr = _cubic_weights(lr, rows)
     jc, wc = _cubic_weights(lc, cols)
-    out = np.zeros(jr.shape)
-    for a in range(4):
-        part = np.zeros(jr.shape)
-        for b in range(4):
-            part += wc[:, b] * values[jr + a - 1, jc + b - 1]
-        out += wr[:, a] * part
-    return out
+    stack = np.ascontiguousarray(values, dtype=np.float64)
+    out = np.empty((1 if stack.ndim == 2 else stack.shape[0], jr.size))
+    _cubic_points_loop(stack.reshape((-1,) + stack.shape[-2:]), jr, wr, jc, wc, out)
+    return out[0] if stack.ndim == 2 else out
