@@ -27,6 +27,8 @@ from servers import environ, http_server, requests_of
 from test_signals import deliver
 
 import xdem
+from xdem.coreg import _blockwise_draw as blockwise_draw
+from xdem.coreg import _blockwise_samples as blockwise_samples
 from xdem.errors import InputError
 from xdem.io import _spill
 from xdem.io import open as io_open
@@ -259,3 +261,25 @@ def test_local_compressed_inputs_are_not_spilled_by_default(pair, tmp_path, monk
                                coreg=xdem.coreg.NuthKaab(), chunks=CHUNK))
     assert calls and max(calls.values()) >= 2
     assert not [n for n in os.listdir(tmp_path) if "spill" in n]
+
+
+def test_region_reads_of_a_spilled_file_decode_each_chunk_once_whole(pair, tmp_path, monkeypatch):
+    """A blockwise fit on a wide DEM reads regions of rows of tiles that cut the chunks (``xdem.io.grid.read_region``);
+    with the spill, each such read first decodes the whole chunks under it not stored yet: every
+    chunk of each input decoded once, whole, in the run (fit rounds and write pass), the same output
+    and document as without the spill."""
+    def coreg() -> xdem.coreg.Coreg:
+        return xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=2000), block_size=150)
+
+    monkeypatch.setattr(blockwise_draw, "BAND_BYTES", 1)  # groups of tiles, as on a wide DEM
+    monkeypatch.setattr(blockwise_draw, "GROUP_BYTES", 1)  # here one tile each
+    monkeypatch.setattr(blockwise_samples, "SAMPLE_CACHE_BYTES", 1)  # and round 2 draws them again
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on = _run(*pair, tmp_path / "on" / "aligned.tif", spill=True, monkeypatch=monkeypatch, coreg=coreg())
+    off = _run(*pair, tmp_path / "off" / "aligned.tif", spill=False, monkeypatch=monkeypatch, coreg=coreg())
+    assert on[0] == off[0] and json.dumps(on[1], sort_keys=True) == json.dumps(off[1], sort_keys=True)
+    chunks = {(r0, min(r0 + CHUNK, N), c0, min(c0 + CHUNK, N)) for r0 in range(0, N, CHUNK) for c0 in range(0, N, CHUNK)}
+    for name in ("ref.tif", "tba.tif"):
+        assert {k[1:] for k in on[2] if k[0] == name} == chunks and all(on[2][(name, *c)] == 1 for c in chunks)
+    assert sum(off[2].values()) > sum(on[2].values())

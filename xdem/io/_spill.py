@@ -243,6 +243,20 @@ class SpillFile:
                 return None
         return out
 
+    def missing(self, rows: slice, cols: slice) -> list[tuple[slice, slice]]:
+        """The whole chunks under the window ``rows, cols`` not stored yet (none once the spill of
+        this file has stopped): what a reader decodes whole to serve the window from the spill."""
+        rs, cs = _span(rows, self.shape[0]), _span(cols, self.shape[1])
+        if rs is None or cs is None or rs[0] >= rs[1] or cs[0] >= cs[1]:
+            return []
+        (ch, cw), (h, w) = self.chunks, self.shape
+        with self._lock:
+            if self._broken:
+                return []
+            return [(slice(i * ch, min((i + 1) * ch, h)), slice(j * cw, min((j + 1) * cw, w)))
+                    for i in range(rs[0] // ch, (rs[1] - 1) // ch + 1) for j in range(cs[0] // cw, (cs[1] - 1) // cw + 1)
+                    if (i, j) not in self._present]
+
     @property
     def chunks_stored(self) -> int:
         """Number of chunks in the file."""

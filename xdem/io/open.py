@@ -253,7 +253,10 @@ class _NamedReader:
 class _RegionReader:
     """Any region of an opened DEM read straight from its file, with :func:`_finish`'s casts:
     the same values as the lazy DEM's chunks hold there (see
-    :func:`xdem.io.sources.register_region_reader`)."""
+    :func:`xdem.io.sources.register_region_reader`). In a run that spills the file
+    (:mod:`xdem.io._spill`), the whole chunks under the region not stored yet are decoded and
+    stored first, and the region read from the spill: a region cutting chunks (a group of
+    blockwise tiles) then decodes, or downloads, each chunk once in the run, as chunk reads do."""
 
     def __init__(self, reader: _NamedReader, dtype: np.dtype, nodata: float | None) -> None:
         self.reader = reader
@@ -261,7 +264,12 @@ class _RegionReader:
         self.nodata = nodata
 
     def __call__(self, rows: slice, cols: slice) -> np.ndarray:
-        data = self.reader[(slice(0, 1), rows, cols)][0].astype(self.dtype, copy=False)
+        key = (slice(0, 1), rows, cols)
+        spill = self.reader._spill(key)
+        if spill is not None:  # a file spilled in this run: its chunks under the region decoded once, whole
+            for whole_rows, whole_cols in spill.missing(rows, cols):
+                self.reader[(slice(0, 1), whole_rows, whole_cols)]
+        data = self.reader[key][0].astype(self.dtype, copy=False)
         if self.nodata is not None and not np.isnan(self.nodata) and self.reader.nan_value is None:  # else: done
             data = np.where(data == self.dtype.type(self.nodata), self.dtype.type(np.nan), data)
         return data
