@@ -167,6 +167,14 @@ def _start_numba_warm_up() -> None:
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A warm-up never waited for (the session stopped before its collection): stopped."""
+    while _WARM_UP:
+        proc = _WARM_UP.pop()
+        proc.kill()
+        proc.communicate()
+
+
 # --- fork servers shared by the test modules of a test process -------------------------------
 #: ``os.environ`` as the test process started, before any fixture set a variable (e.g. a test S3
 #: server's): the environment of the shared fork servers, whichever module starts them.
