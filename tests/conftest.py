@@ -102,9 +102,13 @@ def pytest_configure(config: pytest.Config) -> None:
     worker's collection costs about 12 s of CPU without the cache and 6.6 s with it. These are
     pytest's own cache files (``*-pytest-*.pyc``, as pytest writes them by default), so they are
     written whatever ``PYTHONDONTWRITEBYTECODE`` says. Uses pytest's rewrite module: if its
-    internals change, nothing is written and the workers rewrite as before."""
+    internals change, nothing is written and the workers rewrite as before.
+
+    First, with a cold numba cache, starts the kernels' warm-up (see :func:`pytest_collection`),
+    so that it runs while this writes and the workers start (about 5 s of wall on a fresh clone)."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
+    _start_numba_warm_up()
     try:
         _write_rewritten_tests(config)
     except (ImportError, AttributeError, KeyError, TypeError):
@@ -130,22 +134,45 @@ def _write_rewritten_tests(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> None:
     """Under pytest-xdist (``make test``), in its controller, before it hands out the first test
-    (its workers collect meanwhile): with a cold numba cache (a fresh clone), compile the kernels
-    once, in one process (tests/forkserver.py ``warm``; the workers' collection keeps the other core
-    busy, and a second process would import the library again), about 30 s of CPU.
+    (its workers collect meanwhile): with a cold numba cache (a fresh clone), wait for the kernels'
+    compilation, once, in one process (tests/forkserver.py ``warm``, started by
+    :func:`pytest_configure`; the workers' collection keeps the other core busy, and a second
+    process would import the library again), about 30 s of CPU.
     Otherwise every worker, fork server and ``python -m xdem`` child that reaches a kernel before
     a first compilation of it is cached compiles it again (``nuthkaab``'s loops alone cost about
-    15 s of CPU): 3 workers and 3 fork servers start at once. Here, after the session's start, so
-    that pytest's reported time includes it."""
+    15 s of CPU): 3 workers and 3 fork servers start at once. Waited for here, after the session's
+    start, so that pytest's reported time includes all but its first seconds (those of
+    :func:`pytest_configure`'s own work, never in the reported time)."""
     if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
         return
+    proc = _WARM_UP.pop() if _WARM_UP else None
+    if proc is None:
+        return
+    _, stderr = proc.communicate()
+    if proc.returncode != 0:  # a failure here shows again in the tests that use the kernel: only said
+        print(f"numba warm-up failed: {stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+
+
+#: The numba warm-up process started by :func:`pytest_configure` (none with a warm cache).
+_WARM_UP: list[subprocess.Popen] = []
+
+
+def _start_numba_warm_up() -> None:
+    """With a cold numba cache, start the kernels' warm-up (tests/forkserver.py ``warm``) in a process
+    of its own; :func:`pytest_collection` waits for it."""
     if _numba_cache_is_warm():
         return
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "forkserver.py"), "warm", "coreg", "more"], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0:  # a failure here shows again in the tests that use the kernel: only said
-        print(f"numba warm-up failed: {proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    _WARM_UP.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "forkserver.py"), "warm", "coreg", "more"],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A warm-up never waited for (the session stopped before its collection): stopped."""
+    while _WARM_UP:
+        proc = _WARM_UP.pop()
+        proc.kill()
+        proc.communicate()
 
 
 # --- fork servers shared by the test modules of a test process -------------------------------
