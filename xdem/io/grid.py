@@ -302,7 +302,7 @@ def read_region(arr: da.Array, rows: slice, cols: slice) -> da.Array:
     name = f"read-region-{tokenize(arr.name, r0, r1, c0, c1)}"
     re, ce = np.cumsum((r0,) + sub.chunks[0]), np.cumsum((c0,) + sub.chunks[1])
     dsk: dict[Any, Any] = {(name, i, j): (read, slice(int(re[i]), int(re[i + 1])), slice(int(ce[j]), int(ce[j + 1])))
-           for i in range(len(sub.chunks[0])) for j in range(len(sub.chunks[1]))}
+                           for i in range(len(sub.chunks[0])) for j in range(len(sub.chunks[1]))}
     out = da.Array(HighLevelGraph({name: dsk}, {name: set()}), name, sub.chunks, meta=np.empty((0, 0), dtype=arr.dtype))
     for path in find_sources(arr):
         register_source(out, path)
