@@ -160,8 +160,10 @@ def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray
     res = max(abs(grid.transform.a), abs(grid.transform.e))
     step = LATTICE_STEP
     r_lo, r_hi, c_lo, c_hi = rows.min(), rows.max(), cols.min(), cols.max()
-    while step > 1 and rows.size > LATTICE_GAIN * cubic_nodes(r_lo, r_hi, step).size * cubic_nodes(c_lo, c_hi, step).size:
+    while step > 1:
         lr, lc = cubic_nodes(r_lo, r_hi, step), cubic_nodes(c_lo, c_hi, step)
+        if rows.size <= LATTICE_GAIN * lr.size * lc.size:
+            break
         gx, gy = np.broadcast_arrays(*grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64)))
         px, py, vz = compose(fields, gx, gy)
         nodes = np.stack((gx - px, gy - py, vz))  # displacements: smooth, small (interpolated without the grid's offset)

@@ -20,7 +20,9 @@ a warp needs, a halo strip of a few pixels) reads, in each chunk it touches, the
 in one call (or, for a strip narrower than a quarter of the chunk, its own bytes row by row),
 into a fresh array: never a memory map of the whole file, whose touched pages would count in
 the process's memory. The chunks present are a set in memory; a window with a chunk missing is
-decoded from the file.
+decoded from the file, except through the region reader of :func:`xdem.open_dem`
+(``xdem.io.open._RegionReader``: the warp's windows, halo strips, a blockwise group's blocks),
+which first decodes and stores the whole chunks missing under it (:meth:`SpillFile.missing`).
 
 Where and when: the files are temporaries of the run's output folder
 (:func:`xdem.io.atomic.owned_temps`, removed on exit, on any error and on SIGINT/SIGTERM; those
