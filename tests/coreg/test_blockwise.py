@@ -219,6 +219,9 @@ def test_tiles_smaller_than_the_method_window():
         BlockwiseCoreg(NuthKaab(), block_size=8).fit(small_ref, small_tba)
     with pytest.raises(InputError, match="block_size must be an integer >= 8"):
         BlockwiseCoreg(NuthKaab(), block_size=4).fit(small_ref, small_tba)
+    # a DEM of fewer tiles than min_tiles: said so, with the fix (it once ended "rejected: " and nothing)
+    with pytest.raises(NotEnoughDataError, match=r"the DEM has only 1 tile\(s\) \(need min_tiles=3\); use smaller tiles"):
+        BlockwiseCoreg(NuthKaab(), block_size=64).fit(small_ref, small_tba)
 
 
 def test_all_nan_pair_raises_a_clear_error(ref):

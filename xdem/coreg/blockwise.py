@@ -417,6 +417,9 @@ class BlockwiseCoreg(Coreg):
                 if b:
                     r["status"] = "rejected: outlier against its neighbours"
             ok = [r for r, b in zip(ok, bad) if not b]
+        if len(records) < int(self.min_tiles):  # not one rejected: the DEM is too small for its tiles
+            raise NotEnoughDataError(f"BlockwiseCoreg: the DEM has only {len(records)} tile(s) (need min_tiles="
+                                     f"{self.min_tiles}); use smaller tiles (block_size, --block-size in the CLI)")
         if len(ok) < int(self.min_tiles):
             reasons: dict[str, int] = {}
             for r in records:
