@@ -407,12 +407,15 @@ def test_strip_route_equals_the_fixed_point_where_the_chunk_needs_it(monkeypatch
     assert np.max(np.abs(one - ref)) > 0
 
 
-def test_one_step_loop_equals_the_per_pixel_solve_at_borders_and_voids():
+def test_one_step_loop_equals_the_per_pixel_solve_at_borders_and_voids(monkeypatch):
     """The affine one-step loop (no bounds tests inside the run of pixels whose footprint is in
-    the window) reads every pixel as the per-pixel solve does, bit for bit: at a void, at the
-    source's border (NaN) and beyond a window smaller than the source (counted the same)."""
+    the window), pixel by pixel (runs of one translation off), reads every pixel as the per-pixel
+    solve does, bit for bit: at a void, at the source's border (NaN) and beyond a window smaller
+    than the source (counted the same)."""
+    import xdem.kernels.rigid_warp as RW
     from xdem.kernels.rigid_warp import rigid_affine_strip, rigid_arrays_strip
 
+    monkeypatch.setattr(RW, "RUN_PX", 0.0)
     rng = np.random.default_rng(5)
     win = 1000 + np.cumsum(rng.normal(0, 2, (40, 50)), axis=1)
     win[10:13, 20:22] = np.nan
@@ -430,3 +433,45 @@ def test_one_step_loop_equals_the_per_pixel_solve_at_borders_and_voids():
             np.testing.assert_array_equal(out, want)
             assert esc == want_esc and (esc > 0) == (shape != win.shape)
             assert 0 < np.isnan(out).mean() < 0.4 and np.isfinite(out).mean() > 0.6
+
+
+@pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
+def test_runs_of_one_translation_read_within_run_px_of_each_pixel(resampling, monkeypatch):
+    """Runs of one translation (:data:`xdem.kernels.rigid_warp.RUN_PX`) against the same loop pixel
+    by pixel, on a rough surface with voids and the source's border, rows drifting by 2e-9 pixel
+    a column: the same voids and count of escaped footprints, values within ``RUN_PX`` pixel times
+    the steepest slope (what moving a position by that much can change), and not the same
+    computation. A mapping drifting by 0.01 pixel a column (runs shorter than ``MIN_RUN``) and a
+    translation within ``RUN_PX`` of whole pixels are read pixel by pixel: the same bits."""
+    from scipy.ndimage import gaussian_filter
+
+    import xdem.kernels.rigid_warp as RW
+
+    run_px = RW.RUN_PX
+    rng = np.random.default_rng(7)
+    win = 1000 + gaussian_filter(rng.normal(0, 300, (60, 400)), 1.5)  # rough: slopes of up to about 60 m a pixel
+    win[20:24, 100:130] = np.nan
+    taps = (0, 1) if resampling == "bilinear" else (1, 2)
+    args = dict(drow=1e-9, dcol=2e-9, z0=1000.0, k=1e-9, rzz=1.0, tol=1e-9, starts=(), max_iter=20,
+                resampling=resampling, z_one=1000.3, footprint=taps)
+
+    def read(coef, run_px, shape=win.shape, w0=(0, 0)):
+        monkeypatch.setattr(RW, "RUN_PX", run_px)
+        out = np.empty((50, 400))
+        esc = RW.rigid_affine_strip(win, w0, (0, 50), (0, 400), coef, src_shape=shape, out=out, **args)
+        return out, esc
+
+    drifting = np.array([-1.7, 1.0, 2e-9, -2.4, -3e-9, 1.0, 0.5, 1e-9, -1e-9])
+    for shape, w0 in ((win.shape, (0, 0)), ((80, 450), (3, 3))):
+        runs, esc_runs = read(drifting, run_px, shape, w0)
+        pixels, esc_pixels = read(drifting, 0.0, shape, w0)
+        np.testing.assert_array_equal(np.isnan(runs), np.isnan(pixels))
+        assert esc_runs == esc_pixels and (esc_runs > 0) == (shape != win.shape)
+        assert 0.02 < np.isnan(runs).mean() < 0.3
+        gy, gx = np.gradient(win)
+        steepest = 2.0 * float(np.nanmax(np.hypot(gx, gy)))  # metres per pixel, with room for the interpolant's
+        diff = np.nanmax(np.abs(runs - pixels))
+        assert 0 < diff <= run_px * steepest, diff
+    for coef in (np.array([-1.7, 1.0, 0.01, -2.4, -3e-9, 1.0, 0.5, 1e-9, -1e-9]),  # runs of 0: pixel by pixel
+                 np.array([-2.0 - 1e-7, 1.0, 0.0, -3.0 + 1e-7, 0.0, 1.0, 0.5, 0.0, 0.0])):  # near whole pixels
+        np.testing.assert_array_equal(read(coef, run_px)[0], read(coef, 0.0)[0])

@@ -16,6 +16,18 @@ On a grid in the frame's CRS (the usual case) the mapping is affine in the outpu
 row and column: :func:`rigid_affine_strip` evaluates it per pixel from nine coefficients
 instead of reading position arrays; :func:`rigid_arrays_strip` takes the arrays (other CRSs,
 from the warp's lattice).
+
+Runs of one translation (:data:`RUN_PX`): in the one-step route, along a row of output pixels
+the source position moves by one column per column plus a drift (the rotation, a few 1e-9 pixel
+per pixel for what LZD and ICP fit on a pure shift). Over a run of pixels whose positions stay
+within :data:`RUN_PX` of the run's own translation, every pixel is read with that translation's
+weights: separably, a pass down the rows then one along the columns (2 x 4 products a pixel for
+cubic instead of 4 x 4 and two weight evaluations; about 3x less CPU on a 2048-pixel chunk).
+Voids spread as in the per-pixel read (a NaN read with a non-zero weight makes the pixel NaN);
+the values differ from it by the position's change of at most :data:`RUN_PX` and rounding.
+A run whose fractional position lies within :data:`RUN_PX` of a whole pixel (where a pixel
+of the run could read other pixels), and any row where runs would be shorter than
+:data:`MIN_RUN` pixels (a real rotation, another resolution), is read pixel by pixel.
 """
 
 from __future__ import annotations
@@ -28,12 +40,18 @@ import numpy as np
 from xdem.kernels._interp_loops import weights_into
 from xdem.kernels.warp import CODES, interp_one
 
-__all__ = ["ONE_STEP_PX", "OVERSHOOT", "one_step_range", "one_step_level", "strip_level", "rigid_affine_strip",
-           "rigid_arrays_strip"]
+__all__ = ["ONE_STEP_PX", "RUN_PX", "MIN_RUN", "OVERSHOOT", "one_step_range", "one_step_level", "strip_level",
+           "rigid_affine_strip", "rigid_arrays_strip"]
 
 #: Largest possible change of a source position (pixels) over the moved elevations of a chunk
 #: for which each pixel is read once (the one-step route).
 ONE_STEP_PX = 1e-6
+#: Largest distance (pixels) between a pixel's source position and the one it is read at in a run
+#: of one translation (module notes). With the one-step route's half of :data:`ONE_STEP_PX`, a
+#: position is within 7.5e-7 pixel of the fixed point's. ``0`` reads every pixel by itself.
+RUN_PX = 2.5e-7
+#: Shortest run of one translation worth its two passes; below it, pixel by pixel.
+MIN_RUN = 16
 #: Bound of ``sum |weight|`` of the 2-D interpolations (Keys cubic: 1.25 ** 2 = 1.5625;
 #: bilinear: 1), rounded up: an interpolated value is within this many half-ranges of the
 #: middle of the values it reads.
@@ -251,20 +269,72 @@ def _inside(x: float, y: float, wh: int, ww: int, before: int, after: int) -> bo
     return x - before >= 0.0 and x < wh - after and y - before >= 0.0 and y < ww - after
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pixels(window: np.ndarray, wr0: float, wc0: float, p_r: float, p_c: float, p_a: float, coef: np.ndarray,
+            shift_r: float, shift_c: float, scale: float, rzz: float, code: int, col0: int, j0: int, j1: int,
+            wr: np.ndarray, wc: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Pixels ``j0 .. j1 - 1`` of one output row, inside the window, each read by itself, by a
+    loop whose number of taps is a constant."""
+    if code != 0:
+        for j in range(j0, j1):
+            c = float(col0 + j)
+            v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
+                            code, 4, wr, wc)
+            out[j] = ((p_a + coef[8] * c) + rzz * v) * scale
+    else:
+        for j in range(j0, j1):
+            c = float(col0 + j)
+            v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
+                            code, 2, wr, wc)
+            out[j] = ((p_a + coef[8] * c) + rzz * v) * scale
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _read_run(window: np.ndarray, x: float, y: float, n: int, code: int, run_px: float, wr: np.ndarray,
+              wc: np.ndarray, buf: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """``buf[:n]``: the window read at ``(x, y + t)`` for ``t < n`` (a run of one translation, module
+    notes), a pass down the rows then one along the columns; ``False`` (nothing read) when a
+    fractional part is within ``run_px`` of a whole pixel."""
+    ir, ic = math.floor(x), math.floor(y)
+    fr, fc = x - ir, y - ic
+    if fr < run_px or fr > 1.0 - run_px or fc < run_px or fc > 1.0 - run_px:
+        return False
+    r0 = int(ir) + weights_into(fr, code, wr)
+    c0 = int(ic) + weights_into(fc, code, wc)
+    taps = 2 if code == 0 else 4
+    for t in range(n + taps - 1):
+        acc = 0.0
+        for a in range(taps):
+            if wr[a] != 0.0:  # as in _inside_one: a zero weight neither reads its pixel nor lets its NaN through
+                acc += wr[a] * window[r0 + a, c0 + t]
+        buf[t] = acc
+    for t in range(n):  # in place: buf[t] is read last by this t
+        acc = 0.0
+        for b in range(taps):
+            if wc[b] != 0.0:
+                acc += wc[b] * buf[t + b]
+        buf[t] = np.nan if math.isnan(acc) else acc
+    return True
+
+
 @numba.njit(cache=True, nogil=True)
 def _affine_one_step_loop(window: np.ndarray, wr0: float, wc0: float, row0: int, col0: int, coef: np.ndarray,
                           shift_r: float, shift_c: float, scale: float, rzz: float, code: int, src_h: int,
-                          src_w: int, before: int, after: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The one-step branch of :func:`_affine_loop` (same values, same count of escaped
-    footprints), in a loop of its own. Along a row the positions are monotone in the column
-    (so is their floating-point evaluation), so the pixels whose footprint is inside the window
-    are one run: the pixels before and after it (at a raster's border) are read as
-    :func:`_solve_one` reads them, the run without position or bounds tests, by a loop whose
-    number of taps is a constant."""
+                          src_w: int, before: int, after: int, run_px: float,
+                          out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The one-step branch of :func:`_affine_loop` (same count of escaped footprints), in a loop
+    of its own. Along a row the positions are monotone in the column (so is their floating-point
+    evaluation), so the pixels whose footprint is inside the window are one run: the pixels
+    before and after it (at a raster's border) are read as :func:`_solve_one` reads them (the same
+    values), the run without position or bounds tests, in runs of one translation within
+    ``run_px`` (module notes) or else pixel by pixel (the same values)."""
     wr = np.empty(4)
     wc = np.empty(4)
     wh, ww = window.shape
     nc = out.shape[1]
+    buf = np.empty(nc + 3)
+    drift = max(abs(coef[2]), abs(coef[5] - 1.0))  # change of the fractional positions per column
+    run = 0 if run_px <= 0.0 else (nc if drift == 0.0 else int(min(2.0 * run_px / drift, float(nc))))
     escaped = 0
     for i in range(out.shape[0]):
         r = float(row0 + i)
@@ -285,18 +355,25 @@ def _affine_one_step_loop(window: np.ndarray, wr0: float, wc0: float, row0: int,
                     lo += 1
                 else:
                     hi -= 1
-        if code != 0:
-            for j in range(lo, hi):
-                c = float(col0 + j)
-                v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
-                                code, 4, wr, wc)
-                out[i, j] = ((p_a + coef[8] * c) + rzz * v) * scale
-        else:
-            for j in range(lo, hi):
-                c = float(col0 + j)
-                v = _inside_one(window, ((p_r + coef[2] * c) + shift_r) - wr0, ((p_c + coef[5] * c) + shift_c) - wc0,
-                                code, 2, wr, wc)
-                out[i, j] = ((p_a + coef[8] * c) + rzz * v) * scale
+        row = out[i]
+        if run < MIN_RUN:
+            _pixels(window, wr0, wc0, p_r, p_c, p_a, coef, shift_r, shift_c, scale, rzz, code, col0, lo, hi, wr, wc,
+                    row)
+            continue
+        j = lo
+        while j < hi:
+            n = min(run, hi - j)
+            half = 0.5 * (n - 1)
+            cm = float(col0 + j) + half  # the run's translation: its middle pixel's
+            x = ((p_r + coef[2] * cm) + shift_r) - wr0
+            y = (((p_c + coef[5] * cm) + shift_c) - wc0) - half
+            if _read_run(window, x, y, n, code, run_px, wr, wc, buf):
+                for t in range(n):
+                    row[j + t] = ((p_a + coef[8] * float(col0 + j + t)) + rzz * buf[t]) * scale
+            else:
+                _pixels(window, wr0, wc0, p_r, p_c, p_a, coef, shift_r, shift_c, scale, rzz, code, col0, j, j + n,
+                        wr, wc, row)
+            j += n
     return escaped
 
 
@@ -367,7 +444,7 @@ def rigid_affine_strip(
         return int(_affine_one_step_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]),
                                          int(cols[0]), coef, shift_r, shift_c, 1.0 / (1.0 - k), float(rzz),
                                          CODES[resampling], int(src_shape[0]), int(src_shape[1]),
-                                         int(footprint[0]), int(footprint[1]), out))
+                                         int(footprint[0]), int(footprint[1]), float(RUN_PX), out))
     return int(_affine_loop(_window(window), float(window0[0]), float(window0[1]), int(rows[0]), int(cols[0]),
                             coef, float(drow), float(dcol), float(z0), 1.0 / (1.0 - k),
                             float(rzz), float(tol), np.asarray(starts, dtype=np.float64), int(max_iter),
