@@ -25,8 +25,8 @@ weights: separably, a pass down the rows then one along the columns (2 x 4 produ
 cubic instead of 4 x 4 and two weight evaluations; about 3x less CPU on a 2048-pixel chunk).
 Voids spread as in the per-pixel read (a NaN read with a non-zero weight makes the pixel NaN);
 the values differ from it by the position's change of at most :data:`RUN_PX` and rounding.
-A run whose fractional position lies within :data:`RUN_PX` of a whole pixel (where a pixel
-of the run could read other pixels), and any row where runs would be shorter than
+A run whose fractional position lies within twice :data:`RUN_PX` of a whole pixel (where a
+pixel of the run could read other pixels), and any row where runs would be shorter than
 :data:`MIN_RUN` pixels (a real rotation, another resolution), is read pixel by pixel.
 """
 
@@ -294,10 +294,12 @@ def _read_run(window: np.ndarray, x: float, y: float, n: int, code: int, run_px:
               wc: np.ndarray, buf: np.ndarray) -> bool:  # pragma: no cover - compiled
     """``buf[:n]``: the window read at ``(x, y + t)`` for ``t < n`` (a run of one translation, module
     notes), a pass down the rows then one along the columns; ``False`` (nothing read) when a
-    fractional part is within ``run_px`` of a whole pixel."""
+    fractional part is within twice ``run_px`` of a whole pixel (every pixel of the run, within
+    ``run_px`` of ``(x, y + t)``, then has the same whole part, with room for rounding)."""
     ir, ic = math.floor(x), math.floor(y)
     fr, fc = x - ir, y - ic
-    if fr < run_px or fr > 1.0 - run_px or fc < run_px or fc > 1.0 - run_px:
+    edge = 2.0 * run_px
+    if fr < edge or fr > 1.0 - edge or fc < edge or fc > 1.0 - edge:
         return False
     r0 = int(ir) + weights_into(fr, code, wr)
     c0 = int(ic) + weights_into(fc, code, wc)
