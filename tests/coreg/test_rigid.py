@@ -461,6 +461,8 @@ def test_runs_of_one_translation_read_within_run_px_of_each_pixel(resampling, mo
         esc = RW.rigid_affine_strip(win, w0, (0, 50), (0, 400), coef, src_shape=shape, out=out, **args)
         return out, esc
 
+    gy, gx = np.gradient(win)
+    steepest = 2.0 * float(np.nanmax(np.hypot(gx, gy)))  # metres per pixel, with room for the interpolant's
     drifting = np.array([-1.7, 1.0, 2e-9, -2.4, -3e-9, 1.0, 0.5, 1e-9, -1e-9])
     for shape, w0 in ((win.shape, (0, 0)), ((80, 450), (3, 3))):
         runs, esc_runs = read(drifting, run_px, shape, w0)
@@ -468,8 +470,6 @@ def test_runs_of_one_translation_read_within_run_px_of_each_pixel(resampling, mo
         np.testing.assert_array_equal(np.isnan(runs), np.isnan(pixels))
         assert esc_runs == esc_pixels and (esc_runs > 0) == (shape != win.shape)
         assert 0.02 < np.isnan(runs).mean() < 0.3
-        gy, gx = np.gradient(win)
-        steepest = 2.0 * float(np.nanmax(np.hypot(gx, gy)))  # metres per pixel, with room for the interpolant's
         diff = np.nanmax(np.abs(runs - pixels))
         assert 0 < diff <= run_px * steepest, diff
     for coef in (np.array([-1.7, 1.0, 0.01, -2.4, -3e-9, 1.0, 0.5, 1e-9, -1e-9]),  # runs of 0: pixel by pixel
