@@ -20,7 +20,7 @@ import numpy as np
 from xdem._check_base import Finding
 from xdem.errors import InputError
 from xdem.io import remote
-from xdem.masks import _VECTOR_SUFFIXES, _read_vector
+from xdem.masks import _VECTOR_SUFFIXES, _read_vector, burn_shapes
 
 if TYPE_CHECKING:  # annotations only
     from xdem.typing import JSONDict
@@ -77,13 +77,11 @@ def _mask_extent(path: str) -> tuple[Any, tuple[float, ...], Any]:
         gdf = _read_vector(path)
 
         def burn(transform: Any, shape: tuple[int, int], crs: Any) -> np.ndarray:
-            from rasterio.features import rasterize
-
             geoms = [g for g in gdf.to_crs(crs).geometry if g is not None and not g.is_empty]
             if not geoms:
                 return np.zeros(shape, dtype=bool)
-            return rasterize([(g, 1) for g in geoms], out_shape=shape, transform=transform, fill=0, all_touched=True,
-                             dtype="uint8").astype(bool)
+            return burn_shapes([(g, 1) for g in geoms], out_shape=shape, transform=transform, all_touched=True,
+                               dtype="uint8").astype(bool)
 
         return gdf.crs, tuple(float(v) for v in gdf.total_bounds), burn
 

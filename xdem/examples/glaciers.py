@@ -51,13 +51,13 @@ import rioxarray  # noqa: F401 - the .rio accessor
 import shapely
 import xarray as xr
 from affine import Affine
-from rasterio.features import rasterize
 from scipy.ndimage import gaussian_filter
 from scipy.special import ndtri
 from shapely.geometry import Polygon
 
 from xdem.io.cog import write_cog
 from xdem.io.grid import block_pixel_offsets
+from xdem.masks import burn_shapes
 from xdem.sampling import pixel_uniform
 
 __all__ = ["GlacierSet", "NoiseModel", "GLACIERS", "PERIOD", "glacier_set", "thinning_profile", "terrain_elevation",
@@ -207,7 +207,7 @@ def _index_block(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> np.n
             if p.bounds[0] < bx1 and p.bounds[2] > bx0 and p.bounds[1] < by1 and p.bounds[3] > by0]
     if not hits:
         return np.zeros(shape, dtype=np.int32)
-    return rasterize(hits, out_shape=shape, transform=t, fill=0, dtype="int32")
+    return burn_shapes(hits, out_shape=shape, transform=t, dtype="int32")
 
 
 def _elevation_and_slope(g: _Grid, row0: int, col0: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
