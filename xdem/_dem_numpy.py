@@ -27,6 +27,7 @@ import numpy as np
 from geoutils.raster import handled_array_funcs
 
 from xdem.errors import InputError
+from xdem.stats import nanmax, nanmin
 
 if TYPE_CHECKING:
     from xdem.dem import DEM
@@ -40,8 +41,8 @@ HANDLED_FUNCTIONS = frozenset(handled_array_funcs)
 #: NaN-skipping results are the same.
 _LAZY_REDUCTIONS: dict[str, Callable[..., da.Array]] = {
     "mean": da.nanmean, "nanmean": da.nanmean, "sum": da.nansum, "nansum": da.nansum,
-    "min": da.nanmin, "nanmin": da.nanmin, "amin": da.nanmin, "max": da.nanmax, "nanmax": da.nanmax,
-    "amax": da.nanmax, "std": da.nanstd, "nanstd": da.nanstd, "var": da.nanvar, "nanvar": da.nanvar,
+    "min": nanmin, "nanmin": nanmin, "amin": nanmin, "max": nanmax, "nanmax": nanmax,
+    "amax": nanmax, "std": da.nanstd, "nanstd": da.nanstd, "var": da.nanvar, "nanvar": da.nanvar,
 }
 
 

@@ -61,6 +61,7 @@ from xdem.io.grid import (
 from xdem.io.open import open_dem
 from xdem.spatialstats.dem_uncertainty import estimate_uncertainty
 from xdem.spatialstats.upstream import nmad
+from xdem.stats import nanmax, nanmin
 from xdem.vcrs import VerticalRef, parse_vcrs
 
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ class DEM(RasterAttributes, VcrsMembers, gu.Raster):  # geoutils is untyped (Any
                  f"CRS:          {self.crs}"]
         if stats:
             a = self._da.data
-            values = da.compute(da.nanmin(a), da.nanmax(a), da.nanmean(a), da.nanstd(a))
+            values = da.compute(nanmin(a), nanmax(a), da.nanmean(a), da.nanstd(a))
             for name, v in zip(("Minimum", "Maximum", "Mean", "Std dev"), values):
                 lines.append(f"{name + ':':<14}{float(v):.3f}")
         text = "\n".join(lines)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +20,20 @@ __all__ = ["inlier_mask_like", "stable_mask_like", "rasterize_like", "labels_lik
            "burn_shapes"]
 
 _VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson", ".json", ".fgb", ".gml", ".kml", ".parquet"}
-#: One :func:`burn_shapes` at a time in a process (see there).
-_BURN_LOCK = threading.Lock()
 
 
 def burn_shapes(shapes: list, *, out_shape: tuple[int, int], transform: Any, dtype: str,
                 all_touched: bool = False) -> np.ndarray:
-    """:func:`rasterio.features.rasterize` of ``(geometry, value)`` pairs with fill 0, one call at
-    a time in the process.
+    """:func:`rasterio.features.rasterize` of ``(geometry, value)`` pairs with fill 0, burnt into a
+    GDAL in-memory (``MEM``) dataset instead of a numpy array.
 
-    rasterize hides a warning of its in-memory raster inside ``warnings.catch_warnings()`` with
-    ``simplefilter("ignore")``; that block swaps the process-wide filter list and is not
-    thread-safe. Two dask threads burning at once (one enters, the other enters, the first leaves,
-    the second leaves) left "ignore every warning" installed for the rest of the process: 30 of
-    30 threaded passes over 400 blocks measured here, after which no warning of the user's
-    session (xdem's input checks included) was shown. Serialised, each block restores what it
-    found. The burning itself is a small part of a mask's pass.
+    Given a numpy array, rasterize wraps it in an in-memory raster inside ``warnings.catch_warnings()``
+    with ``simplefilter("ignore")``. That block swaps the process-wide filter list and is not
+    thread-safe: interleaved with another thread's block (a second burn, dask's own ``nanmin`` chunks,
+    any library's), it can leave "ignore every warning" installed for the rest of the process. 30 of
+    30 threaded passes over 400 blocks did so here, after which no warning of the user's session
+    (xdem's input checks included) was shown. Burnt into a dataset, rasterize enters no such block,
+    so threads burn at once; the values are those of the numpy route (``tests/test_warning_filters.py``).
 
     Examples
     --------
@@ -45,11 +42,16 @@ def burn_shapes(shapes: list, *, out_shape: tuple[int, int], transform: Any, dty
     >>> int(burn_shapes([(box(0, 0, 2, 3), 1)], out_shape=(4, 4), transform=Affine.identity(), dtype="uint8").sum())
     6
     """
+    import rasterio
     from rasterio.features import rasterize
 
-    with _BURN_LOCK:
-        return rasterize(shapes, out_shape=out_shape, transform=transform, fill=0, all_touched=all_touched,
-                         dtype=dtype)
+    height, width = out_shape
+    # GDAL's MEM driver allocates its bands zeroed: the fill of 0
+    with rasterio.open("", "w+", driver="MEM", width=width, height=height, count=1, dtype=dtype,
+                       transform=transform) as ds:
+        rasterize(shapes, out_shape=out_shape, transform=transform, all_touched=all_touched, dtype=dtype,
+                  dst_path=ds)
+        return ds.read(1)
 
 
 def _rasterize_block(block: np.ndarray, *, geoms: list, transform, labels: bool = False,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import threading
-import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -382,10 +381,12 @@ def _check_inside(spec: _Spec, prow: np.ndarray, pcol: np.ndarray, window0: tupl
     wr0, wc0 = window0
     if prow.size == 0:
         return
-    with warnings.catch_warnings():  # all-NaN positions: the full test below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo_r, hi_r, lo_c, hi_c = (math.floor(v) if np.isfinite(v) else v for v in
-                                  (np.nanmin(prow), np.nanmax(prow), np.nanmin(pcol), np.nanmax(pcol)))
+    # fmin/fmax skip NaN like nanmin/nanmax, and all-NaN gives NaN (the full test below) without the
+    # RuntimeWarning, so no catch_warnings block here: that block swaps the process-wide filter list and,
+    # interleaved with another thread's, can leave its filter installed (see xdem.masks.burn_shapes)
+    lo_r, hi_r, lo_c, hi_c = (math.floor(v) if np.isfinite(v) else v for v in
+                              (np.fmin.reduce(prow, axis=None), np.fmax.reduce(prow, axis=None),
+                               np.fmin.reduce(pcol, axis=None), np.fmax.reduce(pcol, axis=None)))
     if lo_r - before >= wr0 and hi_r + after < wr0 + wshape[0] and lo_c - before >= wc0 and hi_c + after < wc0 + wshape[1]:
         return  # every footprint is in the window (the common case: the extremes decide, floor being monotone)
     fr, fc = np.floor(prow), np.floor(pcol)

@@ -113,11 +113,9 @@ def _edges(values: np.ndarray | da.Array, variables: list[np.ndarray | da.Array]
     valid = np.isfinite(da.asarray(values))
     for v in variables:
         valid = valid & np.isfinite(da.asarray(v))
-    lazy = [(da.nanmin(da.where(valid, da.asarray(v), np.nan)), da.nanmax(da.where(valid, da.asarray(v), np.nan)))
+    lazy = [(_stats.nanmin(da.where(valid, da.asarray(v), np.nan)), _stats.nanmax(da.where(valid, da.asarray(v), np.nan)))
             for i, v in enumerate(variables) if isinstance(bins[i], (int, np.integer)) and ranges is None]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: reported below
-        found = iter(dask.compute(*lazy))
+    found = iter(dask.compute(*lazy))  # all-NaN gives NaN: reported below
     edges = []
     for i, b in enumerate(bins):
         if not isinstance(b, (int, np.integer)):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from xdem.errors import InputError
+from xdem.stats import nanmax, nanmin
 from xdem.volume._inputs import as_lazy
 from xdem.volume._tables import group_medians
 
@@ -91,7 +92,7 @@ def _binning_lazy(ddem: Any, ref: Any, bins: float | np.ndarray, kind: str,
     if isinstance(bins, np.ndarray) or kind == "custom":
         edges = bin_edges(0.0, 0.0, bins, kind)
     else:
-        zmin, zmax = (float(v) for v in da.compute(da.nanmin(z), da.nanmax(z)))
+        zmin, zmax = (float(v) for v in da.compute(nanmin(z), nanmax(z)))
         if not np.isfinite(zmin):
             raise InputError("the reference elevation has no valid value; nothing to bin")
         edges = bin_edges(zmin, zmax, bins, kind)
