@@ -9,6 +9,9 @@ turn a horizontal error e into about 0.5 e of dh, so the field must be right to 
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import dask
 import geoutils as gu
 import numpy as np
@@ -22,6 +25,7 @@ import xdem
 from xdem._frame_op import FrameOp
 from xdem.coreg import BlockwiseCoreg, CoregPipeline, Deramp, NuthKaab, VerticalShift
 from xdem.coreg._blockwise_draw import chunk_bands
+from xdem.coreg._blockwise_samples import TileSample
 from xdem.coreg.blockwise import tile_edges
 from xdem.errors import InputError, NotEnoughDataError
 from xdem.examples import get_path
@@ -281,13 +285,14 @@ def test_chunk_independent_fit_and_apply(ref, fitted):
         np.testing.assert_allclose(got_o, base_o, atol=1e-6, rtol=0, equal_nan=True)
 
 
-def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monkeypatch):
+def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monkeypatch, tmp_path):
     """NuthKaab tiles (the default) take the sampled route: round 1 is one compute per band of rows
     of chunks (here one: the 16 tiles' draws in one pass, which also count them), a later round none
     (the field moves the positions read by well under 2 pixels here: the draw's windows of tba
-    hold them): no counting pass, no warp of the DEM. Without room to keep the samples
-    (SAMPLE_CACHE_BYTES) a later round draws them again (one more compute) and gives the same
-    numbers bit for bit. The general route (the same NuthKaab inside a pipeline,
+    hold them): no counting pass, no warp of the DEM. Without room to keep the samples in memory
+    (SAMPLE_CACHE_BYTES) a later round reads them back from a temporary file (no compute), or,
+    with spills turned off (XDEM_SPILL=0), draws them again (one more compute): the same numbers
+    bit for bit, and no file left. The general route (the same NuthKaab inside a pipeline,
     fitted lazily on the warped DEM) agrees: round 1 to 1e-4 m (the slope kept as float32),
     the total field to 0.02 m (it interpolates twice)."""
     import xdem.coreg._blockwise_samples as samples_module
@@ -299,6 +304,22 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
         fast = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     assert c.count == rows
     monkeypatch.setattr(samples_module, "SAMPLE_CACHE_BYTES", 0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the samples' file goes (no run folder here)
+    read_back = TileSample.of_arrays
+    stored_calls: list[list[str]] = []  # the folder's files when each sample is read back
+
+    def spy(arrays):
+        stored_calls.append(sorted(os.listdir(tmp_path)))
+        return read_back(arrays)
+
+    monkeypatch.setattr(TileSample, "of_arrays", spy)
+    with count_computes() as c, dask.config.set(scheduler="synchronous"):
+        stored = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
+    assert c.count == rows
+    assert len(stored_calls) == 16 and all(any(n.endswith("records-0.raw") for n in names) for names in stored_calls)
+    assert os.listdir(tmp_path) == []
+    np.testing.assert_array_equal(_learned_numbers(stored), _learned_numbers(fast))
+    monkeypatch.setenv("XDEM_SPILL", "0")
     with count_computes() as c, dask.config.set(scheduler="synchronous"):
         redrawn = BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
     assert c.count == 2 * rows
@@ -311,6 +332,27 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
     np.testing.assert_allclose(a[first][["x", "y"]].values, b[first][["x", "y"]].values, atol=0.02 * BLOCK * RES)
     xs, ys = np.meshgrid(np.linspace(X0, X0 + N * RES, 9), np.linspace(Y0, Y0 + N * RES, 9))
     np.testing.assert_allclose(np.stack(fast.field(xs, ys)), np.stack(general.field(xs, ys)), atol=0.02)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_the_samples_file_is_removed_when_a_later_round_stops(ref, fitted, monkeypatch, tmp_path, stop):
+    """Ctrl-C (a signal in the command) or an error while a later round reads the samples back: the
+    error goes up and the temporary file of the samples is gone."""
+    import xdem.coreg._blockwise_samples as samples_module
+
+    monkeypatch.setattr(samples_module, "SAMPLE_CACHE_BYTES", 0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen: list[list[str]] = []
+
+    def stopping(*args, **kwargs):
+        seen.append(sorted(os.listdir(tmp_path)))
+        raise stop("stopped in round 2")
+
+    monkeypatch.setattr(samples_module, "fit_tile_again", stopping)
+    with pytest.raises(stop, match="stopped in round 2"), dask.config.set(scheduler="synchronous"):
+        BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=2).fit(ref, fitted["quadratic"][0])
+    assert any(n.endswith("records-0.raw") for n in seen[0])
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("move", [_translation, _quadratic])

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,6 +200,68 @@ def test_a_window_across_chunks_reads_what_was_put_and_a_full_disk_stops_the_spi
     g.close()
 
 
+def test_records_read_back_what_was_put_within_their_capacity_from_threads(tmp_path, monkeypatch):
+    """A RecordFile (the blockwise samples' file) gives back each record's arrays bit for bit,
+    whatever the order and the threads that wrote them, refuses a record beyond its capacity or
+    after a failed write (a full disk: nothing half stored), and closing removes the file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(1)
+    records = {i: {"a": rng.normal(size=(int(rng.integers(0, 50)), 6, 6)).astype(np.float32),
+                   "b": rng.integers(0, 2**31, size=int(rng.integers(1, 30))).astype(np.int32)} for i in range(40)}
+    size = sum(a.nbytes for r in records.values() for a in r.values())
+    f = _spill.RecordFile(tmp_path / "r.raw", capacity=size)
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(lambda i: f.put(i, records[i]), range(40)))
+    assert os.path.getsize(tmp_path / "r.raw") == size
+    assert not f.put("more", {"x": np.zeros(1, dtype=np.uint8)})  # full
+    for i in reversed(range(40)):
+        got = f.get(i)
+        assert got is not None and set(got) == {"a", "b"}
+        for k in ("a", "b"):
+            assert got[k].dtype == records[i][k].dtype
+            np.testing.assert_array_equal(got[k], records[i][k])
+    g = _spill.RecordFile(tmp_path / "g.raw", capacity=10**6)
+    monkeypatch.setattr(_spill.os, "pwrite", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    assert not g.put(0, {"x": np.ones(8)}) and 0 not in g and g.get(0) is None
+    monkeypatch.undo()
+    assert g.put(1, {"x": np.ones(8)}) and g.get(1)["x"].tolist() == [1.0] * 8
+    f.close()
+    g.close()
+    assert os.listdir(tmp_path) == [] and f.get(0) is None and not f.put(0, {"x": np.ones(1)})
+
+
+def test_record_scope_takes_the_runs_budget_or_the_temporary_folders_room_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with _spill.record_scope(1000) as f:
+        assert f is not None and f.put(0, {"x": np.ones(10)})
+        assert [n for n in os.listdir(tmp_path) if n.endswith("records-0.raw")]
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(RuntimeError, match="stop"), _spill.record_scope(1000) as f:
+        assert f is not None
+        raise RuntimeError("stop")
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv(_spill.SPILL_ENV, "0")
+    with _spill.record_scope(1000) as f:
+        assert f is None
+    monkeypatch.delenv(_spill.SPILL_ENV)
+    monkeypatch.setattr(_spill, "free_bytes", lambda folder: _spill.MARGIN_BYTES + 999)  # no room for 1000 bytes
+    with _spill.record_scope(1000) as f:
+        assert f is None
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.setattr(_spill, "free_bytes", lambda folder: _spill.MARGIN_BYTES + 5000)
+    with _spill.spill_scope(folder=run) as spill:  # a run's spill: its folder, within its budget
+        with _spill.record_scope(3000) as f, _spill.record_scope(3000) as g:
+            assert f is not None and g is None
+            assert [n for n in os.listdir(run) if n.endswith("records-0.raw")]
+        assert not [n for n in os.listdir(run) if n.endswith(".raw")]
+        with _spill.record_scope(3000) as f:  # the first one's room is free again
+            assert f is not None
+        assert spill is not None
+    assert os.listdir(tmp_path) == ["run"] and os.listdir(run) == []
+
+
 def test_a_remote_input_is_downloaded_once_with_the_spill(pair, tmp_path, monkeypatch):
     served = tmp_path / "served"
     served.mkdir()
@@ -273,7 +336,8 @@ def test_region_reads_of_a_spilled_file_decode_each_chunk_once_whole(pair, tmp_p
 
     monkeypatch.setattr(blockwise_draw, "BAND_BYTES", 1)  # groups of tiles, as on a wide DEM
     monkeypatch.setattr(blockwise_draw, "GROUP_BYTES", 1)  # here one tile each
-    monkeypatch.setattr(blockwise_samples, "SAMPLE_CACHE_BYTES", 1)  # and round 2 draws them again
+    monkeypatch.setattr(blockwise_samples, "SAMPLE_CACHE_BYTES", 1)  # and round 2 draws them again,
+    monkeypatch.setattr(blockwise_samples, "SPILL_SAMPLES", False)  # not from a file of the samples
     (tmp_path / "on").mkdir()
     (tmp_path / "off").mkdir()
     on = _run(*pair, tmp_path / "on" / "aligned.tif", spill=True, monkeypatch=monkeypatch, coreg=coreg())

@@ -11,6 +11,7 @@ per-tile translations (:mod:`xdem.kernels.field`), and applies it lazily as one 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -320,21 +321,23 @@ class BlockwiseCoreg(Coreg):
         cols = edges(grid.shape[1], block)
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
         template = tile_template(self._template(), len(tiles), self.subsample_per_tile)
-        fit_round = sampled_rounds(template, data, tiles, frame=frame, need=self._need, min_valid=self.min_valid) \
-            if isinstance(template, NuthKaab) and samples_route(template) else self._lazy_rounds(template, data, tiles, frame)
+        rounds = sampled_rounds(template, data, tiles, frame=frame, need=self._need, min_valid=self.min_valid) \
+            if isinstance(template, NuthKaab) and samples_route(template) \
+            else contextlib.nullcontext(self._lazy_rounds(template, data, tiles, frame))
         fields: list[ThinPlateField] = []
         table: list[dict[str, Any]] = []
-        for it in range(int(self.n_iterations)):
-            records = fit_round(it, tuple(fields))
-            try:
-                field = self._fit_field(records, grid)
-            except NotEnoughDataError:
-                if not fields:
-                    raise
-                table += records  # a later round without enough tiles: the fields so far stand
-                break
-            table += records
-            fields.append(field)
+        with rounds as fit_round:
+            for it in range(int(self.n_iterations)):
+                records = fit_round(it, tuple(fields))
+                try:
+                    field = self._fit_field(records, grid)
+                except NotEnoughDataError:
+                    if not fields:
+                        raise
+                    table += records  # a later round without enough tiles: the fields so far stand
+                    break
+                table += records
+                fields.append(field)
         self.tiles_ = {c: [r[c] for r in table] for c in COLUMNS}
         self.fields_ = [field_doc(f) for f in fields]
         self.n_tiles_ = len(tiles)

@@ -43,15 +43,17 @@ import contextlib
 import errno
 import os
 import shutil
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from xdem.io.atomic import owned_temps
 
-__all__ = ["SpillFile", "Spill", "spill_scope", "active_spill", "spill_enabled", "spill_local_files", "free_bytes", "SPILL_ENV",
+__all__ = ["SpillFile", "RecordFile", "record_scope", "Spill", "spill_scope",
+           "active_spill", "spill_enabled", "spill_local_files", "free_bytes", "SPILL_ENV",
            "MARGIN_BYTES"]
 
 #: Environment variable turning the spill off when set to ``0`` (or ``false``, ``no``, ``off``).
@@ -312,6 +314,87 @@ def _pread_all(fd: int, buf: memoryview, offset: int) -> None:
         buf, offset = buf[n:], offset + n
 
 
+class RecordFile:
+    """Records of numpy arrays, each under a key, appended to one file and read back whole, within
+    a capacity: what a later pass of the run needs again and memory cannot hold (the first
+    round's sample of each :class:`~xdem.coreg.BlockwiseCoreg` tile, for the later rounds).
+
+    Each record is written by one ``pwrite`` per array and read into fresh arrays by ``preadv``
+    (no memory map: the pages stay in the page cache, outside the process's memory). Thread-safe;
+    :meth:`close` removes the file.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> f = RecordFile(tempfile.mktemp(), capacity=64)
+    >>> f.put("a", {"x": np.arange(3.0), "n": np.array([7])}), f.put("b", {"x": np.zeros(9)})  # 72 bytes > 64
+    (True, False)
+    >>> got = f.get("a")
+    >>> got["x"].tolist(), int(got["n"][0]), f.get("b"), "a" in f
+    ([0.0, 1.0, 2.0], 7, None, True)
+    >>> f.close()
+    """
+
+    def __init__(self, path: str | os.PathLike, *, capacity: int) -> None:
+        self.path = os.fspath(path)
+        self.capacity = int(capacity)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self._end = 0
+        self._index: dict[Hashable, list[tuple[str, np.dtype, tuple[int, ...], int]]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (its capacity is then free in a :class:`Spill`'s budget)."""
+        return self._fd is None
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._index
+
+    def put(self, key: Hashable, arrays: Mapping[str, np.ndarray]) -> bool:
+        """Store ``arrays`` under ``key``; ``False`` (nothing stored) beyond the capacity, on a
+        failed write (a full disk) or once closed."""
+        parts = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+        with self._lock:
+            if self._fd is None or self._end + sum(a.nbytes for a in parts.values()) > self.capacity:
+                return False
+            entries, offset = [], self._end
+            try:
+                for name, a in parts.items():
+                    _pwrite_all(self._fd, memoryview(a.reshape(-1).view(np.uint8)), offset)
+                    entries.append((name, a.dtype, a.shape, offset))
+                    offset += a.nbytes
+            except OSError:
+                return False
+            self._end = offset
+            self._index[key] = entries
+            return True
+
+    def get(self, key: Hashable) -> dict[str, np.ndarray] | None:
+        """The arrays stored under ``key`` (fresh copies), or ``None``."""
+        with self._lock:
+            entries = self._index.get(key)
+            if entries is None or self._fd is None:
+                return None
+            out = {}
+            for name, dtype, shape, offset in entries:
+                a = np.empty(shape, dtype=dtype)
+                _pread_all(self._fd, memoryview(a.reshape(-1).view(np.uint8)), offset)
+                out[name] = a
+            return out
+
+    def close(self) -> None:
+        """Close and remove the file (later calls store and serve nothing)."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+            self._index.clear()
+        if fd is not None:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+
 class Spill:
     """The spill files of one run, one per input, in a temp prefix, within a disk budget.
 
@@ -338,6 +421,7 @@ class Spill:
         self.prefix = prefix
         self.budget = int(budget)
         self.files: dict[str, SpillFile | None] = {}
+        self.kept: list[RecordFile] = []
         self._lock = threading.Lock()
         self._closed = False
 
@@ -358,13 +442,29 @@ class Spill:
             self.files[ident] = made
             return made
 
+    def records(self, capacity: int) -> RecordFile | None:
+        """A new :class:`RecordFile` of ``capacity`` bytes, or ``None`` when the budget cannot hold it."""
+        with self._lock:
+            used = sum(f.nbytes for f in self.files.values() if f is not None) + sum(r.capacity for r in self.kept if not r.closed)
+            if self._closed or used + capacity > self.budget:
+                return None
+            try:
+                made = RecordFile(f"{self.prefix}records-{len(self.kept)}.raw", capacity=capacity)
+            except OSError:
+                return None
+            self.kept.append(made)
+            return made
+
     def close(self) -> None:
         """Close every file (removing them is the temp prefix's owner's job)."""
         with self._lock:
             self._closed = True
             files = [f for f in self.files.values() if f is not None]
+            kept = list(self.kept)
         for f in files:
             f.close()
+        for r in kept:
+            r.close()
 
 
 def active_spill() -> Spill | None:
@@ -425,3 +525,40 @@ def spill_scope(*, folder: str | os.PathLike | None, reserve: int = 0, enabled: 
             with _ACTIVE_LOCK:
                 _ACTIVE.remove(spill)
             spill.close()
+
+
+@contextlib.contextmanager
+def record_scope(capacity: int) -> Iterator[RecordFile | None]:
+    """A :class:`RecordFile` of ``capacity`` bytes for the block, removed when it exits: in the
+    active spill's folder and budget (:func:`spill_scope`, the run's output folder), else in the
+    system's temporary folder when its free space leaves :data:`MARGIN_BYTES`; ``None`` when
+    ``XDEM_SPILL`` turns spills off, ``capacity`` is 0 or there is no room.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with record_scope(1024) as f:
+    ...     f is None or f.put(0, {"x": np.ones(4)})
+    True
+    """
+    if capacity <= 0 or not spill_enabled():
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        spill = active_spill()
+        if spill is None:
+            folder = tempfile.gettempdir()
+            try:
+                budget = free_bytes(folder) - MARGIN_BYTES
+                prefix = stack.enter_context(owned_temps(Path(folder))) if budget >= capacity else None
+            except OSError:
+                prefix = None
+            if prefix is None:
+                yield None
+                return
+            spill = Spill(prefix, budget=budget)
+            stack.callback(spill.close)
+        made = spill.records(capacity)
+        if made is not None:
+            stack.callback(made.close)
+        yield made
