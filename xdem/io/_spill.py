@@ -362,7 +362,7 @@ class RecordFile:
             entries, offset = [], self._end
             try:
                 for name, a in parts.items():
-                    _pwrite_all(self._fd, memoryview(a.reshape(-1).view(np.uint8)), offset)
+                    _pwrite_all(self._fd, a.reshape(-1).view(np.uint8).data, offset)
                     entries.append((name, a.dtype, a.shape, offset))
                     offset += a.nbytes
             except OSError:
@@ -380,7 +380,7 @@ class RecordFile:
             out = {}
             for name, dtype, shape, offset in entries:
                 a = np.empty(shape, dtype=dtype)
-                _pread_all(self._fd, memoryview(a.reshape(-1).view(np.uint8)), offset)
+                _pread_all(self._fd, a.reshape(-1).view(np.uint8).data, offset)
                 out[name] = a
             return out
 
@@ -445,7 +445,8 @@ class Spill:
     def records(self, capacity: int) -> RecordFile | None:
         """A new :class:`RecordFile` of ``capacity`` bytes, or ``None`` when the budget cannot hold it."""
         with self._lock:
-            used = sum(f.nbytes for f in self.files.values() if f is not None) + sum(r.capacity for r in self.kept if not r.closed)
+            used = sum(f.nbytes for f in self.files.values() if f is not None)
+            used += sum(r.capacity for r in self.kept if not r.closed)
             if self._closed or used + capacity > self.budget:
                 return None
             try:
