@@ -334,6 +334,26 @@ def test_nuth_kaab_tiles_fit_on_samples_in_one_pass_per_round(ref, fitted, monke
     np.testing.assert_allclose(np.stack(fast.field(xs, ys)), np.stack(general.field(xs, ys)), atol=0.02)
 
 
+def test_a_single_round_keeps_no_sample(ref, fitted, monkeypatch, tmp_path):
+    """With one round nothing reads the samples again: none is kept in memory or written to a file."""
+    import xdem.coreg._blockwise_samples as samples_module
+    from xdem.io._spill import RecordFile
+
+    monkeypatch.setattr(samples_module, "SAMPLE_CACHE_BYTES", 0)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made: list[int] = []
+    create = RecordFile.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        create(self, *args, **kwargs)
+
+    monkeypatch.setattr(RecordFile, "__init__", counted)
+    for rounds, files in ((1, 0), (2, 1)):
+        BlockwiseCoreg(NuthKaab(subsample=4000), block_size=BLOCK, n_iterations=rounds).fit(ref, fitted["quadratic"][0])
+        assert len(made) == files and os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
 def test_the_samples_file_is_removed_when_a_later_round_stops(ref, fitted, monkeypatch, tmp_path, stop):
     """Ctrl-C (a signal in the command) or an error while a later round reads the samples back: the

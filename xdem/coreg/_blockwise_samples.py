@@ -338,16 +338,18 @@ Rounds = Callable[[int, tuple[ThinPlateField, ...]], list[dict[str, Any]]]
 
 @contextlib.contextmanager
 def sampled_rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int, int, int]], *, frame: str,
-                   need: Callable[[dict[str, Any]], float], min_valid: float | int) -> Iterator[Rounds]:
+                   need: Callable[[dict[str, Any]], float], min_valid: float | int, later: bool = True) -> Iterator[Rounds]:
     """Rounds of Nuth & Kääb tiles on samples: the first draws the tiles a band of chunks or a group
     of tiles at a time (:func:`first_draws`, counting them) and fits the tiles each finished on threads; later ones read
     ``tba`` at the warped positions of the first round's samples: kept in memory while all fit in
     :data:`SAMPLE_CACHE_BYTES`, else in a temporary file for the block (:data:`SPILL_SAMPLES`), else
-    drawn again, a group at a time (the same samples)."""
+    drawn again, a group at a time (the same samples). ``later``: whether a later round will come (else
+    nothing is kept)."""
     per_tile = max(resolve_count(template.subsample, (r1 - r0) * (c1 - c0)) for r0, r1, c0, c1 in tiles)
     total = len(tiles) * per_tile * TileSample.BYTES_PER_POINT
-    keep = total <= SAMPLE_CACHE_BYTES
-    with record_scope(0 if keep or not SPILL_SAMPLES else total + len(tiles) * TileSample.BYTES_PER_TILE) as store:
+    keep = later and total <= SAMPLE_CACHE_BYTES
+    spill = later and not keep and SPILL_SAMPLES
+    with record_scope(total + len(tiles) * TileSample.BYTES_PER_TILE if spill else 0) as store:
         yield _rounds(template, data, tiles, frame=frame, need=need, min_valid=min_valid, keep=keep, store=store,
                       batch=max(1, SAMPLE_BATCH_BYTES // (per_tile * TileSample.BYTES_PER_POINT)))
 
@@ -400,7 +402,8 @@ def _rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int, int, 
             parallel([functools.partial(again, i, sm) for i, sm in pairs])
             read, pairs = [], []  # this batch's samples go before the next batch is read
             release_free_heap()
-        redraw = [i for i in todo if i not in set(stored)]
+        in_store = set(stored)
+        redraw = [i for i in todo if i not in in_store]
         for group in tile_groups([tiles[i] for i in redraw], template.subsample) if redraw else []:
             idx = [redraw[j] for j in group]  # the same draws again (they gave a sample in round 1)
             drawn = draw_group(template, data, [base[i] for i in idx])

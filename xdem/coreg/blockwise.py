@@ -321,7 +321,8 @@ class BlockwiseCoreg(Coreg):
         cols = edges(grid.shape[1], block)
         tiles = [(r0, r1, c0, c1) for r0, r1 in zip(rows[:-1], rows[1:]) for c0, c1 in zip(cols[:-1], cols[1:])]
         template = tile_template(self._template(), len(tiles), self.subsample_per_tile)
-        rounds = sampled_rounds(template, data, tiles, frame=frame, need=self._need, min_valid=self.min_valid) \
+        rounds = sampled_rounds(template, data, tiles, frame=frame, need=self._need, min_valid=self.min_valid,
+                                later=int(self.n_iterations) > 1) \
             if isinstance(template, NuthKaab) and samples_route(template) \
             else contextlib.nullcontext(self._lazy_rounds(template, data, tiles, frame))
         fields: list[ThinPlateField] = []
