@@ -347,3 +347,33 @@ def test_region_reads_of_a_spilled_file_decode_each_chunk_once_whole(pair, tmp_p
     for name in ("ref.tif", "tba.tif"):
         assert {k[1:] for k in on[2] if k[0] == name} == chunks and all(on[2][(name, *c)] == 1 for c in chunks)
     assert sum(off[2].values()) > sum(on[2].values())
+
+
+def test_a_blockwise_run_keeps_its_samples_file_in_the_output_folder_and_leaves_nothing(pair, tmp_path, monkeypatch):
+    """``xdem coreg``'s route: beyond SAMPLE_CACHE_BYTES the blockwise samples' file is a temporary of
+    the run's spill (the output's folder, never the system's temporary folder), read back in round 2;
+    after the run only the output is left, and the output and document are those of the draw again."""
+    def coreg() -> xdem.coreg.Coreg:
+        return xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=2000), block_size=150)
+
+    elsewhere = tmp_path / "system-tmp"
+    elsewhere.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(elsewhere))
+    monkeypatch.setattr(blockwise_samples, "SAMPLE_CACHE_BYTES", 1)
+    read_back = blockwise_samples.TileSample.of_arrays
+    seen: list[list[str]] = []
+
+    def spy(arrays: dict) -> blockwise_samples.TileSample:
+        seen.append(sorted(os.listdir(tmp_path / "file")) + sorted(os.listdir(elsewhere)))
+        return read_back(arrays)
+
+    monkeypatch.setattr(blockwise_samples.TileSample, "of_arrays", spy)
+    (tmp_path / "file").mkdir()
+    (tmp_path / "draw").mkdir()
+    stored = _run(*pair, tmp_path / "file" / "aligned.tif", spill=True, monkeypatch=monkeypatch, coreg=coreg())
+    assert seen and all(any(n.startswith(".xdem-tmp-") and n.endswith("records-0.raw") for n in names) for names in seen)
+    assert os.listdir(tmp_path / "file") == ["aligned.tif"] and os.listdir(elsewhere) == []
+    read = len(seen)
+    drawn = _run(*pair, tmp_path / "draw" / "aligned.tif", spill=False, monkeypatch=monkeypatch, coreg=coreg())
+    assert len(seen) == read  # XDEM_SPILL=0: drawn again, nothing read back
+    assert stored[0] == drawn[0] and json.dumps(stored[1], sort_keys=True) == json.dumps(drawn[1], sort_keys=True)
