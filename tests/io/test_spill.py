@@ -377,3 +377,31 @@ def test_a_blockwise_run_keeps_its_samples_file_in_the_output_folder_and_leaves_
     drawn = _run(*pair, tmp_path / "draw" / "aligned.tif", spill=False, monkeypatch=monkeypatch, coreg=coreg())
     assert len(seen) == read  # XDEM_SPILL=0: drawn again, nothing read back
     assert stored[0] == drawn[0] and json.dumps(stored[1], sort_keys=True) == json.dumps(drawn[1], sort_keys=True)
+
+
+def test_a_blockwise_run_spills_local_compressed_inputs_by_default(pair, tmp_path, monkeypatch):
+    """A blockwise fit reads regions of rows of tiles that cut the chunks (about two decodes of each
+    chunk a round), so its run spills local compressed inputs without ``XDEM_SPILL=1``: every chunk
+    of each input decoded once in the whole run, the output and document those of ``XDEM_SPILL=0``,
+    nothing left. A Nuth & Kääb run does not (``test_local_compressed_inputs_are_not_spilled_by_default``)."""
+    def coreg() -> xdem.coreg.Coreg:
+        return xdem.coreg.BlockwiseCoreg(xdem.coreg.NuthKaab(subsample=2000), block_size=150)
+
+    monkeypatch.setattr(blockwise_draw, "BAND_BYTES", 1)  # groups of tiles, as on a wide DEM
+    monkeypatch.setattr(blockwise_draw, "GROUP_BYTES", 1)
+    monkeypatch.delenv(_spill.SPILL_ENV, raising=False)
+    (tmp_path / "default").mkdir()
+    with counted_decodes() as calls:
+        result = run_coreg(CoregRequest(reference=str(pair[0]), to_be_aligned=str(pair[1]),
+                                        output=str(tmp_path / "default" / "aligned.tif"), coreg=coreg(), chunks=CHUNK))
+    chunks = {(r0, min(r0 + CHUNK, N), c0, min(c0 + CHUNK, N)) for r0 in range(0, N, CHUNK) for c0 in range(0, N, CHUNK)}
+    for name in ("ref.tif", "tba.tif"):
+        assert {k[1:] for k in calls if k[0] == name} == chunks and all(calls[(name, *c)] == 1 for c in chunks)
+    assert os.listdir(tmp_path / "default") == ["aligned.tif"]
+    with rasterio.open(tmp_path / "default" / "aligned.tif") as src:
+        digest = hashlib.sha256(src.read().tobytes()).hexdigest()
+    doc = {k: v for k, v in json.loads(result.json_text).items() if k not in VOLATILE}
+    (tmp_path / "off").mkdir()
+    off = _run(*pair, tmp_path / "off" / "aligned.tif", spill=False, monkeypatch=monkeypatch, coreg=coreg())
+    assert off[0] == digest and json.dumps(off[1], sort_keys=True) == json.dumps(doc, sort_keys=True)
+    assert max(off[2].values()) > 1

@@ -203,7 +203,9 @@ class _NamedReader:
         """This file's spill in the active run (:func:`xdem.io._spill.spill_scope`), if any and
         if ``key`` reads the band (``(band, rows, cols)``, the band axis ``0:1``)."""
         spill = _spill.active_spill() if self.spill_id is not None else None
-        if spill is None or len(key) != 3 or not all(isinstance(k, slice) for k in key) or key[0].indices(1) != (0, 1, 1):
+        if spill is None or not (isinstance(self.path, str) or spill.local_files):  # a local file: if the run asks
+            return None
+        if len(key) != 3 or not all(isinstance(k, slice) for k in key) or key[0].indices(1) != (0, 1, 1):
             return None
         return spill.file(self.spill_id or "", shape=(self.shape[-2], self.shape[-1]), dtype=np.dtype(self.dtype),
                           chunks=self.chunks)
@@ -346,10 +348,10 @@ def _open_path(path: Path | str, *, chunks: Any, band: int | None, nodata: float
             block_shape = src.block_shapes[0] if src.block_shapes else None
             has_crs = src.crs is not None
             # a remote file's second download costs more than a local raw copy (xdem.io._spill); a
-            # local compressed file or VRT only when asked (XDEM_SPILL=1): its page-cache writes
-            # cost more system time than the second decode's user time where measured
-            spill = isinstance(path, str) or (_spill.spill_local_files()
-                                              and (src.driver == "VRT" or src.compression is not None))
+            # local compressed file or VRT only when the run's spill asks (XDEM_SPILL=1, or a blockwise
+            # run: Spill.local_files): its page-cache writes cost more system time than a second
+            # decode's user time where measured, less than a blockwise fit's extra decodes
+            spill = isinstance(path, str) or src.driver == "VRT" or src.compression is not None
             _check_not_truncated(src, path)
             _check_vrt_sources(src, path)
     except RasterioIOError as exc:
