@@ -511,6 +511,24 @@ def spill_scope(*, folder: str | os.PathLike | None, reserve: int = 0, enabled: 
     if not enabled or folder is None or not spill_enabled():
         yield None
         return
+    with _spill_in(folder, reserve=reserve, local_files=local_files) as spill:
+        if spill is None:
+            yield None
+            return
+        with _ACTIVE_LOCK:
+            _ACTIVE.append(spill)
+        try:
+            yield spill
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE.remove(spill)
+
+
+@contextlib.contextmanager
+def _spill_in(folder: str | os.PathLike, *, reserve: int = 0, local_files: bool = False) -> Iterator[Spill | None]:
+    """A :class:`Spill` with a temp prefix of its own in ``folder``, within the free space less
+    ``reserve`` and :data:`MARGIN_BYTES` (``None``: no room, or no folder to ask), closed at the end
+    and its files removed with the prefix."""
     try:
         budget = free_bytes(folder) - int(reserve) - MARGIN_BYTES
     except OSError:  # no folder to ask: no spill (the run's own checks name the problem)
@@ -527,14 +545,8 @@ def spill_scope(*, folder: str | os.PathLike | None, reserve: int = 0, enabled: 
             yield None
             return
         spill = Spill(prefix, budget=budget, local_files=local_files)
-        with _ACTIVE_LOCK:
-            _ACTIVE.append(spill)
-        try:
-            yield spill
-        finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE.remove(spill)
-            spill.close()
+        stack.callback(spill.close)
+        yield spill
 
 
 @contextlib.contextmanager
@@ -556,19 +568,9 @@ def record_scope(capacity: int) -> Iterator[RecordFile | None]:
         return
     with contextlib.ExitStack() as stack:
         spill = active_spill()
-        if spill is None:
-            folder = tempfile.gettempdir()
-            try:
-                budget = free_bytes(folder) - MARGIN_BYTES
-                prefix = stack.enter_context(owned_temps(Path(folder))) if budget >= capacity else None
-            except OSError:
-                prefix = None
-            if prefix is None:
-                yield None
-                return
-            spill = Spill(prefix, budget=budget)
-            stack.callback(spill.close)
-        made = spill.records(capacity)
+        if spill is None:  # a spill of the block's own, in the system's temporary folder
+            spill = stack.enter_context(_spill_in(tempfile.gettempdir()))
+        made = spill.records(capacity) if spill is not None else None
         if made is not None:
             stack.callback(made.close)
         yield made
