@@ -42,7 +42,7 @@ from xdem.kernels.field import compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import FIXED_POINT_TOLERANCE, MAX_FIXED_POINT_ITERATIONS, InverseCoefficients
 from xdem.kernels.rigid_warp import one_step_level, rigid_affine_strip, rigid_arrays_strip
-from xdem.kernels.warp import cubic_nodes, interp_positions_kernel, lattice_bilinear, lattice_cubic
+from xdem.kernels.warp import cubic_nodes, interp_positions_kernel, lattice_bilinear, lattice_cubic, spot_steps
 
 __all__ = ["Grid", "Surface", "FrameOp", "NotMergeable", "warp_dem", "crs_key", "same_crs"]
 
@@ -84,13 +84,16 @@ class _Spec:
 
     ``z_range``: moved elevations (frame units) assumed when bounding a chunk's footprint for an
     op whose positions depend on elevation (a rotation about x or y); an elevation outside it can
-    only make :func:`_check_inside` fail loudly, never give a wrong value."""
+    only make :func:`_check_inside` fail loudly, never give a wrong value. ``field_step``: the
+    spacing of the lattice of a warp by displacement fields, chosen once for the whole grid
+    (:func:`_field_step`)."""
 
     grid: Grid
     src: Grid
     op: FrameOp
     resampling: str
     z_range: tuple[float, float] = (0.0, 0.0)
+    field_step: int = FIELD_LATTICE_STEP
 
     @property
     def tilts(self) -> bool:
@@ -186,17 +189,17 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
 
     The frame coordinates are only needed by ramps and tilts: without any, they are not
     interpolated and come back as ``None``. With displacement fields the lattice is every
-    :data:`FIELD_LATTICE_STEP` pixels, its nodes multiples of the step in the whole grid (not
+    ``spec.field_step`` pixels (:func:`_field_step`), its nodes multiples of the step in the whole grid (not
     counted from the chunk's corner, so every pixel gets the same value whatever the chunking),
     and the interpolation a cubic convolution (:func:`~xdem.kernels.warp.lattice_cubic`): a
     thin-plate field's kernel costs one logarithm per node and tile, which made the lattice of
-    16 pixels most of the warp's time at 20000^2 (400 tiles)."""
+    16 pixels most of the warp's time at 20000^2 (400 tiles). A chunk maps its strips from its own
+    lattice (:class:`_Nodes`, the same values without this check); this is for a chunk whose
+    lattice leaves the projection's domain."""
     aligned = bool(spec.op.fields)  # a field's lattice is global: chunk-independent values
-    step = FIELD_LATTICE_STEP if aligned else LATTICE_STEP
+    step = spec.field_step if aligned else LATTICE_STEP
     if same_crs(spec.grid.crs, spec.op.frame) and same_crs(spec.op.frame, spec.src.crs) and not aligned:
         step = 1  # the mapping is affine and cheap: exact at every pixel
-    n_pos = 4 if spec.tilts else 2
-    frame_tol = LATTICE_TOLERANCE * _frame_pixel(spec)
     interpolate = lattice_cubic if aligned else lattice_bilinear
     while step > 1:
         if aligned:
@@ -207,7 +210,7 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
             mr = (lr[:-1] + lr[1:]) // 2 if lr.size > 1 else lr
             mc = (lc[:-1] + lc[1:]) // 2 if lc.size > 1 else lc
         exact = _exact_fields(spec, lr[:, None], lc[None, :])
-        tolerance = [LATTICE_TOLERANCE] * n_pos + [frame_tol] * (len(exact) - n_pos)
+        tolerance = _tolerances(spec, len(exact))
         if all(np.isfinite(v).all() for v in exact):
             check = _exact_fields(spec, mr[:, None], mc[None, :])
             if all(np.abs(interpolate(v, lr, lc, mr, mc) - c).max() <= tol
@@ -215,6 +218,65 @@ def _mapped(spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
                 return _as_mapping(spec, [interpolate(e, lr, lc, rows, cols) for e in exact])
         step //= 2
     return _as_mapping(spec, _exact_fields(spec, rows[:, None], cols[None, :]))
+
+
+def _tolerances(spec: _Spec, n: int) -> list[float]:
+    """:data:`LATTICE_TOLERANCE` for the ``n`` values of :func:`_exact_fields`: in pixels for the
+    positions, in frame units (a pixel's size) for the rest."""
+    n_pos = 4 if spec.tilts else 2
+    return [LATTICE_TOLERANCE] * n_pos + [LATTICE_TOLERANCE * _frame_pixel(spec)] * (n - n_pos)
+
+
+def _field_step(spec: _Spec) -> int:
+    """The lattice spacing of a warp by displacement fields, once for the whole grid: the largest of
+    :data:`FIELD_LATTICE_STEP`, half of it, ... whose cubic convolution errs by at most
+    :data:`LATTICE_TOLERANCE` around every centre of the fields' thin-plate kernels (where they bend
+    most: the kernel's curvature grows like ``log r`` there) and at the grid's corners and centre
+    (:func:`~xdem.kernels.warp.spot_steps`); 1: every pixel exactly. One spacing for the whole
+    grid, so the values do not depend on the chunks."""
+    x, y = [], []
+    for f in spec.op.fields:
+        c = np.asarray(f.centres, dtype=np.float64).reshape(-1, 2)
+        x.append(f.centre[0] + f.scale * c[:, 0])
+        y.append(f.centre[1] + f.scale * c[:, 1])
+    xs, ys = _to(spec.op.frame, spec.grid.crs, np.concatenate(x or [np.zeros(0)]), np.concatenate(y or [np.zeros(0)]))
+    inv = ~spec.grid.transform
+    h, w = spec.grid.shape
+    rows = np.r_[inv.d * xs + inv.e * ys + inv.f - 0.5, 0, 0, h - 1, h - 1, h // 2]
+    cols = np.r_[inv.a * xs + inv.b * ys + inv.c - 0.5, 0, w - 1, 0, w - 1, w // 2]
+    ok = np.isfinite(rows) & np.isfinite(cols)
+    n = len(_exact_fields(spec, np.zeros((1, 1)), np.zeros((1, 1))))
+    steps = spot_steps(lambda r, c: _exact_fields(spec, r, c), rows[ok], cols[ok], start=FIELD_LATTICE_STEP,
+                       tolerances=_tolerances(spec, n))
+    return int(steps.min()) if steps.size else FIELD_LATTICE_STEP
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    """A chunk's lattice of a warp by fields: node rows and columns, :func:`_exact_fields` there."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    values: list[np.ndarray]
+
+    @classmethod
+    def of(cls, spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Nodes | None:
+        """The lattice over ``rows x cols`` at ``spec.field_step`` (``None``: every pixel exactly,
+        or a node outside the projection's domain: then each strip maps itself, :func:`_mapped`)."""
+        if spec.field_step <= 1:
+            return None
+        lr = cubic_nodes(int(rows[0]), int(rows[-1]), spec.field_step)
+        lc = cubic_nodes(int(cols[0]), int(cols[-1]), spec.field_step)
+        values = _exact_fields(spec, lr[:, None], lc[None, :])
+        return cls(lr, lc, values) if all(np.isfinite(v).all() for v in values) else None
+
+    def mapping(self, spec: _Spec, rows: np.ndarray, cols: np.ndarray) -> _Mapping:
+        """The strip ``rows x cols`` (``cols``: the chunk's) interpolated from its rows of nodes: the
+        values :func:`_mapped` gives when its check passes, from the same nodes."""
+        step = spec.field_step
+        lr = cubic_nodes(int(rows[0]), int(rows[-1]), step)
+        i0 = int(lr[0] - self.rows[0]) // step
+        return _as_mapping(spec, [lattice_cubic(v[i0:i0 + lr.size], lr, self.cols, rows, cols) for v in self.values])
 
 
 def _frame_pixel(spec: _Spec) -> float:
@@ -229,9 +291,14 @@ def _footprint(spec: _Spec, r0: int, r1: int, c0: int, c1: int) -> tuple[int, in
     """Source window ``(row0, row1, col0, col1)`` an output chunk reads, or None if none.
 
     With a tilt, the boundary is mapped at both ends of ``z_range`` (positions are linear in
-    the elevation, so the two bound every elevation in between)."""
+    the elevation, so the two bound every elevation in between). A warp by fields maps it every
+    ``spec.field_step`` pixels: its lattice's spacing, over which the fields are that smooth (a
+    thin-plate kernel per node and tile made these boundaries a second of the graph's building at
+    20000^2 with :data:`BOUNDARY_STEP`)."""
+    tick = max(BOUNDARY_STEP, spec.field_step) if spec.op.fields else BOUNDARY_STEP
+
     def ticks(a: int, b: int) -> np.ndarray:
-        return np.unique(np.r_[np.arange(a, b, BOUNDARY_STEP), b - 1])
+        return np.unique(np.r_[np.arange(a, b, tick), b - 1])
 
     levels = spec.z_range if spec.tilts else (0.0,)
 
@@ -285,13 +352,15 @@ def _warp_chunk(spec: _Spec, r0: int, c0: int, shape: tuple[int, int], window0: 
         _rigid_chunk(spec, inv, window, r0, c0, window0, out)
         return out
     cols = np.arange(c0, c0 + shape[1])
+    # a warp by fields: the chunk's lattice at once (not a strip's, with its nodes beyond the strip)
+    nodes = _Nodes.of(spec, np.arange(r0, r0 + shape[0]), cols) if spec.op.fields else None
 
     def sample(prow: np.ndarray, pcol: np.ndarray) -> np.ndarray:
         return interp_positions_kernel(window, prow - wr0, pcol - wc0, resampling=spec.resampling)
 
     for s in range(0, shape[0], STRIP_ROWS):
         rows = np.arange(r0 + s, r0 + min(s + STRIP_ROWS, shape[0]))
-        m = _mapped(spec, rows, cols)
+        m = nodes.mapping(spec, rows, cols) if nodes is not None else _mapped(spec, rows, cols)
         _check_inside(spec, m.prow, m.pcol, window0, window.shape, before, after)
         vals = sample(m.prow, m.pcol)
         # frame coordinates exist only when a ramp needs them (see _mapped)
@@ -473,6 +542,8 @@ def warp_dem(
     if len(zr) != 2 or not zr[0] < zr[1]:
         raise ValueError(f"z_range must be (min, max) with min < max, got {z_range!r}")
     spec = _Spec(grid=grid, src=Grid.of(src), op=op, resampling=resampling, z_range=(zr[0], zr[1]))
+    if op.fields:
+        spec = replace(spec, field_step=_field_step(spec))
     if chunks is None:
         chunks = (max(data.chunks[0]), max(data.chunks[1]))
     out_chunks = da.core.normalize_chunks(chunks, grid.shape)

@@ -378,8 +378,9 @@ def test_the_samples_file_is_removed_when_a_later_round_stops(ref, fitted, monke
 @pytest.mark.parametrize("move", [_translation, _quadratic])
 def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monkeypatch, move):
     """A later round of NuthKaab tiles evaluates the fields so far on a 32-pixel lattice over each
-    tile and interpolates (cubic convolution, ``composed_at``) when that errs by at most 5e-7 px at every lattice
-    cell's centre, else refines or evaluates exactly: the tiles are those of the exact evaluation
+    tile and interpolates (cubic convolution, ``composed_at``) when that errs by at most 5e-7 px at the centres of
+    the lattice cells around the fields' centres (checked once for the round, ``FieldLattice``), else refines or
+    evaluates exactly: one evaluation per tile (its nodes, or its pixels). The tiles are those of the exact evaluation
     at every sampled pixel (``LATTICE_STEP = 1``) within 1e-6 px (the issue's bound for a change of
     route; measured 2e-8 px on a 2000^2 crop of the 8000^2 benchmark). The pass count stays one
     compute per band of rows of chunks in round 1 and none in round 2. (Whether the lattice is used depends on how
@@ -390,8 +391,11 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
     evaluated: list[int] = []
     exact_compose = samples_module.compose
 
+    ndims: list[int] = []  # a tile's: 2 (a grid of nodes) or 1 (exactly, at its pixels); the round's check: 3
+
     def spy(fields, x, y):
         evaluated.append(int(np.size(x)))
+        ndims.append(int(np.ndim(x)))
         return exact_compose(fields, x, y)
 
     monkeypatch.setattr(samples_module, "compose", spy)
@@ -402,6 +406,8 @@ def test_later_round_reads_the_fields_on_a_lattice_as_the_exact_route(ref, monke
     layout = [(r, r + BLOCK, c, c + BLOCK) for r in edges[:-1] for c in edges[:-1]]
     assert c.count == len(chunk_bands(layout, ref.data.chunks[0], 20_000)) == 1  # the 16 tiles' candidates in one band
     assert len(evaluated) >= tiles  # round 2 went through composed_at
+    assert ndims.count(1) + ndims.count(2) == tiles  # one evaluation per tile, no check of its own
+    assert ndims.count(2) >= tiles // 2  # most from a lattice
     monkeypatch.setattr(samples_module, "LATTICE_STEP", 1)
     with dask.config.set(scheduler="synchronous"):
         exact = BlockwiseCoreg(NuthKaab(subsample=20_000), block_size=BLOCK, n_iterations=2).fit(ref, tba)
@@ -467,6 +473,70 @@ def test_apply_maps_the_fields_from_a_cubic_lattice_closer_than_the_bilinear_one
                 assert err <= min(xdem.warp.LATTICE_TOLERANCE, np.abs(lattice_bilinear(nodes[k], lr, lc, rows, cols)
                                                                       - want[k]).max() + 1e-7), (name, k, err)
             assert got.vz is not None and np.abs(got.vz - want[-1]).max() <= xdem.warp.LATTICE_TOLERANCE * RES
+
+
+def test_apply_maps_each_chunk_from_its_lattice_once(fitted, monkeypatch):
+    """A warp by fields evaluates the fields once per chunk, on the chunk's lattice (nodes: the
+    multiples of one spacing chosen for the whole grid), and maps every strip from it: the values
+    of the route that maps each strip on a lattice of its own and checks it at every cell's centre,
+    bit for bit, from one evaluation per chunk instead of two per strip."""
+    tba, bw = fitted["sinusoid"]
+    exact = xdem.warp._exact_fields
+    calls: list[int] = []
+
+    def spy(spec, rows, cols):
+        calls.append(len(np.broadcast(rows, cols).shape))
+        return exact(spec, rows, cols)
+
+    lazy = bw.apply(tba)  # the graph and its spacing, before the spy
+    monkeypatch.setattr(xdem.warp, "_exact_fields", spy)
+    with dask.config.set(scheduler="synchronous"):
+        fast = lazy.values
+    assert calls == [2] * lazy.data.npartitions
+    monkeypatch.setattr(xdem.warp._Nodes, "of", classmethod(lambda cls, spec, rows, cols: None))
+    lazy = bw.apply(tba)
+    calls.clear()
+    with dask.config.set(scheduler="synchronous"):
+        strips = lazy.values
+    assert calls.count(2) == 2 * lazy.data.npartitions  # one strip per chunk of 250 rows: nodes, cells' centres
+    np.testing.assert_array_equal(fast, strips)
+
+
+def test_warp_spacing_refines_for_a_field_that_bends_within_a_cell():
+    """A field through noisy values 40 pixels apart bends within a 32-pixel cell: the spacing chosen
+    for the grid (around the field's centres) is finer, and a chunk mapped from its lattice is then
+    within the warp's tolerance (1e-3 px) of the exact mapping at every pixel. A smooth field keeps
+    32 pixels."""
+    from xdem.kernels.field import fit_thin_plate
+
+    grid = Grid((400, 400), TRANSFORM, "EPSG:32633")
+    centres = np.arange(10) * 40 + 20.0
+    cx, cy = np.broadcast_arrays(*grid.centres(centres[:, None], centres[None, :]))
+    rng = np.random.default_rng(1)
+    for noise, fine in ((2.0, True), (0.0, False)):
+        values = np.array([1.0, -0.5, 0.2]) + noise * rng.normal(size=(100, 3))
+        field = fit_thin_plate(cx.ravel(), cy.ravel(), values, centre=(X0 + 1000, Y0 + 4000), scale=200.0)
+        spec = xdem.warp._Spec(grid=grid, src=grid, op=FrameOp(grid.crs, fields=(field,)), resampling="bilinear")
+        step = xdem.warp._field_step(spec)
+        assert (step < xdem.warp.FIELD_LATTICE_STEP) == fine, (noise, step)
+        if fine:
+            spec = xdem.warp._Spec(grid=grid, src=grid, op=spec.op, resampling="bilinear", field_step=step)
+            rows, cols = np.arange(100, 300), np.arange(37, 341)
+            got = xdem.warp._Nodes.of(spec, rows, cols).mapping(spec, rows, cols)
+            want = xdem.warp._exact_fields(spec, rows[:, None], cols[None, :])
+            assert max(np.abs(got.prow - want[0]).max(), np.abs(got.pcol - want[1]).max()) <= xdem.warp.LATTICE_TOLERANCE
+
+
+def test_field_lattice_spacing_is_the_finest_near_a_box():
+    """``FieldLattice.over``: a box takes the finest spacing of the spots within two coarse cells
+    of it, the coarse one when none is near."""
+    from xdem.coreg._blockwise_samples import LATTICE_STEP, FieldLattice
+
+    lat = FieldLattice(np.array([100.0, 900.0, 500.0]), np.array([100.0, 900.0, 120.0]), np.array([8, 32, 1]))
+    assert lat.over(0, 200, 0, 200) == 8  # (100, 100) within; (500, 120) 300 rows away
+    assert lat.over(300, 450, 0, 200) == 1  # (500, 120) 50 rows beyond the box, (100, 100) 200 rows before it
+    assert lat.over(800, 999, 800, 999) == 32
+    assert lat.over(2000, 2100, 2000, 2100) == LATTICE_STEP
 
 
 def test_in_pipelines_and_json(ref, fitted, tmp_path):

@@ -47,12 +47,12 @@ from xdem.io.grid import check_projected, get_resolution, get_transform
 from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
-from xdem.kernels.warp import cubic_nodes, lattice_cubic, lattice_cubic_at
+from xdem.kernels.warp import cubic_nodes, lattice_cubic_at, spot_steps
 from xdem.sampling import resolve_count
 from xdem.warp import Grid
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
-           "composed_at", "draw_group", "first_draws", "sampled_rounds"]
+           "composed_at", "FieldLattice", "draw_group", "first_draws", "sampled_rounds"]
 
 #: Memory allowed for the first round's samples of all tiles together (bytes): beyond it a
 #: later round draws each tile's sample again (one more pass over the tile's reference) instead
@@ -66,11 +66,12 @@ SPILL_SAMPLES = True
 SAMPLE_BATCH_BYTES = 128 * 2**20
 #: Spacing (pixels) of the lattice on which a later round evaluates the fields exactly (:func:`composed_at`).
 LATTICE_STEP = 32
-#: The lattice is tried while the pixels outnumber its nodes this many times (it evaluates the
-#: fields at about twice as many points as it has nodes: the nodes and the cells' centres).
-LATTICE_GAIN = 2
+#: A tile's pixels are read from the lattice when they outnumber its nodes this many times (else
+#: the fields are evaluated at each pixel).
+LATTICE_GAIN = 1
 #: Largest error (pixels; also for the vertical change, in pixel sizes) of the fields interpolated
-#: between lattice nodes, checked at the centre of every lattice cell: far below what moves a fit.
+#: between lattice nodes, checked at the centres of the lattice cells around the fields' centres
+#: (:class:`FieldLattice`): far below what moves a fit.
 LATTICE_TOLERANCE = 5e-7
 
 
@@ -130,12 +131,14 @@ class FieldSampler:
     """
 
     def __init__(self, tba: xr.DataArray, rows: np.ndarray, cols: np.ndarray, fields: tuple[ThinPlateField, ...],
-                 resampling: str, half: int = 2, windows: np.ndarray | None = None, grid: Grid | None = None) -> None:
+                 resampling: str, half: int = 2, windows: np.ndarray | None = None, grid: Grid | None = None,
+                 lattice: FieldLattice | None = None) -> None:
         self.arr = tba.data
         grid = Grid.of(tba) if grid is None else grid  # ``grid``: tba's, read once by the caller for many tiles
         self.inverse = ~grid.transform
         rows, cols = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
-        self.px, self.py, self.vz = composed_at(fields, grid, rows, cols)
+        lattice = FieldLattice.of(fields, grid) if lattice is None else lattice  # found once for many tiles
+        self.px, self.py, self.vz = composed_at(fields, grid, rows, cols, lattice=lattice)
         self.resampling = resampling
         self.half = half
         self.before, self.after = footprint(resampling)
@@ -164,42 +167,75 @@ class FieldSampler:
         return z
 
 
+@dataclass(frozen=True)
+class FieldLattice:
+    """Where :func:`composed_at`'s lattice may be coarse: spots (pixel rows, columns: the centres of
+    the fields' thin-plate kernels, the grid's corners and centre) and, for each, the largest
+    spacing of :data:`LATTICE_STEP`, half of it, ... whose cubic convolution errs by at most
+    :data:`LATTICE_TOLERANCE` pixel at the centres of the lattice cells around it
+    (:func:`~xdem.kernels.warp.spot_steps`; 1: exactly). Found once per round for every tile: a
+    thin-plate field bends most at its centres, so a lattice errs most there."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    steps: np.ndarray
+
+    @classmethod
+    def of(cls, fields: tuple[ThinPlateField, ...], grid: Grid) -> FieldLattice:
+        res = max(abs(grid.transform.a), abs(grid.transform.e))
+        inv = ~grid.transform
+        xy = [np.asarray(f.centres, dtype=np.float64).reshape(-1, 2) * f.scale + np.asarray(f.centre) for f in fields]
+        x = np.concatenate([c[:, 0] for c in xy] or [np.zeros(0)])
+        y = np.concatenate([c[:, 1] for c in xy] or [np.zeros(0)])
+        h, w = grid.shape
+        rows = np.r_[inv.d * x + inv.e * y + inv.f - 0.5, 0, 0, h - 1, h - 1, h // 2]
+        cols = np.r_[inv.a * x + inv.b * y + inv.c - 0.5, 0, w - 1, 0, w - 1, w // 2]
+
+        def displacements(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
+            gx, gy = np.broadcast_arrays(*grid.centres(r.astype(np.float64), c.astype(np.float64)))
+            px, py, vz = compose(fields, gx, gy)
+            return [gx - px, gy - py, vz]
+
+        steps = spot_steps(displacements, rows, cols, start=LATTICE_STEP, tolerances=[LATTICE_TOLERANCE * res] * 3)
+        return cls(rows, cols, steps)
+
+    def over(self, r_lo: float, r_hi: float, c_lo: float, c_hi: float) -> int:
+        """The spacing for pixels within rows ``[r_lo, r_hi]`` and columns ``[c_lo, c_hi]``: the
+        smallest of the spots whose checked cells may meet that box's lattice."""
+        m = 2 * LATTICE_STEP
+        near = (self.rows >= r_lo - m) & (self.rows <= r_hi + m) & (self.cols >= c_lo - m) & (self.cols <= c_hi + m)
+        return int(self.steps[near].min()) if near.any() else LATTICE_STEP
+
+
 def composed_at(fields: tuple[ThinPlateField, ...], grid: Grid, rows: np.ndarray,
-                cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                cols: np.ndarray, *, lattice: FieldLattice | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~xdem.kernels.field.compose` at the centres of pixels ``rows, cols`` (float arrays):
     the position read and the vertical change.
 
     The fields are smooth: they are evaluated exactly on a lattice of every :data:`LATTICE_STEP`
-    pixels over the pixels' bounding box and one node beyond (aligned on multiples of the step in
-    the whole grid) and interpolated by cubic convolution in between, when that interpolation
-    errs by at most :data:`LATTICE_TOLERANCE` pixel at the centre of every lattice cell (else the
-    lattice is refined while the pixels outnumber the nodes :data:`LATTICE_GAIN` times, else the
-    exact evaluation at every pixel). Bilinear interpolation on a 16-pixel lattice erred by up to
+    pixels (finer where :class:`FieldLattice` finds the cubic convolution between its nodes errs by
+    more than :data:`LATTICE_TOLERANCE` pixel near them) over the pixels' bounding box and one node
+    beyond (aligned on multiples of the step in the whole grid) and interpolated by cubic convolution
+    in between, when the pixels outnumber the nodes :data:`LATTICE_GAIN` times (else exactly at
+    every pixel). Bilinear interpolation on a 16-pixel lattice erred by up to
     5.6e-7 px near the tiles' centres (where a thin-plate kernel's curvature grows like
     ``log r``) and fell back to the exact evaluation on a third of the 8000^2 benchmark's tiles;
     the cubic one errs 6 to 8 times less on that lattice and 3.7e-7 px at most on a 32-pixel one
-    (measured on that benchmark's fields). For 20,000 pixels of a 1000-pixel tile: 2,249
-    evaluations of the thin-plate kernel (1,225 nodes and 1,024 cell centres) instead of 20,000.
+    (measured on that benchmark's fields). For 20,000 pixels of a 1000-pixel tile: 1,225
+    evaluations of the thin-plate kernel instead of 20,000 (the check is once per round, around
+    the fields' centres, not at every cell of every tile).
     """
-    res = max(abs(grid.transform.a), abs(grid.transform.e))
-    step = LATTICE_STEP
     r_lo, r_hi, c_lo, c_hi = rows.min(), rows.max(), cols.min(), cols.max()
-    while step > 1:
+    step = (FieldLattice.of(fields, grid) if lattice is None else lattice).over(r_lo, r_hi, c_lo, c_hi)
+    if step > 1:
         lr, lc = cubic_nodes(r_lo, r_hi, step), cubic_nodes(c_lo, c_hi, step)
-        if rows.size <= LATTICE_GAIN * lr.size * lc.size:
-            break
-        gx, gy = np.broadcast_arrays(*grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64)))
-        px, py, vz = compose(fields, gx, gy)
-        nodes = np.stack((gx - px, gy - py, vz))  # displacements: smooth, small (interpolated without the grid's offset)
-        mr, mc = (lr[1:-2] + lr[2:-1]) / 2.0, (lc[1:-2] + lc[2:-1]) / 2.0
-        mx, my = np.broadcast_arrays(*grid.centres(mr[:, None], mc[None, :]))
-        qx, qy, qz = compose(fields, mx, my)
-        mids = [lattice_cubic(v, lr, lc, mr, mc) for v in nodes]
-        if all(np.abs(m - e).max() <= LATTICE_TOLERANCE * res for m, e in zip(mids, (mx - qx, my - qy, qz))):
+        if rows.size > LATTICE_GAIN * lr.size * lc.size:
+            gx, gy = np.broadcast_arrays(*grid.centres(lr[:, None].astype(np.float64), lc[None, :].astype(np.float64)))
+            px, py, vz = compose(fields, gx, gy)
+            nodes = np.stack((gx - px, gy - py, vz))  # displacements: smooth, small (interpolated without the grid's offset)
             x, y = grid.centres(rows, cols)
             ddx, ddy, dz = lattice_cubic_at(nodes, lr, lc, rows, cols)
             return x - ddx, y - ddy, dz
-        step //= 2
     x, y = grid.centres(rows, cols)
     return compose(fields, x, y)
 
@@ -316,16 +352,17 @@ def fit_tile_first(template: NuthKaab, data: FitData, rec: dict[str, Any], ss: S
 
 def fit_tile_again(template: NuthKaab, data: FitData, rec: dict[str, Any], kept: TileSample,
                    fields: tuple[ThinPlateField, ...], *, frame: str, grid: Grid | None = None,
-                   resolution: tuple[float, float] | None = None) -> dict[str, Any]:
+                   resolution: tuple[float, float] | None = None, lattice: FieldLattice | None = None) -> dict[str, Any]:
     """A later round on one tile: Nuth & Kääb of the residual offset of ``tba`` warped by
-    ``fields``, on the first round's sample ``kept`` (kept, or drawn again). ``grid``: tba's and
-    ``resolution``: the reference's, when the caller read them once for all tiles."""
+    ``fields``, on the first round's sample ``kept`` (kept, or drawn again). ``grid``: tba's,
+    ``resolution``: the reference's and ``lattice``: :class:`FieldLattice`, when the caller found them
+    once for all tiles."""
     step = _fresh(template)
     step._check_params()
     resolution = get_resolution(data.ref) if resolution is None else resolution
     try:
         sampler = FieldSampler(data.tba, kept.rows, kept.cols, fields, step.resampling, type(step)._half,
-                               windows=kept.win_tba, grid=grid)
+                               windows=kept.win_tba, grid=grid, lattice=lattice)
         step._fit_on_sample(kept.ref, kept.slope, kept.aspect, sampler, resolution=resolution,
                             shape=(rec["row1"] - rec["row0"], rec["col1"] - rec["col0"]), start=(0.0, 0.0))
     except (NotEnoughDataError, ConvergenceError, OverlapError) as exc:
@@ -387,10 +424,11 @@ def _rounds(template: NuthKaab, data: FitData, tiles: list[tuple[int, int, int, 
         todo = sorted(fitted)
         for i in todo:
             records[i]["status"] = ""
+        lattice = FieldLattice.of(fields, tba_grid)
 
         def again(i: int, sample: TileSample) -> None:
             records[i].update(fit_tile_again(template, data, records[i], sample, fields, frame=frame, grid=tba_grid,
-                                             resolution=resolution))
+                                             resolution=resolution, lattice=lattice))
 
         if keep:
             parallel([functools.partial(again, i, kept[i]) for i in todo])

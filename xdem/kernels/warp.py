@@ -16,6 +16,7 @@ cached on disk after its first use (about a second).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numba
 import numpy as np
@@ -24,7 +25,7 @@ from xdem.kernels._interp_loops import CODES, weights_into
 from xdem.kernels.interp import weights_1d
 
 __all__ = ["interp_positions_kernel", "interp_positions_numpy", "lattice_bilinear", "cubic_nodes", "lattice_cubic",
-           "lattice_cubic_at", "interp_one", "CODES"]
+           "lattice_cubic_at", "spot_steps", "interp_one", "CODES"]
 #: ``CODES`` (resampling name -> code of the compiled weights) is :data:`xdem.kernels._interp_loops.CODES`.
 
 @numba.njit(cache=True, nogil=True)
@@ -246,6 +247,58 @@ def lattice_cubic(values: np.ndarray, lr: np.ndarray, lc: np.ndarray, rows: np.n
     tmp = np.empty((lr.size, jc.size), dtype=np.float64)
     _cubic_grid_loop(np.ascontiguousarray(values, dtype=np.float64), jr, wr, jc, wc, tmp, out)
     return out
+
+
+def spot_steps(exact: Callable[[np.ndarray, np.ndarray], Sequence[np.ndarray]], rows: np.ndarray, cols: np.ndarray,
+               *, start: int, tolerances: Sequence[float]) -> np.ndarray:
+    """For each spot ``(rows[i], cols[i])``: the largest of ``start, start // 2, ...`` (down to 2)
+    whose lattice (nodes at the multiples of the step) interpolated by :func:`lattice_cubic` errs
+    by at most ``tolerances[k]`` on the ``k``-th value of ``exact`` at the centres of the 3 x 3
+    lattice cells around the spot; 1 (evaluate exactly) when none does.
+
+    ``exact(r, c)`` gives the exact values at broadcastable integer pixel positions (a list of
+    arrays of the broadcast shape). Where a value is not finite it is not checked. Give the spots
+    where the values bend most (a thin-plate field's kernel: its centres), where a lattice cell's
+    interpolation errs most.
+
+    Examples
+    --------
+    >>> quad = lambda r, c: [np.broadcast_to((r - 2.0 * c) ** 2, np.broadcast_shapes(r.shape, c.shape))]
+    >>> spot_steps(quad, np.array([100]), np.array([7]), start=32, tolerances=[1e-9]).tolist()  # exact for quadratics
+    [32]
+    >>> kink = lambda r, c: [np.broadcast_to(np.abs(r - 100.3) * 1.0, np.broadcast_shapes(r.shape, c.shape))]
+    >>> spot_steps(kink, np.array([100, 400]), np.array([7, 7]), start=32, tolerances=[1e-3]).tolist()
+    [1, 32]
+    """
+    rows = np.floor(np.asarray(rows, dtype=np.float64)).astype(np.int64).ravel()
+    cols = np.floor(np.asarray(cols, dtype=np.float64)).astype(np.int64).ravel()
+    out = np.ones(rows.size, dtype=np.int64)
+    todo = np.arange(rows.size)
+    step = int(start)
+    while step > 1 and todo.size:
+        offsets = step * np.arange(-2, 4)  # six nodes: the three middle cells have two nodes each side
+        middles = step * np.arange(-1, 2) + step // 2
+        jm, wm = _cubic_weights(offsets, middles)
+        weights = np.zeros((middles.size, offsets.size))
+        for i, j in enumerate(jm):
+            weights[i, j - 1:j + 3] = wm[i]
+        br, bc = rows[todo] // step * step, cols[todo] // step * step
+        nodes = exact((br[:, None] + offsets)[:, :, None], (bc[:, None] + offsets)[:, None, :])
+        check = exact((br[:, None] + middles)[:, :, None], (bc[:, None] + middles)[:, None, :])
+        ok = np.ones(todo.size, dtype=bool)
+        for v, c, tol in zip(nodes, check, tolerances):
+            ok &= _within(np.einsum("ia,nab,jb->nij", weights, v, weights), c, tol)
+        out[todo[ok]] = step
+        todo = todo[~ok]
+        step //= 2
+    return out
+
+
+def _within(got: np.ndarray, want: np.ndarray, tolerance: float) -> np.ndarray:
+    """Per spot (first axis): whether ``got`` is within ``tolerance`` of ``want`` wherever both are finite."""
+    bad = np.isfinite(got) & np.isfinite(want) & ~(np.abs(got - want) <= tolerance)
+    fine: np.ndarray = ~bad.reshape(bad.shape[0], -1).any(axis=1)
+    return fine
 
 
 @numba.njit(cache=True, nogil=True)
