@@ -28,7 +28,7 @@ EXPECTED = {
     "biascorr": {"needs_bias_vars", "fits_points", "moves_points"},
     "terrainbias": {"fits_points", "moves_points"},
     "directionalbias": {"fits_points", "moves_points"},
-    "blockwisecoreg": {"horizontal", "in_frame", "moves_points"},
+    "blockwisecoreg": {"horizontal", "in_frame", "moves_points", "rereads_inputs"},
     "rigidtransform": {"affine", "rigid", "in_frame", "blockwise_step", "moves_points"},
     "icp": {"affine", "rigid", "horizontal", "fits_points", "initial_shift", "in_frame", "blockwise_step",
             "moves_points"},

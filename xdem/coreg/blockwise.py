@@ -200,7 +200,7 @@ class BlockwiseCoreg(Coreg):
     """
 
     #: What it can do (:class:`~xdem.coreg.Capabilities`): not a step of itself.
-    tags = Coreg.tags.but(horizontal=True, in_frame=True, moves_points=True)
+    tags = Coreg.tags.but(horizontal=True, in_frame=True, moves_points=True, rereads_inputs=True)
     resampling: str  # set by __init__
 
     def __init__(

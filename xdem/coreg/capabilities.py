@@ -49,6 +49,10 @@ class Capabilities:
     moves_points
         ``apply_points`` can move points with it: a correction of the frame, or a bias
         correction that evaluates its variables at the points.
+    rereads_inputs
+        Its fit decodes the inputs' chunks more than once (a blockwise fit reads regions of
+        rows of tiles, which cut the chunks: each decoded about twice a round), so ``xdem coreg``
+        spills local compressed inputs too, to decode each chunk once per run.
 
     Examples
     --------
@@ -70,6 +74,7 @@ class Capabilities:
     in_frame: bool = False
     blockwise_step: bool = False
     moves_points: bool = False
+    rereads_inputs: bool = False
 
     def but(self, **changes: bool) -> Capabilities:
         """A copy with ``changes`` (how a subclass declares its own from its parent's).
@@ -84,8 +89,9 @@ class Capabilities:
     @classmethod
     def combine(cls, steps: Sequence[Capabilities]) -> Capabilities:
         """The capabilities of a pipeline of ``steps``: affine, fitting on points, in the
-        frame, blockwise-able and moving points when every step is; rigid, horizontal and
-        needing bias variables when any step is; removing the median when the last step does;
+        frame, blockwise-able and moving points when every step is; rigid, horizontal,
+        needing bias variables and re-reading the inputs when any step is; removing the median
+        when the last step does;
         never starting from an initial shift itself (its steps do). No steps: nothing.
 
         Examples
@@ -108,6 +114,7 @@ class Capabilities:
             in_frame=all(s.in_frame for s in steps),
             blockwise_step=all(s.blockwise_step for s in steps),
             moves_points=all(s.moves_points for s in steps),
+            rereads_inputs=any(s.rereads_inputs for s in steps),
         )
 
     def names(self) -> tuple[str, ...]:

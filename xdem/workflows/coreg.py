@@ -43,7 +43,6 @@ import xarray as xr
 
 from xdem.checks import check_inputs, input_facts
 from xdem.coreg.base import Coreg
-from xdem.coreg.blockwise import BlockwiseCoreg
 from xdem.errors import InputError
 from xdem.io import remote
 from xdem.io._spill import spill_scope
@@ -172,11 +171,11 @@ def _spill_place(state: RunState) -> tuple[str | None, int]:
 
 
 def _decodes_often(coreg: Coreg | None) -> bool:
-    """Whether the fit decodes the inputs' chunks more than once (a blockwise step reads regions of
-    rows of tiles, which cut the chunks: each decoded about twice a round), so that spilling local
-    inputs too pays: at 20000^2 ``blockwise:nuthkaab`` 117.5 / 118.5 s CPU without, 108.3 / 108.8 s
-    with; ``nuthkaab`` 76.4 / 75.2 s without, 76.8 / 75.9 s with (docs/performance.md, Session 23)."""
-    return coreg is not None and any(isinstance(step, BlockwiseCoreg) for step in coreg.steps)
+    """Whether the fit decodes the inputs' chunks more than once (``Capabilities.rereads_inputs``:
+    a blockwise step), so that spilling local inputs too pays: at 20000^2 ``blockwise:nuthkaab``
+    117.5 / 118.5 s CPU without, 108.3 / 108.8 s with; ``nuthkaab`` 76.4 / 75.2 s without,
+    76.8 / 75.9 s with (docs/performance.md, Session 23)."""
+    return coreg is not None and coreg.capabilities.rereads_inputs
 
 
 def check_request(request: CoregRequest) -> PointsSide | None:
