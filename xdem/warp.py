@@ -38,13 +38,13 @@ from pyproj import CRS, Transformer
 from xdem._frame_op import FrameOp, NotMergeable, Surface
 from xdem.io.grid import Grid, crs_key, dask_data, same_crs
 from xdem.io.sources import find_sources, region_reader, register_source
-from xdem.kernels.field import compose
+from xdem.kernels.field import ThinPlateField, compose
 from xdem.kernels.interp import RESAMPLINGS, footprint
 from xdem.kernels.rigid import FIXED_POINT_TOLERANCE, MAX_FIXED_POINT_ITERATIONS, InverseCoefficients
 from xdem.kernels.rigid_warp import one_step_level, rigid_affine_strip, rigid_arrays_strip
 from xdem.kernels.warp import cubic_nodes, interp_positions_kernel, lattice_bilinear, lattice_cubic, spot_steps
 
-__all__ = ["Grid", "Surface", "FrameOp", "NotMergeable", "warp_dem", "crs_key", "same_crs"]
+__all__ = ["Grid", "Surface", "FrameOp", "NotMergeable", "warp_dem", "field_spots", "crs_key", "same_crs"]
 
 #: Output rows processed at once inside a chunk task (bounds the per-task temporaries).
 STRIP_ROWS = 256
@@ -227,6 +227,21 @@ def _tolerances(spec: _Spec, n: int) -> list[float]:
     return [LATTICE_TOLERANCE] * n_pos + [LATTICE_TOLERANCE * _frame_pixel(spec)] * (n - n_pos)
 
 
+def field_spots(fields: tuple[ThinPlateField, ...], grid: Grid, frame: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel positions ``(rows, cols)`` on ``grid`` where a lattice of ``fields`` (in the CRS
+    ``frame``) is checked: every centre of their thin-plate kernels (where they bend most) and
+    the grid's corners and centre; positions outside the projection's domain are left out."""
+    pts = [f.points() for f in fields]
+    xs, ys = _to(frame, grid.crs, np.concatenate([p[0] for p in pts] or [np.zeros(0)]),
+                 np.concatenate([p[1] for p in pts] or [np.zeros(0)]))
+    inv = ~grid.transform
+    h, w = grid.shape
+    rows = np.r_[inv.d * xs + inv.e * ys + inv.f - 0.5, 0, 0, h - 1, h - 1, h // 2]
+    cols = np.r_[inv.a * xs + inv.b * ys + inv.c - 0.5, 0, w - 1, 0, w - 1, w // 2]
+    ok = np.isfinite(rows) & np.isfinite(cols)
+    return rows[ok], cols[ok]
+
+
 def _field_step(spec: _Spec) -> int:
     """The lattice spacing of a warp by displacement fields, once for the whole grid: the largest of
     :data:`FIELD_LATTICE_STEP`, half of it, ... whose cubic convolution errs by at most
@@ -234,19 +249,9 @@ def _field_step(spec: _Spec) -> int:
     most: the kernel's curvature grows like ``log r`` there) and at the grid's corners and centre
     (:func:`~xdem.kernels.warp.spot_steps`); 1: every pixel exactly. One spacing for the whole
     grid, so the values do not depend on the chunks."""
-    x, y = [], []
-    for f in spec.op.fields:
-        c = np.asarray(f.centres, dtype=np.float64).reshape(-1, 2)
-        x.append(f.centre[0] + f.scale * c[:, 0])
-        y.append(f.centre[1] + f.scale * c[:, 1])
-    xs, ys = _to(spec.op.frame, spec.grid.crs, np.concatenate(x or [np.zeros(0)]), np.concatenate(y or [np.zeros(0)]))
-    inv = ~spec.grid.transform
-    h, w = spec.grid.shape
-    rows = np.r_[inv.d * xs + inv.e * ys + inv.f - 0.5, 0, 0, h - 1, h - 1, h // 2]
-    cols = np.r_[inv.a * xs + inv.b * ys + inv.c - 0.5, 0, w - 1, 0, w - 1, w // 2]
-    ok = np.isfinite(rows) & np.isfinite(cols)
+    rows, cols = field_spots(spec.op.fields, spec.grid, spec.op.frame)
     n = len(_exact_fields(spec, np.zeros((1, 1)), np.zeros((1, 1))))
-    steps = spot_steps(lambda r, c: _exact_fields(spec, r, c), rows[ok], cols[ok], start=FIELD_LATTICE_STEP,
+    steps = spot_steps(lambda r, c: _exact_fields(spec, r, c), rows, cols, start=FIELD_LATTICE_STEP,
                        tolerances=_tolerances(spec, n))
     return int(steps.min()) if steps.size else FIELD_LATTICE_STEP
 

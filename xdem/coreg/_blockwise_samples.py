@@ -49,7 +49,7 @@ from xdem.kernels.interp import footprint, interp_windows_kernel
 from xdem.kernels.robust import nmad
 from xdem.kernels.warp import cubic_nodes, lattice_cubic_at, spot_steps
 from xdem.sampling import resolve_count
-from xdem.warp import Grid
+from xdem.warp import Grid, field_spots
 
 __all__ = ["samples_route", "TileSample", "FieldSampler", "fit_tile_first", "fit_tile_again", "SAMPLE_CACHE_BYTES",
            "composed_at", "FieldLattice", "draw_group", "first_draws", "sampled_rounds"]
@@ -183,13 +183,7 @@ class FieldLattice:
     @classmethod
     def of(cls, fields: tuple[ThinPlateField, ...], grid: Grid) -> FieldLattice:
         res = max(abs(grid.transform.a), abs(grid.transform.e))
-        inv = ~grid.transform
-        xy = [np.asarray(f.centres, dtype=np.float64).reshape(-1, 2) * f.scale + np.asarray(f.centre) for f in fields]
-        x = np.concatenate([c[:, 0] for c in xy] or [np.zeros(0)])
-        y = np.concatenate([c[:, 1] for c in xy] or [np.zeros(0)])
-        h, w = grid.shape
-        rows = np.r_[inv.d * x + inv.e * y + inv.f - 0.5, 0, 0, h - 1, h - 1, h // 2]
-        cols = np.r_[inv.a * x + inv.b * y + inv.c - 0.5, 0, w - 1, 0, w - 1, w // 2]
+        rows, cols = field_spots(fields, grid, grid.crs)  # the fields are in tba's CRS here
 
         def displacements(r: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
             gx, gy = np.broadcast_arrays(*grid.centres(r.astype(np.float64), c.astype(np.float64)))

@@ -91,6 +91,11 @@ class ThinPlateField:
     terms: tuple[tuple[int, int], ...]
     coefs: tuple[tuple[float, ...], ...]
 
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernels' centres in the coordinates the field was fitted in (``x, y``)."""
+        c = np.asarray(self.centres, dtype=np.float64).reshape(-1, 2)
+        return self.centre[0] + self.scale * c[:, 0], self.centre[1] + self.scale * c[:, 1]
+
     def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The field at coordinates ``x, y`` (broadcastable): float64 of shape ``(*shape, n_out)``."""
         xb, yb = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
