@@ -258,6 +258,9 @@ def test_record_scope_takes_the_runs_budget_or_the_temporary_folders_room_and_le
         assert not [n for n in os.listdir(run) if n.endswith(".raw")]
         with _spill.record_scope(3000) as f:  # the first one's room is free again
             assert f is not None
+            # an input's file counts the records' room too: 3000 + 2500 bytes exceed the budget
+            assert spill is not None and spill.file("in", shape=(25, 25), dtype=np.dtype("float32"), chunks=(25, 25)) is None
+        assert spill.file("in2", shape=(25, 25), dtype=np.dtype("float32"), chunks=(25, 25)) is not None
         assert spill is not None
     assert os.listdir(tmp_path) == ["run"] and os.listdir(run) == []
 

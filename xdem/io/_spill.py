@@ -439,20 +439,22 @@ class Spill:
             if ident in self.files:
                 return self.files[ident]
             nbytes = int(shape[0]) * int(shape[1]) * np.dtype(dtype).itemsize
-            used = sum(f.nbytes for f in self.files.values() if f is not None)
             made: SpillFile | None = None
-            if used + nbytes <= self.budget:
+            if self._used() + nbytes <= self.budget:
                 with contextlib.suppress(OSError):
                     made = SpillFile(f"{self.prefix}spill-{len(self.files)}.raw", shape=shape, dtype=dtype, chunks=chunks)
             self.files[ident] = made
             return made
 
+    def _used(self) -> int:
+        """Bytes of the budget taken (the lock held): the inputs' files and the open record files."""
+        return (sum(f.nbytes for f in self.files.values() if f is not None)
+                + sum(r.capacity for r in self.kept if not r.closed))
+
     def records(self, capacity: int) -> RecordFile | None:
         """A new :class:`RecordFile` of ``capacity`` bytes, or ``None`` when the budget cannot hold it."""
         with self._lock:
-            used = sum(f.nbytes for f in self.files.values() if f is not None)
-            used += sum(r.capacity for r in self.kept if not r.closed)
-            if self._closed or used + capacity > self.budget:
+            if self._closed or self._used() + capacity > self.budget:
                 return None
             try:
                 made = RecordFile(f"{self.prefix}records-{len(self.kept)}.raw", capacity=capacity)
